@@ -1,0 +1,30 @@
+# The README's two commands: `make demo` (the main job) and `make test` (the whole suite).
+# Both create or refresh the local virtual environment from constraints.txt first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test typecheck bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/thermostat demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy calibration monitoring flows
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu || true
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .thermostat

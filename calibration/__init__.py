@@ -1,0 +1,67 @@
+"""Thermostat's pure numeric core: temperature scaling, calibration metrics, the gate.
+
+numpy, scipy and pandas only (pandas to read and write tables): no MLflow, no Prefect.
+
+References
+----------
+Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2017.
+"""
+
+from __future__ import annotations
+
+from ._evidence import BootstrapComparison, ConsistencyTest, consistency_resampling_test, paired_bootstrap_nll
+from ._fit import DEFAULT_BOUNDS, TemperatureFit, fit_temperature
+from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
+from ._metrics import (
+    CalibrationReport,
+    GroupBreakdown,
+    GroupCalibration,
+    accuracy,
+    brier_score,
+    classwise_calibration_error,
+    evaluate,
+    expected_calibration_error,
+    group_calibration,
+    maximum_calibration_error,
+    mean_confidence,
+    negative_log_likelihood,
+    reliability_table,
+)
+from ._qualify import QualificationReport, qualify_calibration_set
+from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+from ._stats import CalibrationStats, ReliabilityTable
+
+__all__ = [
+    "DEFAULT_BOUNDS",
+    "BootstrapComparison",
+    "CalibrationReport",
+    "CalibrationStats",
+    "ConsistencyTest",
+    "GateChoice",
+    "GateSweep",
+    "GroupBreakdown",
+    "GroupCalibration",
+    "QualificationReport",
+    "ReliabilityTable",
+    "ScoredSet",
+    "ScoredSetError",
+    "TemperatureFit",
+    "accuracy",
+    "brier_score",
+    "choose_threshold",
+    "classwise_calibration_error",
+    "consistency_resampling_test",
+    "evaluate",
+    "expected_calibration_error",
+    "fit_temperature",
+    "group_calibration",
+    "maximum_calibration_error",
+    "mean_confidence",
+    "negative_log_likelihood",
+    "paired_bootstrap_nll",
+    "qualify_calibration_set",
+    "read_scored_set",
+    "reliability_table",
+    "sweep_thresholds",
+    "write_scored_set",
+]

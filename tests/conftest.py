@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=50, deadline=None)
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+REAL_LOGITS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-logits"
+
+
+@pytest.fixture(scope="session")
+def real_logits_dir() -> Path:
+    if not REAL_LOGITS.is_dir():
+        pytest.fail(f"real logits folder not found at {REAL_LOGITS}; it ships beside the checkout in ../shared")
+    return REAL_LOGITS

@@ -32,3 +32,7 @@ class TemperatureFit:
     n_classes: int
     bounds: tuple[float, float]
     nll_reduction: Literal["mean"] = "mean"
+
+
+def fit_temperature(logits: object, labels: object, *, bounds: tuple[float, float] = DEFAULT_BOUNDS) -> TemperatureFit:
+    raise NotImplementedError

@@ -10,7 +10,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CalibrationStats", "ReliabilityTable"]
+__all__ = ["CalibrationStats", "ReliabilityTable", "equal_width_bin_index"]
+
+
+def equal_width_bin_index(confidence: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
+    """Bin of each confidence: bin m (0-based) is (m/M, (m+1)/M]; confidence 0 goes to bin 0.
+
+    ``searchsorted(..., side="left")`` on the interior edges puts a value equal to an edge
+    into the bin that edge closes, which is the half-open convention above.
+    """
+    interior = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+    return np.searchsorted(interior, confidence, side="left")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,5 +53,6 @@ class CalibrationStats:
     bin_count: NDArray[np.int64]
     bin_confidence_sum: NDArray[np.float64]
     bin_correct: NDArray[np.int64]
+    bin_variance_sum: NDArray[np.float64]
     nll_sum: float
     brier_sum: float

@@ -97,7 +97,7 @@ def fit_temperature(
     >>> logits = np.tile([np.log(9.0), 0.0], (10, 1))
     >>> labels = np.array([0] * 8 + [1] * 2)
     >>> fit = fit_temperature(logits, labels)
-    >>> round(fit.temperature, 6), round(np.log(9) / np.log(4), 6)
+    >>> round(fit.temperature, 6), round(float(np.log(9) / np.log(4)), 6)
     (1.584963, 1.584963)
     >>> fit.at_bound is None and fit.nll_after < fit.nll_before
     True

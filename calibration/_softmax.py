@@ -15,15 +15,23 @@ from numpy.typing import NDArray
 __all__ = ["log_softmax", "softmax", "top_label", "label_log_probability"]
 
 
+def _shifted(logits: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
+    # Promote before subtracting: float32 input gives the same numbers as the kernels.
+    promoted = logits.astype(np.float64)
+    promoted -= promoted.max(axis=1, keepdims=True)
+    return promoted
+
+
 def log_softmax(logits: NDArray[np.floating[Any]], temperature: float = 1.0) -> NDArray[np.float64]:
     """log softmax(logits / temperature), row-wise, in float64 (inputs trusted)."""
-    shifted = (logits - logits.max(axis=1, keepdims=True)).astype(np.float64, copy=False) / temperature
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    shifted = _shifted(logits) / temperature
+    result: NDArray[np.float64] = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return result
 
 
 def softmax(logits: NDArray[np.floating[Any]], temperature: float = 1.0) -> NDArray[np.float64]:
     """softmax(logits / temperature), row-wise, in float64 (inputs trusted)."""
-    shifted = (logits - logits.max(axis=1, keepdims=True)).astype(np.float64, copy=False) / temperature
+    shifted = _shifted(logits) / temperature
     exp = np.exp(shifted)
     exp /= exp.sum(axis=1, keepdims=True)
     return exp
@@ -38,7 +46,7 @@ def top_label(
     full probability matrix kept.
     """
     predictions = logits.argmax(axis=1)
-    shifted = (logits - logits.max(axis=1, keepdims=True)).astype(np.float64, copy=False) / temperature
+    shifted = _shifted(logits) / temperature
     confidence = 1.0 / np.exp(shifted).sum(axis=1)
     return predictions, confidence
 
@@ -47,8 +55,8 @@ def label_log_probability(
     logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], temperature: float = 1.0
 ) -> NDArray[np.float64]:
     """log softmax(z / T)[y] per row: the negative per-example NLL, without clipping."""
-    row_max = logits.max(axis=1)
     rows = np.arange(logits.shape[0])
-    shifted = (logits - row_max[:, None]).astype(np.float64, copy=False) / temperature
+    shifted = _shifted(logits) / temperature
     log_norm = np.log(np.exp(shifted).sum(axis=1))
-    return shifted[rows, labels] - log_norm
+    result: NDArray[np.float64] = shifted[rows, labels] - log_norm
+    return result

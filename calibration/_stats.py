@@ -217,7 +217,7 @@ class CalibrationStats:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CalibrationStats):
             return NotImplemented
-        return (
+        return bool(
             (self.n_bins, self.temperature, self.n_classes) == (other.n_bins, other.temperature, other.n_classes)
             and np.array_equal(self.bin_count, other.bin_count)
             and np.array_equal(self.bin_correct, other.bin_correct)

@@ -70,7 +70,7 @@ def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str
         integral = np.isfinite(array) & (array == np.round(array))
         if not integral.all():
             row = int(np.argmin(integral))
-            raise ValueError(f"{name} row {row} is {array[row]!r}; labels must be integers in [0, {n_classes})")
+            raise ValueError(f"{name} row {row} is {array[row].item()!r}; labels must be integers in [0, {n_classes})")
     elif array.dtype.kind not in "biu":
         raise TypeError(f"{name} must be integers in [0, {n_classes}); got dtype {array.dtype}")
     ints = array.astype(np.intp)

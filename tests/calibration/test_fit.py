@@ -1,0 +1,156 @@
+"""fit_temperature: analytic values, refusals, bounds, invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
+
+from calibration import fit_temperature, negative_log_likelihood
+from tests.strategies import fittable_arrays, sample_labels
+
+
+def _reference_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+    """A float64 brute-force optimum in log T (slow, tight tolerance)."""
+    z = logits.astype(np.float64)
+    result = minimize_scalar(
+        lambda log_t: negative_log_likelihood(z, labels, temperature=float(np.exp(log_t))),
+        bounds=(np.log(0.05), np.log(20.0)),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    return float(np.exp(result.x))
+
+
+def test_known_value_ln9_over_ln4() -> None:
+    logits = np.tile([np.log(9.0), 0.0], (10, 1))
+    labels = np.array([0] * 8 + [1] * 2)
+    fit = fit_temperature(logits, labels)
+    assert fit.temperature == pytest.approx(np.log(9.0) / np.log(4.0), rel=1e-6)
+    assert fit.at_bound is None
+    assert (fit.n, fit.n_classes, fit.bounds, fit.nll_reduction) == (10, 2, (0.05, 20.0), "mean")
+    # At T = 1 the model says 0.9 and is right 80% of the time.
+    assert fit.nll_before == pytest.approx(-(0.8 * np.log(0.9) + 0.2 * np.log(0.1)), rel=1e-12)
+    # At the optimum the confidence is exactly 0.8.
+    assert fit.nll_after == pytest.approx(-(0.8 * np.log(0.8) + 0.2 * np.log(0.2)), rel=1e-9)
+
+
+@pytest.mark.parametrize(("margin", "n_right", "n_total"), [(3.0, 70, 100), (0.5, 9, 10), (4.0, 60, 100), (1.0, 99, 100)])
+def test_binary_constant_margin(margin: float, n_right: int, n_total: int) -> None:
+    """T = m / ln(a / (1 - a)) for a constant logit gap m and accuracy a > 0.5."""
+    logits = np.tile([margin, 0.0], (n_total, 1))
+    labels = np.array([0] * n_right + [1] * (n_total - n_right))
+    expected = margin / np.log(n_right / (n_total - n_right))
+    fit = fit_temperature(logits, labels)
+    assert fit.at_bound is None
+    assert fit.temperature == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_classes", [2, 7, 100])
+def test_matches_float64_optimum(dtype: type, n_classes: int) -> None:
+    rng = np.random.default_rng(n_classes)
+    z = rng.normal(scale=2.0, size=(3000, n_classes))
+    labels = sample_labels(rng, z / 1.7)
+    logits = z.astype(dtype)
+    fit = fit_temperature(logits, labels)
+    assert fit.temperature == pytest.approx(_reference_temperature(logits, labels), rel=1e-6)
+    assert fit.nll_after == pytest.approx(negative_log_likelihood(logits, labels, temperature=fit.temperature), rel=1e-9)
+    assert fit.nll_before == pytest.approx(negative_log_likelihood(logits, labels), rel=1e-12)
+
+
+def test_large_set_uses_warm_start_and_stays_exact() -> None:
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=(60_000, 10)).astype(np.float32)
+    labels = sample_labels(rng, z.astype(np.float64) * 2.5)
+    fit = fit_temperature(2.5 * 2.0 * z, labels)  # served twice too sharp: T ~ 2
+    assert fit.temperature == pytest.approx(_reference_temperature(2.5 * 2.0 * z, labels), rel=1e-6)
+    assert 1.8 < fit.temperature < 2.2
+
+
+def test_extreme_logits_do_not_overflow() -> None:
+    rng = np.random.default_rng(3)
+    z = rng.uniform(-1e4, 1e4, size=(500, 5))
+    labels = np.where(rng.random(500) < 0.7, z.argmax(axis=1), rng.integers(0, 5, 500))
+    fit = fit_temperature(z, labels)
+    assert np.isfinite(fit.temperature) and np.isfinite(fit.nll_after) and np.isfinite(fit.nll_before)
+    assert fit.nll_after <= fit.nll_before
+
+
+def test_zero_error_set_is_flagged_at_lower_bound() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(50, 4))
+    fit = fit_temperature(logits, logits.argmax(axis=1))
+    assert fit.at_bound == "lower"
+    assert fit.temperature == pytest.approx(0.05)
+
+
+def test_labels_on_the_least_likely_class_hit_the_upper_bound() -> None:
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(60, 3))
+    fit = fit_temperature(logits, logits.argmin(axis=1))
+    assert fit.at_bound == "upper"
+    assert fit.temperature == pytest.approx(20.0)
+
+
+def test_custom_bounds_are_respected_and_reported() -> None:
+    logits = np.tile([np.log(9.0), 0.0], (10, 1))
+    labels = np.array([0] * 8 + [1] * 2)
+    fit = fit_temperature(logits, labels, bounds=(0.5, 1.2))
+    assert (fit.temperature, fit.at_bound, fit.bounds) == (pytest.approx(1.2), "upper", (0.5, 1.2))
+
+
+def test_constant_logits_keep_t_one() -> None:
+    fit = fit_temperature(np.zeros((5, 3)), [0, 1, 2, 0, 1])
+    assert fit.temperature == 1.0 and fit.at_bound is None
+    assert fit.nll_after == pytest.approx(np.log(3.0))
+
+
+def test_binary_right_less_than_half_is_refused() -> None:
+    logits = np.tile([2.0, 0.0], (10, 1))
+    labels = np.array([0] * 4 + [1] * 6)
+    with pytest.raises(ValueError, match=r"4 of 10.*no positive temperature.*inverted label mapping"):
+        fit_temperature(logits, labels)
+
+
+@pytest.mark.parametrize(
+    ("logits", "labels", "bounds", "error", "match"),
+    [
+        ([[np.nan, 1.0], [0.0, 1.0]], [0, 1], (0.05, 20), ValueError, r"logits row 0 contains nan"),
+        ([[1.0], [0.0]], [0, 0], (0.05, 20), ValueError, r"at least 2 classes"),
+        (np.zeros((0, 3)), [], (0.05, 20), ValueError, r"empty"),
+        ([[1.0, 0.0]], [2], (0.05, 20), ValueError, r"labels row 0 is 2"),
+        ([[1.0, 0.0]], [0.5], (0.05, 20), ValueError, r"labels row 0 is 0.5"),
+        ([[1.0, 0.0]], [0, 1], (0.05, 20), ValueError, r"labels has 2 entries but logits have 1 rows"),
+        ([[1.0, 0.0]], [0], (2.0, 1.0), ValueError, r"0 < lower < upper"),
+        ([[1.0, 0.0]], [0], (0.0, 1.0), ValueError, r"0 < lower < upper"),
+        ([["a", "b"]], [0], (0.05, 20), TypeError, r"logits must hold floats"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message(
+    logits: object, labels: object, bounds: tuple[float, float], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        fit_temperature(logits, labels, bounds=bounds)  # type: ignore[arg-type]
+
+
+@given(fittable_arrays())
+def test_nll_after_never_exceeds_nll_before(data: tuple[np.ndarray, np.ndarray]) -> None:
+    logits, labels = data
+    fit = fit_temperature(logits, labels)
+    assert fit.nll_after <= fit.nll_before + 1e-12
+    assert fit.bounds[0] <= fit.temperature <= fit.bounds[1]
+
+
+@given(fittable_arrays(), st.integers(0, 2**32 - 1), st.floats(-50.0, 50.0))
+def test_fit_ignores_row_order_and_row_shifts(data: tuple[np.ndarray, np.ndarray], seed: int, shift: float) -> None:
+    logits, labels = data
+    fit = fit_temperature(logits, labels)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(logits.shape[0])
+    shifts = rng.uniform(-abs(shift), abs(shift) + 1e-9, size=(logits.shape[0], 1))
+    moved = fit_temperature(logits[order] + shifts[order], labels[order])
+    assert moved.temperature == pytest.approx(fit.temperature, rel=1e-7)
+    assert moved.at_bound == fit.at_bound

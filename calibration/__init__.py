@@ -9,7 +9,13 @@ Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2
 
 from __future__ import annotations
 
-from ._evidence import BootstrapComparison, ConsistencyTest, consistency_resampling_test, paired_bootstrap_nll
+from ._evidence import (
+    BootstrapComparison,
+    ConsistencyTest,
+    consistency_resampling_from_stats,
+    consistency_resampling_test,
+    paired_bootstrap_nll,
+)
 from ._fit import DEFAULT_BOUNDS, TemperatureFit, fit_temperature
 from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
 from ._metrics import (
@@ -50,6 +56,7 @@ __all__ = [
     "brier_score",
     "choose_threshold",
     "classwise_calibration_error",
+    "consistency_resampling_from_stats",
     "consistency_resampling_test",
     "evaluate",
     "expected_calibration_error",

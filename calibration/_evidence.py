@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._softmax import label_log_probability, top_label
 from ._stats import equal_width_bin_index
-from ._validation import check_labels, check_logits, check_n_bins, check_temperature
+from ._validation import check_confidence_level, check_labels, check_logits, check_n_bins, check_temperature
 
 __all__ = [
     "BootstrapComparison",
@@ -90,7 +90,7 @@ class ConsistencyTest:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_positive_int(value: int, *, name: str, minimum: int = 1) -> int:
+def _check_int_at_least(value: int, *, name: str, minimum: int = 1) -> int:
     """Return ``value`` as an int >= ``minimum``, or raise (bool is refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
@@ -99,22 +99,9 @@ def _check_positive_int(value: int, *, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def _check_confidence_level(confidence_level: float, *, name: str = "confidence_level") -> float:
-    """Return ``confidence_level`` as a float strictly inside (0, 1), or raise."""
-    if isinstance(confidence_level, bool):
-        raise TypeError(f"{name} must be a number in (0, 1), e.g. 0.95; got {confidence_level!r}")
-    try:
-        value = float(confidence_level)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number in (0, 1), e.g. 0.95; got {confidence_level!r}") from exc
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must be strictly between 0 and 1 (e.g. 0.95); got {value}")
-    return value
-
-
 def _check_seed(seed: int) -> int:
     """Return ``seed`` as a non-negative int (what ``np.random.default_rng`` accepts), or raise."""
-    return _check_positive_int(seed, name="seed", minimum=0)
+    return _check_int_at_least(seed, name="seed", minimum=0)
 
 
 def _check_bin_sums(
@@ -142,9 +129,7 @@ def _check_bin_sums(
     negative = variance < 0.0
     if negative.any():
         bin_ = int(np.argmax(negative))
-        raise ValueError(
-            f"bin_variance_sum bin {bin_} is {variance[bin_]}; a sum of q(1 - q) must be >= 0"
-        )
+        raise ValueError(f"bin_variance_sum bin {bin_} is {variance[bin_]}; a sum of q(1 - q) must be >= 0")
     return gap, variance
 
 
@@ -253,8 +238,8 @@ def paired_bootstrap_nll(
     labels_ = check_labels(labels, n, n_classes)
     before = check_temperature(temperature_before, name="temperature_before")
     after = check_temperature(temperature_after, name="temperature_after")
-    n_resamples = _check_positive_int(n_resamples, name="n_resamples")
-    level = _check_confidence_level(confidence_level)
+    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
+    level = check_confidence_level(confidence_level)
     seed = _check_seed(seed)
 
     # NLL_after - NLL_before = log p_before - log p_after, per row, in float64.
@@ -359,7 +344,7 @@ def consistency_resampling_test(
     labels_ = check_labels(labels, n, n_classes)
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
-    n_resamples = _check_positive_int(n_resamples, name="n_resamples")
+    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
     seed = _check_seed(seed)
 
     predictions, confidence = top_label(logits_, temperature)
@@ -399,8 +384,8 @@ def consistency_resampling_from_stats(
     over the rows in bin b. Under perfect calibration the gap sum of a bin is a sum of
     independent centred Bernoulli variables; it is drawn from its normal approximation
     Normal(0, bin_variance_sum[b]). The null ECE is Σ_b |draw_b| / n. With a
-    :class:`~calibration._stats.CalibrationStats` ``s``, pass
-    ``s.bin_correct - s.bin_confidence_sum``, ``s.bin_variance_sum`` and ``s.bin_count.sum()``.
+    :class:`~calibration._stats.CalibrationStats` ``s`` (equal-width bins), pass
+    ``s.bin_correct - s.bin_confidence_sum``, ``s.bin_variance_sum`` and ``int(s.bin_count.sum())``.
 
     The normal approximation is close to :func:`consistency_resampling_test` when bins hold
     tens of rows or more; with a handful of rows per bin it can differ.
@@ -449,8 +434,8 @@ def consistency_resampling_from_stats(
     True
     """
     gap, variance = _check_bin_sums(bin_gap_sum, bin_variance_sum)
-    n = _check_positive_int(n, name="n")
-    n_resamples = _check_positive_int(n_resamples, name="n_resamples")
+    n = _check_int_at_least(n, name="n")
+    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
     seed = _check_seed(seed)
 
     n_bins = gap.shape[0]

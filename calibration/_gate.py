@@ -22,7 +22,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from ._evidence import _check_confidence_level
+from ._validation import check_confidence_level
+
 
 __all__ = ["GateSweep", "GateChoice", "sweep_thresholds", "choose_threshold"]
 
@@ -100,20 +101,19 @@ def _check_correct(correct: ArrayLike, n_samples: int) -> NDArray[np.bool_]:
     if not binary.all():
         row = int(np.argmin(binary))
         raise ValueError(
-            f"correct row {row} is {array[row]!r}; correct must be boolean or 0/1 "
+            f"correct row {row} is {array[row].item()!r}; correct must be boolean or 0/1 "
             "(pass predictions == labels)"
         )
-    return array == 1
+    return array.astype(np.bool_)
 
 
 def _check_target_accuracy(target_accuracy: float) -> float:
     """Return ``target_accuracy`` as a float strictly inside (0, 1), or raise."""
-    if isinstance(target_accuracy, bool):
+    if isinstance(target_accuracy, (bool, np.bool_)) or not isinstance(
+        target_accuracy, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"target_accuracy must be a number in (0, 1), e.g. 0.95; got {target_accuracy!r}")
-    try:
-        value = float(target_accuracy)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"target_accuracy must be a number in (0, 1), e.g. 0.95; got {target_accuracy!r}") from exc
+    value = float(target_accuracy)
     if not 0.0 < value < 1.0:
         raise ValueError(f"target_accuracy must be strictly between 0 and 1 (e.g. 0.95); got {value}")
     return value
@@ -225,7 +225,7 @@ def sweep_thresholds(confidence: ArrayLike, correct: ArrayLike, *, confidence_le
     [0.3006, 0.4385, 0.3424]
     """
     confidence_, correct_ = _validate(confidence, correct)
-    level = _check_confidence_level(confidence_level)
+    level = check_confidence_level(confidence_level)
     return _sweep(confidence_, correct_, level)
 
 
@@ -284,7 +284,7 @@ def choose_threshold(
     """
     confidence_, correct_ = _validate(confidence, correct)
     target = _check_target_accuracy(target_accuracy)
-    level = _check_confidence_level(confidence_level)
+    level = check_confidence_level(confidence_level)
     sweep = _sweep(confidence_, correct_, level)
     percent = f"{level:.0%}"
 

@@ -19,6 +19,7 @@ __all__ = [
     "check_groups",
     "check_n_bins",
     "check_scheme",
+    "check_confidence_level",
     "SCHEMES",
 ]
 
@@ -125,3 +126,15 @@ def check_scheme(scheme: str) -> str:
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
     return scheme
+
+
+def check_confidence_level(confidence_level: float, *, name: str = "confidence_level") -> float:
+    """Return ``confidence_level`` as a float strictly inside (0, 1), or raise."""
+    if isinstance(confidence_level, (bool, np.bool_)) or not isinstance(
+        confidence_level, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{name} must be a number in (0, 1), e.g. 0.95; got {confidence_level!r}")
+    value = float(confidence_level)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be strictly between 0 and 1 (e.g. 0.95); got {value}")
+    return value

@@ -42,9 +42,10 @@ class TemperatureFit:
 
 
 
-# A full pass ends the search once the quartic step is at most this share of 1/T: the
-# neglected fifth-order term then moves the optimum by ~1e-8 relative (r**4 / 24).
-_FINAL_STEP = 0.03
+# A pass ends the search once the quartic model's own error estimate (the size of the
+# neglected fifth-order term, extrapolated from how fast the terms decay) moves 1/T by less
+# than this share: 100 times below the 1e-6 the fit promises.
+_TOLERANCE = 1e-7
 # Above this many rows, a strided subsample finds the warm start first.
 _WARM_START_ROWS = 50_000
 _WARM_START_SHARE = 0.02
@@ -116,7 +117,7 @@ def fit_temperature(
     if n_samples > _WARM_START_ROWS:
         stride = int(1.0 / _WARM_START_SHARE)
         sample = minimise_nll(
-            expand(checked_logits[::stride], checked_labels[::stride]), (lower, upper), start=start, final_step=1e-6
+            expand(checked_logits[::stride], checked_labels[::stride]), (lower, upper), start=start, tolerance=1e-4
         )
         start = sample.inverse_temperature
     result = minimise_nll(expand(checked_logits, checked_labels), (lower, upper), start=start)
@@ -149,7 +150,7 @@ class NllMinimum:
 
 
 def minimise_nll(
-    expand: Expansion, bounds: tuple[float, float], *, start: float = 1.0, final_step: float = _FINAL_STEP
+    expand: Expansion, bounds: tuple[float, float], *, start: float = 1.0, tolerance: float = _TOLERANCE
 ) -> NllMinimum:
     """Minimise the mean NLL over 1/T given a pass ``expand(beta, with_nll_at_one)``.
 
@@ -176,7 +177,7 @@ def minimise_nll(
         if step == 0.0 and beta in (beta_low, beta_high):
             at_bound: Literal["lower", "upper"] = "lower" if beta == beta_high else "upper"
             return NllMinimum(beta, sums[1] / n, nll_at_one, at_bound, passes)
-        if not on_edge and abs(step) <= final_step * beta:
+        if not on_edge and _truncation_error(step, curvature, third, fourth) <= tolerance * beta:
             new_beta = beta + step
             bound: Literal["lower", "upper"] | None = None
             if new_beta >= beta_high:
@@ -189,6 +190,26 @@ def minimise_nll(
         f"temperature search did not converge in {_MAX_PASSES} passes (last 1/T = {beta!r}); "
         "please report this with the data's shape"
     )
+
+
+def _truncation_error(step: float, curvature: float, third: float, fourth: float) -> float:
+    """How far the neglected fifth-order term could move the quartic's minimiser.
+
+    The Taylor terms t_k = kappa_k h^k / k! of the NLL in 1/T decay at some rate rho; the
+    first neglected one is about rho * t_4, and its slope 5 t_5 / h, divided by the
+    curvature, is the shift of the minimiser. A step that is small against 1/T can still be
+    large against the data's scale (a zero-error set at large 1/T): this catches that.
+    """
+    if step == 0.0:
+        return 0.0
+    t2 = abs(curvature) * step * step / 2.0
+    t3 = abs(third * step**3) / 6.0
+    t4 = abs(fourth * step**4) / 24.0
+    if t2 <= 0.0:
+        return float("inf")
+    rho = max(t3 / t2, np.sqrt(t4 / t2))
+    t5 = rho * max(t4, rho * t3, rho * rho * t2)
+    return float(5.0 * t5 / (abs(step) * abs(curvature)))
 
 
 def _quartic_minimum(

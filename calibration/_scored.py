@@ -1,18 +1,78 @@
 """Scored sets: ids, logits, labels, optional groups; read from and written to .npz/.parquet/.csv.
 
-STUB: signatures fixed; implementation pending.
+A scored set is what a classifier produced on labelled examples: one row per example with a
+unique, non-empty string id, a row of ``K >= 2`` finite logits, an integer label in
+``[0, K)`` and, optionally, a group key (source, language, document family, ...) for the
+per-group metrics.
+
+File formats
+------------
+``.npz``
+    Keys ``logits`` (float, shape (N, K)) and ``labels`` (integers, shape (N,)); optional
+    ``ids`` (N strings; default: the row index ``"0"``, ``"1"``, ...) and ``groups``
+    (N strings). ``probs`` (probabilities, shape (N, K)) may stand in for ``logits``: then
+    logits = log(probs), which is exact because softmax is shift-invariant per row. Other
+    keys (e.g. ``source``) are ignored. Arrays are read with ``allow_pickle=False``.
+``.parquet`` and ``.csv``
+    Columns ``id``, ``label``, optional ``group``, and ``logit_0`` ... ``logit_{K-1}`` (or
+    ``prob_0`` ... ``prob_{K-1}``), in any order. Other columns are ignored. CSV is UTF-8
+    with a header line; every field is read as text first so that ids such as ``"007"`` or
+    ``"NA"`` stay what they are.
+
+Writing always stores logits (the ``logits`` key or ``logit_`` columns). Reading what was
+written gives back the same ids, labels, groups and logits exactly: ``.npz`` and
+``.parquet`` keep float32 or float64 as they are; ``.csv`` is read as float64 and is written
+with 17 significant digits, which round-trips every float64 (and every float32) bit for bit.
+
+Refusals
+--------
+Bad input raises :class:`ScoredSetError` (a ``ValueError``) whose message starts with the
+file (or the ``source`` given to :meth:`ScoredSet.from_arrays`) and names the row and the
+column or key, the rule, and what to do. Rows are counted from 0 over the data rows (the
+CSV header is not a row). Refused: an unknown extension, a missing or unreadable file,
+missing keys or columns, both logits and probabilities, ``logit_`` columns numbered with
+gaps, an empty set, K < 2, mismatched lengths, missing, empty or duplicate ids, labels that
+are not integers or lie outside [0, K), non-finite logits, probabilities that are not
+finite, ≤ 0, or whose row does not sum to 1 within 1e-4. Writing validates first and then
+writes atomically (a temporary file in the same folder, then ``os.replace``): a refused
+set leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import io
+import os
+import re
+import uuid
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from pickle import UnpicklingError
+from typing import IO, Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set"]
+__all__ = ["ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set", "SCORED_SET_FORMATS"]
+
+#: File extensions a scored set reads from and writes to.
+SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
+
+# Probabilities from float32 softmax outputs sum to 1 only to about 1e-6 per row; 1e-4 leaves
+# room for rounding while still catching logits stored under prob_ names.
+_PROB_SUM_TOLERANCE = 1e-4
+# 17 significant digits round-trip every float64 (and hence every float32) exactly.
+_CSV_FLOAT_FORMAT = "%.17g"
+_LOGIT_COLUMN = re.compile(r"logit_(0|[1-9][0-9]*)")
+_PROB_COLUMN = re.compile(r"prob_(0|[1-9][0-9]*)")
+_NAN_SPELLINGS = ("nan", "+nan", "-nan")
+_TABLE_EXPECTED = (
+    "a scored table needs columns id, label, optional group, and logit_0 ... logit_{K-1} "
+    "(or prob_0 ... prob_{K-1})"
+)
+_NPZ_EXPECTED = "a scored .npz needs keys 'logits' (or 'probs') and 'labels', optionally 'ids' and 'groups'"
 
 
 class ScoredSetError(ValueError):
@@ -21,7 +81,28 @@ class ScoredSetError(ValueError):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ScoredSet:
-    """A validated scored set. Construct through :meth:`from_arrays` or :func:`read_scored_set`."""
+    """A validated scored set. Construct through :meth:`from_arrays` or :func:`read_scored_set`.
+
+    The arrays of a set built by those two are read-only, so the validation holds for the
+    life of the object.
+
+    Attributes
+    ----------
+    ids : array of str of shape (n_samples,)
+        Unique, non-empty example ids.
+    logits : array of float of shape (n_samples, n_classes)
+        Finite logits, float32 or float64 as given.
+    labels : array of int of shape (n_samples,)
+        True classes in ``[0, n_classes)``.
+    groups : array of str of shape (n_samples,) or None
+        Optional group key per row.
+
+    Examples
+    --------
+    >>> scored = ScoredSet.from_arrays([[2.0, 0.0], [0.5, 1.5]], [0, 1], groups=["a", "b"])
+    >>> scored.n_samples, scored.n_classes, scored.ids.tolist()
+    (2, 2, ['0', '1'])
+    """
 
     ids: NDArray[np.str_]
     logits: NDArray[np.floating[Any]]
@@ -30,16 +111,614 @@ class ScoredSet:
 
     @property
     def n_samples(self) -> int:
+        """Number of rows (examples)."""
         return int(self.logits.shape[0])
 
     @property
     def n_classes(self) -> int:
+        """Number of classes K (columns of ``logits``)."""
         return int(self.logits.shape[1])
+
+    @classmethod
+    def from_arrays(
+        cls,
+        logits: ArrayLike,
+        labels: ArrayLike,
+        *,
+        ids: ArrayLike | None = None,
+        groups: ArrayLike | None = None,
+        source: str = "arrays",
+    ) -> ScoredSet:
+        """Validate arrays and return them as a scored set (the arrays are copied).
+
+        Parameters
+        ----------
+        logits : array-like of shape (n_samples, n_classes)
+            Finite logits, ``n_classes >= 2``. float32 and float64 are kept as they are;
+            integers and other float widths become float64.
+        labels : array-like of shape (n_samples,)
+            Integers (or integral floats) in ``[0, n_classes)``.
+        ids : array-like of shape (n_samples,), optional
+            Unique, non-empty ids (converted to str). Default: the row index as strings.
+        groups : array-like of shape (n_samples,), optional
+            Group key per row (converted to str).
+        source : str, default "arrays"
+            Names the origin at the start of every error message.
+
+        Returns
+        -------
+        ScoredSet
+
+        Raises
+        ------
+        ScoredSetError
+            For any refusal listed in the module docstring; the message names ``source``,
+            the row and the column.
+
+        Examples
+        --------
+        >>> scored = ScoredSet.from_arrays(np.zeros((3, 2), dtype=np.float32), [0, 1, 1])
+        >>> scored.logits.dtype, scored.labels.tolist(), scored.ids.tolist()
+        (dtype('float32'), [0, 1, 1], ['0', '1', '2'])
+        >>> ScoredSet.from_arrays([[1.0, np.inf], [0.0, 1.0]], [0, 1], ids=["a", "b"])
+        Traceback (most recent call last):
+        ...
+        calibration._scored.ScoredSetError: arrays: row 0 (id 'a'), logits column 1: inf is not finite; every logit must be finite (fix or drop the row)
+        """
+        layout = _Layout(source=str(source), kind="arrays")
+        return _validate(logits, labels, ids, groups, layout, copy=True)
+
+    def subset(self, indices: ArrayLike) -> ScoredSet:
+        """Return the rows selected by ``indices`` (integer positions or a boolean mask).
+
+        Parameters
+        ----------
+        indices : array-like of int, or of bool with shape (n_samples,)
+            Row positions (each at most once, since ids stay unique) or a mask.
+
+        Returns
+        -------
+        ScoredSet
+            A validated set holding copies of the selected rows, in the order given.
+
+        Raises
+        ------
+        ScoredSetError
+            When the mask has the wrong length, a position is out of range or repeated, or
+            nothing is selected.
+
+        Examples
+        --------
+        >>> scored = ScoredSet.from_arrays([[2.0, 0.0], [0.5, 1.5], [1.0, 1.0]], [0, 1, 1])
+        >>> scored.subset([2, 0]).ids.tolist()
+        ['2', '0']
+        >>> scored.subset(scored.labels == 1).n_samples
+        2
+        """
+        selector = np.asarray(indices)
+        n = self.n_samples
+        if selector.dtype.kind == "b":
+            if selector.shape != (n,):
+                raise ScoredSetError(
+                    f"subset: boolean mask has shape {selector.shape}; it must have one entry per row ({n},)"
+                )
+            positions = np.flatnonzero(selector)
+        elif selector.dtype.kind in "iu" or selector.size == 0:
+            positions = selector.astype(np.intp).reshape(-1)
+            outside = (positions < -n) | (positions >= n)
+            if outside.any():
+                bad = int(positions[int(np.argmax(outside))])
+                raise ScoredSetError(f"subset: position {bad} is out of range for {n} rows; use 0 ... {n - 1}")
+            ordered = np.sort(positions % n)
+            repeated = ordered[1:] == ordered[:-1]
+            if repeated.any():
+                row = int(ordered[1:][repeated][0])
+                raise ScoredSetError(
+                    f"subset: row {row} is selected more than once; select each row at most once (ids stay unique)"
+                )
+        else:
+            raise ScoredSetError(f"subset: indices must be integer positions or a boolean mask; got dtype {selector.dtype}")
+        return _validate(
+            self.logits[positions],
+            self.labels[positions],
+            self.ids[positions],
+            None if self.groups is None else self.groups[positions],
+            _Layout(source="subset", kind="arrays"),
+            copy=False,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the arrays came from, so that messages use the names the user sees."""
+
+    source: str
+    kind: Literal["arrays", "npz", "table"]
+    probs: bool = False
+
+    @property
+    def matrix(self) -> str:
+        key = "probs" if self.probs else "logits"
+        if self.kind == "table":
+            return f"the {'prob' if self.probs else 'logit'}_ columns"
+        return f"key '{key}'" if self.kind == "npz" else key
+
+    def column(self, k: int) -> str:
+        if self.kind == "table":
+            return f"column {'prob' if self.probs else 'logit'}_{k}"
+        key = "probs" if self.probs else "logits"
+        return f"key '{key}' column {k}" if self.kind == "npz" else f"{key} column {k}"
+
+    def field(self, name: Literal["labels", "ids", "groups"]) -> str:
+        if self.kind == "table":
+            return f"column {name[:-1]}"
+        return f"key '{name}'" if self.kind == "npz" else name
+
+    def error(self, message: str) -> ScoredSetError:
+        return ScoredSetError(f"{self.source}: {message}")
+
+
+def _show(value: object) -> str:
+    """repr of a value without numpy's ``np.str_(...)`` wrappers."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _row(row: int, ids: NDArray[np.str_] | None) -> str:
+    return f"row {row}" if ids is None else f"row {row} (id {str(ids[row])!r})"
+
+
+def _validate(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    ids: ArrayLike | None,
+    groups: ArrayLike | None,
+    layout: _Layout,
+    *,
+    copy: bool,
+) -> ScoredSet:
+    """Check everything a scored set promises and build it; the single place rules live."""
+    try:
+        block = np.asarray(logits)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise layout.error(f"{layout.matrix} must be a numeric array of shape (n_samples, n_classes): {exc}") from exc
+    if block.ndim != 2:
+        raise layout.error(f"{layout.matrix} must be 2-D of shape (n_samples, n_classes); got shape {block.shape}")
+    n_samples, n_classes = block.shape
+    if n_samples == 0:
+        raise layout.error("the scored set is empty (0 rows); at least one labelled example is required")
+    if n_classes < 2:
+        raise layout.error(
+            f"{layout.matrix}: {n_classes} class column(s) found; at least 2 classes are required (K >= 2)"
+        )
+    label_array = np.asarray(labels)
+    if label_array.ndim != 1 or label_array.shape[0] != n_samples:
+        raise layout.error(
+            f"{layout.field('labels')} has shape {label_array.shape}; expected ({n_samples},), one label per row "
+            f"of {layout.matrix}"
+        )
+    id_array = _as_ids(ids, n_samples, layout)
+    label_ints = _as_labels(label_array, n_classes, layout, id_array)
+    values = _as_float_block(block, layout, id_array)
+    what = "probability" if layout.probs else "logit"
+    finite = np.isfinite(values)
+    if not finite.all():
+        row = int(np.argmin(finite.all(axis=1)))
+        col = int(np.argmin(finite[row]))
+        raise layout.error(
+            f"{_row(row, id_array)}, {layout.column(col)}: {_show(values[row, col])} is not finite; "
+            f"every {what} must be finite (fix or drop the row)"
+        )
+    if layout.probs:
+        values = _logits_from_probs(values, layout, id_array)
+    group_array = None if groups is None else _as_strings(groups, n_samples, layout, "groups")
+    return ScoredSet(
+        ids=_freeze(id_array, copy=False),
+        logits=_freeze(values, copy=copy),
+        labels=_freeze(label_ints, copy=False),
+        groups=None if group_array is None else _freeze(group_array, copy=False),
+    )
+
+
+def _freeze(array: NDArray[Any], *, copy: bool) -> NDArray[Any]:
+    # A copy detaches the set from the caller's buffers; read-only keeps it validated.
+    out = np.array(array, copy=True) if copy else array
+    out.setflags(write=False)
+    return out
+
+
+def _as_strings(raw: ArrayLike | None, n_samples: int, layout: _Layout, name: Literal["ids", "groups"]) -> NDArray[np.str_]:
+    array = np.asarray(raw)
+    if array.ndim != 1 or array.shape[0] != n_samples:
+        raise layout.error(
+            f"{layout.field(name)} has shape {array.shape}; expected ({n_samples},), one entry per row "
+            f"of {layout.matrix}"
+        )
+    if array.dtype.kind == "S":
+        try:
+            array = np.char.decode(array, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise layout.error(f"{layout.field(name)} is not valid UTF-8 text: {exc}") from exc
+    missing = np.asarray(pd.isna(array), dtype=bool) if array.dtype.kind in "Of" else np.zeros(n_samples, bool)
+    strings = array.astype(str)
+    absent = missing | (strings == "")
+    if absent.any():
+        row = int(np.argmax(absent))
+        entry = "id" if name == "ids" else "group"
+        rule = "a unique, non-empty id" if name == "ids" else "a non-empty group"
+        raise layout.error(
+            f"row {row}, {layout.field(name)}: the {entry} is {'missing' if missing[row] else 'empty'}; "
+            f"every row needs {rule} (fill it in or drop the row)"
+        )
+    return strings
+
+
+def _as_ids(raw: ArrayLike | None, n_samples: int, layout: _Layout) -> NDArray[np.str_]:
+    if raw is None:
+        return np.arange(n_samples).astype(str)
+    ids = _as_strings(raw, n_samples, layout, "ids")
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    repeated = ordered[1:] == ordered[:-1]
+    if repeated.any():
+        # Report the duplicate whose second occurrence comes first in the file.
+        second = int(order[1:][repeated].min())
+        duplicate = str(ids[second])
+        first = int(np.flatnonzero(ids == duplicate)[0])
+        n_duplicated = int(np.unique(ordered[1:][repeated]).size)
+        more = f" ({n_duplicated - 1} more ids are duplicated)" if n_duplicated > 1 else ""
+        raise layout.error(
+            f"{layout.field('ids')}: id {duplicate!r} appears in row {first} and row {second}{more}; "
+            f"ids must be unique (drop or rename the duplicates)"
+        )
+    return ids
+
+
+def _as_labels(
+    labels: NDArray[Any], n_classes: int, layout: _Layout, ids: NDArray[np.str_]
+) -> NDArray[np.intp]:
+    rule = f"labels must be integers in [0, {n_classes})"
+    kind = labels.dtype.kind
+    values: NDArray[Any]
+    if kind in "iu":
+        values = labels
+    elif kind in "fUSO":
+        if kind == "f":
+            numbers = labels.astype(np.float64)
+        else:
+            # Text and objects (CSV fields, parquet strings): parse, then insist on integers.
+            numbers = pd.to_numeric(pd.Series(labels.astype(str) if kind == "S" else labels), errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+        integral = np.isfinite(numbers) & (numbers == np.round(numbers))
+        if not integral.all():
+            row = int(np.argmin(integral))
+            raise layout.error(
+                f"{_row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is not an integer; {rule}"
+            )
+        values = numbers
+    else:
+        raise layout.error(f"{layout.field('labels')} has dtype {labels.dtype}; {rule}")
+    inside = (values >= 0) & (values < n_classes)
+    if not inside.all():
+        row = int(np.argmin(inside))
+        raise layout.error(
+            f"{_row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is outside [0, {n_classes}); "
+            f"{rule}, one per logit column (check the label mapping)"
+        )
+    return values.astype(np.intp)
+
+
+def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_]) -> NDArray[np.floating[Any]]:
+    kind = block.dtype.kind
+    if kind == "f":
+        return block if block.dtype in (np.float32, np.float64) else block.astype(np.float64)
+    if kind in "iu":
+        return block.astype(np.float64)
+    if kind in "USO":
+        try:
+            return (np.char.decode(block, "utf-8") if kind == "S" else block).astype(np.float64)
+        except (TypeError, ValueError, UnicodeDecodeError):
+            _raise_first_non_number(block, layout, ids)
+    raise layout.error(f"{layout.matrix}: dtype {block.dtype} found; logits must be numbers")
+
+
+def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_]) -> None:
+    """Name the first cell that does not parse as a number (only runs on the error path)."""
+    frame = pd.DataFrame(block)
+    parsed = frame.apply(lambda column: pd.to_numeric(column, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
+    spelled_nan = np.isin(np.char.lower(np.char.strip(frame.to_numpy().astype(str))), _NAN_SPELLINGS)
+    bad = np.isnan(parsed) & ~spelled_nan
+    if not bad.any():  # pragma: no cover - numpy refused something pandas parses
+        raise layout.error(f"{layout.matrix} must hold numbers; some values do not parse as numbers")
+    row = int(np.argmax(bad.any(axis=1)))
+    col = int(np.argmax(bad[row]))
+    raise layout.error(
+        f"{_row(row, ids)}, {layout.column(col)}: {_show(block[row, col])} is not a number; "
+        f"every {'probability' if layout.probs else 'logit'} must be a finite number"
+    )
+
+
+def _logits_from_probs(
+    probs: NDArray[np.floating[Any]], layout: _Layout, ids: NDArray[np.str_]
+) -> NDArray[np.floating[Any]]:
+    positive = probs > 0
+    if not positive.all():
+        row = int(np.argmin(positive.all(axis=1)))
+        col = int(np.argmin(positive[row]))
+        raise layout.error(
+            f"{_row(row, ids)}, {layout.column(col)}: probability {_show(probs[row, col])} is <= 0; "
+            f"probabilities must be > 0 because their log is the logit (store logits instead)"
+        )
+    sums = probs.sum(axis=1, dtype=np.float64)
+    off = np.abs(sums - 1.0) > _PROB_SUM_TOLERANCE
+    if off.any():
+        row = int(np.argmax(off))
+        raise layout.error(
+            f"{_row(row, ids)}: probabilities in {layout.matrix} sum to {float(sums[row]):.6g}; each row must "
+            f"sum to 1 within {_PROB_SUM_TOLERANCE:g} (if these are logits, store them as logits)"
+        )
+    # log keeps the dtype: float32 probabilities give float32 logits.
+    logits: NDArray[np.floating[Any]] = np.log(probs)
+    return logits
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SCORED_SET_FORMATS:
+        raise ScoredSetError(
+            f"{path}: unknown extension {path.suffix!r}; a scored set is one of {', '.join(SCORED_SET_FORMATS)}"
+        )
+    return suffix
 
 
 def read_scored_set(path: str | Path) -> ScoredSet:
-    raise NotImplementedError
+    """Read and validate a scored set from ``.npz``, ``.parquet`` or ``.csv``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file; its extension (case-insensitive) chooses the format.
+
+    Returns
+    -------
+    ScoredSet
+
+    Raises
+    ------
+    ScoredSetError
+        Unknown extension, file not found, unreadable file, or any refusal listed in the
+        module docstring. The message starts with ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "scores.csv").write_text("id,label,prob_0,prob_1\\na,0,0.9,0.1\\nb,1,0.3,0.7\\n")
+    >>> scored = read_scored_set(folder / "scores.csv")
+    >>> scored.ids.tolist(), scored.labels.tolist(), np.exp(scored.logits).round(3).tolist()
+    (['a', 'b'], [0, 1], [[0.9, 0.1], [0.3, 0.7]])
+    """
+    file = Path(path)
+    suffix = _format(file)
+    if not file.exists():
+        raise ScoredSetError(f"{file}: file not found; give the path of a scored set ({', '.join(SCORED_SET_FORMATS)})")
+    if file.is_dir():
+        raise ScoredSetError(f"{file}: is a folder; give the path of a scored-set file")
+    if suffix == ".npz":
+        return _read_npz(file)
+    return _from_frame(_read_csv(file) if suffix == ".csv" else _read_parquet(file), str(file))
+
+
+def _read_npz(file: Path) -> ScoredSet:
+    arrays: dict[str, NDArray[Any]] = {}
+    try:
+        with np.load(file, allow_pickle=False) as archive:
+            keys = set(archive.files)
+            for key in ("logits", "probs", "labels", "ids", "groups"):
+                if key in keys:
+                    try:
+                        arrays[key] = archive[key]
+                    except ValueError as exc:  # object arrays need pickle, which is refused
+                        raise ScoredSetError(
+                            f"{file}: key {key!r} cannot be read ({exc}); store numbers as numeric arrays and "
+                            f"ids/groups as a string array (np.asarray(values, dtype=str))"
+                        ) from exc
+    except ScoredSetError:
+        raise
+    except TypeError as exc:  # np.load returned a bare array (an .npy file named .npz): no `with`
+        raise ScoredSetError(f"{file}: not an .npz archive (a single .npy array?); {_NPZ_EXPECTED}") from exc
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, UnpicklingError) as exc:
+        raise ScoredSetError(f"{file}: cannot be read as .npz ({exc}); {_NPZ_EXPECTED}") from exc
+    if "logits" in arrays and "probs" in arrays:
+        raise ScoredSetError(f"{file}: has both keys 'logits' and 'probs'; keep one of them (logits preferred)")
+    missing = [name for name, present in (("logits (or probs)", "logits" in arrays or "probs" in arrays),
+                                           ("labels", "labels" in arrays)) if not present]
+    if missing:
+        raise ScoredSetError(
+            f"{file}: missing key(s) {', '.join(missing)}; {_NPZ_EXPECTED}; found keys: {sorted(keys) or 'none'}"
+        )
+    probs = "probs" in arrays
+    layout = _Layout(source=str(file), kind="npz", probs=probs)
+    return _validate(
+        arrays["probs" if probs else "logits"],
+        arrays["labels"],
+        arrays.get("ids"),
+        arrays.get("groups"),
+        layout,
+        copy=False,
+    )
+
+
+def _read_csv(file: Path) -> pd.DataFrame:
+    try:
+        # Everything as text: ids like "007" or "NA" must not become numbers or missing values.
+        return pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError as exc:
+        raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line") from exc
+    except (OSError, ValueError) as exc:
+        raise ScoredSetError(f"{file}: cannot be read as CSV ({exc}); {_TABLE_EXPECTED}") from exc
+
+
+def _read_parquet(file: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(file)
+    except (OSError, ValueError, TypeError, NotImplementedError) as exc:
+        raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+
+
+def _listing(names: list[str], limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _numbered_columns(columns: list[str], prefix: str, pattern: re.Pattern[str], source: str) -> list[str]:
+    """The ``prefix_k`` columns ordered by k; refuse malformed names and numbering gaps."""
+    numbered: dict[int, str] = {}
+    for name in columns:
+        if not name.startswith(prefix + "_"):
+            continue
+        match = pattern.fullmatch(name)
+        if match is None:
+            raise ScoredSetError(
+                f"{source}: column {name!r} is not a valid {prefix} column; name them {prefix}_0, {prefix}_1, ... "
+                f"{prefix}_{{K-1}} (rename or drop it)"
+            )
+        numbered[int(match.group(1))] = name
+    if not numbered:
+        return []
+    absent = [f"{prefix}_{k}" for k in range(max(numbered) + 1) if k not in numbered]
+    if absent:
+        found = [numbered[k] for k in sorted(numbered)]
+        raise ScoredSetError(
+            f"{source}: the {prefix}_ columns must be numbered 0 ... K-1 without gaps; missing {_listing(absent)} "
+            f"(found {_listing(found)})"
+        )
+    return [numbered[k] for k in range(len(numbered))]
+
+
+def _from_frame(frame: pd.DataFrame, source: str) -> ScoredSet:
+    columns = [str(name) for name in frame.columns]
+    frame.columns = pd.Index(columns)
+    logit_columns = _numbered_columns(columns, "logit", _LOGIT_COLUMN, source)
+    prob_columns = _numbered_columns(columns, "prob", _PROB_COLUMN, source)
+    if logit_columns and prob_columns:
+        raise ScoredSetError(
+            f"{source}: has both logit_ and prob_ columns; keep one set of them (logits preferred)"
+        )
+    missing = [name for name in ("id", "label") if name not in columns]
+    if not (logit_columns or prob_columns):
+        missing.append("logit_0 ... logit_{K-1} (or prob_0 ... prob_{K-1})")
+    if missing:
+        raise ScoredSetError(
+            f"{source}: missing column(s) {', '.join(missing)}; {_TABLE_EXPECTED}; found columns: "
+            f"{_listing(columns) or 'none'}"
+        )
+    probs = bool(prob_columns)
+    layout = _Layout(source=source, kind="table", probs=probs)
+    return _validate(
+        frame[prob_columns if probs else logit_columns].to_numpy(),
+        frame["label"].to_numpy(),
+        frame["id"].to_numpy(),
+        frame["group"].to_numpy() if "group" in columns else None,
+        layout,
+        copy=False,
+    )
 
 
 def write_scored_set(scored: ScoredSet, path: str | Path) -> Path:
-    raise NotImplementedError
+    """Validate ``scored`` and write it atomically to ``.npz``, ``.parquet`` or ``.csv``.
+
+    Logits are always written (the ``logits`` key or ``logit_`` columns), so that
+    ``read_scored_set(write_scored_set(scored, path))`` gives back the same ids, labels,
+    groups and logits (float32/float64 kept in ``.npz`` and ``.parquet``; float64 in
+    ``.csv``).
+
+    Parameters
+    ----------
+    scored : ScoredSet
+        The set to write; it is validated again (a ScoredSet built field by field skips
+        :meth:`ScoredSet.from_arrays`).
+    path : str or Path
+        Target file; its extension chooses the format. An existing file is replaced.
+
+    Returns
+    -------
+    Path
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    ScoredSetError
+        Unknown extension, missing folder, or a refused set; nothing is written then.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> scored = ScoredSet.from_arrays([[0.1, 2.0], [1.5, -0.5]], [1, 0], ids=["x", "y"])
+    >>> written = write_scored_set(scored, folder / "scores.parquet")
+    >>> again = read_scored_set(written)
+    >>> np.array_equal(again.logits, scored.logits), again.ids.tolist()
+    (True, ['x', 'y'])
+    """
+    file = Path(path)
+    suffix = _format(file)
+    kind: Literal["npz", "table"] = "npz" if suffix == ".npz" else "table"
+    checked = _validate(
+        scored.logits, scored.labels, scored.ids, scored.groups, _Layout(source=str(file), kind=kind), copy=False
+    )
+    folder = file.parent
+    if not folder.is_dir():
+        raise ScoredSetError(f"{file}: folder {folder} does not exist; create it first")
+    if file.is_dir():
+        raise ScoredSetError(f"{file}: is a folder; give a file name ending in {suffix}")
+    writer = {".npz": _write_npz, ".parquet": _write_parquet, ".csv": _write_csv}[suffix]
+    _write_atomically(file, lambda handle: writer(checked, handle))
+    return file
+
+
+def _write_atomically(file: Path, write: Callable[[IO[bytes]], None]) -> None:
+    # A temporary file in the same folder, then os.replace: readers see the old file or the
+    # new one, never half of one. os.open with 0o666 lets the umask set the usual permissions.
+    temporary = file.with_name(f".{file.name}.{uuid.uuid4().hex}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, file)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_npz(scored: ScoredSet, handle: IO[bytes]) -> None:
+    arrays: dict[str, NDArray[Any]] = {
+        "ids": scored.ids,
+        "logits": scored.logits,
+        "labels": scored.labels.astype(np.int64),
+    }
+    if scored.groups is not None:
+        arrays["groups"] = scored.groups
+    np.savez(handle, allow_pickle=False, **arrays)
+
+
+def _frame(scored: ScoredSet) -> pd.DataFrame:
+    frame = pd.DataFrame(scored.logits, columns=[f"logit_{k}" for k in range(scored.n_classes)])
+    frame.insert(0, "id", scored.ids)
+    frame.insert(1, "label", scored.labels.astype(np.int64))
+    if scored.groups is not None:
+        frame.insert(2, "group", scored.groups)
+    return frame
+
+
+def _write_parquet(scored: ScoredSet, handle: IO[bytes]) -> None:
+    _frame(scored).to_parquet(handle, index=False, engine="pyarrow")
+
+
+def _write_csv(scored: ScoredSet, handle: IO[bytes]) -> None:
+    text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+    _frame(scored).to_csv(text, index=False, float_format=_CSV_FLOAT_FORMAT, lineterminator="\n")
+    text.flush()
+    text.detach()

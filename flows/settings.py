@@ -34,7 +34,7 @@ class ThermostatSettings(BaseSettings):
     )
     registry_uri: str | None = Field(default=None, description="MLflow registry URI (default: the tracking URI)")
     artifact_location: str | None = Field(
-        default=None, description="artifact root of new MLflow experiments (default: <state_dir>/artifacts)"
+        default=None, description="artifact root of new MLflow experiments (default: <state_dir>/artifacts, or the server's with THERMOSTAT_TRACKING_URI)"
     )
     experiment_name: str = Field(default="thermostat", description="MLflow experiment of pipeline runs")
 
@@ -50,11 +50,11 @@ class ThermostatSettings(BaseSettings):
     )
     seed: int = Field(default=0, description="seed of the split and of the bootstrap")
     bootstrap_resamples: int = Field(default=2000, ge=100, description="paired-bootstrap resamples of the NLL change")
-    bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0)
+    bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
 
     # Gate (rule 8).
     gate_target_accuracy: float = Field(
-        default=0.98, gt=0.0, le=1.0, description="accepted accuracy whose lower bound the gate must meet"
+        default=0.97, gt=0.0, le=1.0, description="accepted accuracy whose lower bound the gate must meet"
     )
     gate_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the Wilson lower bound")
 
@@ -95,7 +95,11 @@ class ThermostatSettings(BaseSettings):
     def resolved_registry_uri(self) -> str:
         return self.registry_uri or self.resolved_tracking_uri()
 
-    def resolved_artifact_location(self) -> str:
+    def resolved_artifact_location(self) -> str | None:
+        """Artifact root for new experiments: ``<state_dir>/artifacts`` with the embedded SQLite
+        store; with an explicit tracking URI (an ``mlflow server``), the server decides."""
         if self.artifact_location:
             return self.artifact_location
+        if self.tracking_uri:
+            return None
         return (self.state_dir.absolute() / "artifacts").as_uri()

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+# Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 import pytest
 from hypothesis import HealthCheck, settings

@@ -1,0 +1,430 @@
+"""The post-finetune flow: acceptance → refit T → re-sweep gate → register (DESIGN.md rule 9).
+
+Tasks are thin: each calls a pure step in :mod:`flows.steps` or the MLflow adapter in
+:mod:`flows.registry`; only I/O tasks retry. Registration runs inside a Prefect
+``transaction()``: if any part fails, the rollback hooks delete the version it created and
+put the alias back, so a failure never leaves a new version or a moved alias. The whole
+flow holds a per-model lock (:mod:`flows.locks`), and an idempotency key makes a repeat
+with the same inputs return the existing version without registering anything.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from mlflow.exceptions import MlflowException
+from prefect import Task, flow, get_run_logger, task
+from prefect.client.schemas.objects import State, TaskRun
+from prefect.cache_policies import NO_CACHE
+from prefect.logging import get_logger
+from prefect.transactions import Transaction, get_transaction, transaction
+
+from calibration import ScoredSet, read_scored_set
+from flows.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits, digest_directory, download_checkpoint
+from flows.holdout import HoldoutFeatures, read_features, read_ids
+from flows.locks import model_lock
+from flows.registry import MlflowRegistry
+from flows.reports import (
+    log_context,
+    qualification_payload,
+    reliability_figure,
+    run_metrics,
+    run_params,
+    sweep_frame,
+    version_tags,
+)
+from flows.settings import ThermostatSettings
+from flows.steps import (
+    AcceptedCheckpoint,
+    CalibratedCheckpoint,
+    ChampionScore,
+    GatedCheckpoint,
+    StepRefused,
+    accept_checkpoint,
+    data_version,
+    gate_threshold,
+    idempotency_key,
+    refit_temperature,
+    verify_chain,
+)
+
+__all__ = ["Registration", "post_finetune", "register"]
+
+# Every task: results stay in memory (they hold arrays), so no cache key and no persistence.
+# Only I/O tasks retry, and only on errors that a retry can fix.
+_TRANSIENT_MLFLOW_CODES = {"TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED", "DEADLINE_EXCEEDED"}
+
+
+def retry_if_transient(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry network/file-system errors and MLflow's transient codes; never a refusal or a bug."""
+    error = state.data
+    if isinstance(error, MlflowException):
+        return error.error_code in _TRANSIENT_MLFLOW_CODES
+    return isinstance(error, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What the flow registered (or found already registered, ``created=False``)."""
+
+    model_name: str
+    version: str
+    alias: str
+    created: bool
+    alias_moved: bool
+    temperature: float
+    gate_threshold: float | None
+    gate_coverage: float
+    checkpoint_uri: str
+    checkpoint_digest: str
+    run_id: str | None
+    tags: dict[str, str]
+
+
+# ---------------------------------------------------------------------------- I/O tasks
+
+
+@task(name="fetch-checkpoint", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def fetch_checkpoint(checkpoint_uri: str, workdir: Path, registry: MlflowRegistry) -> CheckpointFiles:
+    files = download_checkpoint(checkpoint_uri, workdir / "checkpoint", tracking_uri=registry.tracking_uri)
+    get_run_logger().info("%s downloaded, digest %s", log_context(checkpoint_uri, None), files.digest)
+    return files
+
+
+@task(name="score-holdout", cache_policy=NO_CACHE, persist_result=False)
+def score_holdout(
+    files: CheckpointFiles, features: HoldoutFeatures, output: CheckpointOutput | Literal["auto"]
+) -> tuple[ScoredSet, CheckpointOutput]:
+    logits, kind = checkpoint_logits(files, features.features, output=output)
+    scored = ScoredSet.from_arrays(logits, features.labels, ids=features.ids, source=f"{features.source} via {files.uri}")
+    return scored, kind
+
+
+@task(name="score-alias-holder", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def score_alias_holder(
+    registry: MlflowRegistry, model_name: str, alias: str, workdir: Path,
+    features: HoldoutFeatures | None, holdout: ScoredSet, holdout_data_version: str,
+) -> ChampionScore | None:
+    """The current alias holder's accuracy on the same holdout, or None when nothing holds it.
+
+    With features the holder's registered model is run on them; with a scored set only, its
+    recorded ``holdout_accuracy`` is used when it was measured on the same holdout ids.
+    """
+    holder = registry.alias_holder(model_name, alias)
+    if holder is None:
+        return None
+    if features is not None:
+        model = registry.load_version_model(model_name, str(holder.version), workdir / "alias-holder")
+        predictions = pd.DataFrame(model.predict(features.features))
+        predicted = predictions["class"].to_numpy()
+        return ChampionScore(version=str(holder.version), accuracy=float(np.mean(predicted == features.labels)))
+    if holder.tags.get("holdout_data_version") != holdout_data_version:
+        raise StepRefused(
+            "acceptance",
+            f"{model_name}@{alias} (version {holder.version}) was measured on another holdout, and a scored set "
+            "cannot be run through it; pass features_path so both checkpoints are scored on the same holdout",
+        )
+    return ChampionScore(version=str(holder.version), accuracy=float(holder.tags["holdout_accuracy"]))
+
+
+# ------------------------------------------------------------------------- step tasks
+
+
+@task(name="acceptance", cache_policy=NO_CACHE, persist_result=False)
+def acceptance(
+    files: CheckpointFiles, holdout: ScoredSet, output: CheckpointOutput, training_ids: NDArray[np.str_],
+    champion: ChampionScore | None, train_steps: int, train_data_version: str, settings: ThermostatSettings,
+) -> AcceptedCheckpoint:
+    accepted = accept_checkpoint(
+        checkpoint_uri=files.uri, checkpoint_digest=files.digest, checkpoint_output=output, holdout=holdout,
+        training_ids=training_ids, champion=champion, train_steps=train_steps,
+        train_data_version=train_data_version, settings=settings,
+    )
+    get_run_logger().info(
+        "%s accepted: holdout n=%d, accuracy %.4f%s", log_context(files.uri, None), holdout.n_samples,
+        accepted.accuracy, "" if champion is None else f" (alias holder v{champion.version}: {champion.accuracy:.4f})",
+    )
+    return accepted
+
+
+@task(name="refit-temperature", cache_policy=NO_CACHE, persist_result=False)
+def refit(
+    accepted: AcceptedCheckpoint, settings: ThermostatSettings, reference_labels: NDArray[np.intp] | None
+) -> CalibratedCheckpoint:
+    calibrated = refit_temperature(accepted, settings=settings, reference_labels=reference_labels)
+    fit = calibrated.fit
+    get_run_logger().info(
+        "%s fitted on calibration n=%d: mean NLL %.4f -> %.4f", log_context(accepted.checkpoint_uri, fit.temperature),
+        fit.n, fit.nll_before, fit.nll_after,
+    )
+    return calibrated
+
+
+@task(name="resweep-gate", cache_policy=NO_CACHE, persist_result=False)
+def gate(calibrated: CalibratedCheckpoint, settings: ThermostatSettings) -> GatedCheckpoint:
+    gated = gate_threshold(calibrated, settings=settings)
+    choice, context = gated.choice, log_context(calibrated.accepted.checkpoint_uri, gated.temperature)
+    if choice.threshold is None:
+        get_run_logger().warning("%s no threshold meets the gate target: %s; all predictions go to review",
+                                  context, choice.reason)
+    else:
+        get_run_logger().info("%s gate threshold %.4f: coverage %.3f, accepted accuracy %.4f (lower bound %.4f)",
+                              context, choice.threshold, choice.coverage, choice.accepted_accuracy,
+                              choice.accuracy_lower_bound)
+    get_run_logger().info(
+        "%s evaluation n=%d: NLL %.4f -> %.4f (bootstrap %s, [%.4f, %.4f]), ECE %.4f -> %.4f", context,
+        gated.after.n, gated.before.nll, gated.after.nll, gated.bootstrap.verdict, gated.bootstrap.low,
+        gated.bootstrap.high, gated.before.ece, gated.after.ece,
+    )
+    return gated
+
+
+# --------------------------------------------------------------------- register tasks
+
+
+@task(name="verify-checkpoint", cache_policy=NO_CACHE, persist_result=False)
+def verify_checkpoint(gated: GatedCheckpoint, files: CheckpointFiles) -> None:
+    """Re-hash the files about to be packaged and check the whole chain against them."""
+    verify_chain(gated, checkpoint_digest=digest_directory(files.local_dir))
+    if files.uri != gated.accepted.checkpoint_uri:
+        raise StepRefused(
+            "register", f"the gate result is for {gated.accepted.checkpoint_uri!r}, not for {files.uri!r}"
+        )
+
+
+@task(name="find-registered", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def find_registered(registry: MlflowRegistry, model_name: str, key: str) -> str | None:
+    found = registry.find_by_idempotency_key(model_name, key)
+    return None if found is None else str(found.version)
+
+
+def _hook_registry(txn: Transaction) -> MlflowRegistry:
+    tracking_uri, registry_uri = txn.get("tracking_uri"), txn.get("registry_uri")
+    return MlflowRegistry(tracking_uri, registry_uri=registry_uri)
+
+
+def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
+    txn = get_transaction()
+    if txn is None:  # called outside a transaction (unit tests): nothing to undo later
+        return
+    txn.set("tracking_uri", registry.tracking_uri)
+    txn.set("registry_uri", registry.registry_uri)
+    txn.set("context", context)
+    for key, value in values.items():
+        txn.set(key, value)
+
+
+@task(name="open-run", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str) -> str:
+    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+    run_id = registry.start_run(
+        f"post-finetune {model_name}",
+        {"thermostat.model_name": model_name, "checkpoint_uri": gated.accepted.checkpoint_uri,
+         "checkpoint_digest": gated.checkpoint_digest, "temperature": repr(gated.temperature)},
+    )
+    _remember(registry, context, run_id=run_id)
+    get_run_logger().info("%s MLflow run %s", context, run_id)
+    return run_id
+
+
+@open_run.on_rollback
+def _fail_run(txn: Transaction) -> None:
+    _hook_registry(txn).end_run(txn.get("run_id"), failed=True)
+    get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", txn.get("context"), txn.get("run_id"))
+
+
+@task(name="record-evidence", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint) -> None:
+    """Params, metrics, and the reliability diagram, gate sweep and qualification report."""
+    calibrated = gated.calibrated
+    registry.log_params(run_id, run_params(gated))
+    registry.log_metrics(run_id, run_metrics(gated))
+    registry.log_figure(run_id, reliability_figure(gated), "evidence/reliability_diagram.png")
+    registry.log_table(run_id, sweep_frame(gated.sweep), "evidence/gate_sweep.csv")
+    registry.log_json(run_id, qualification_payload(calibrated.qualification), "evidence/qualification_report.json")
+    registry.log_json(
+        run_id,
+        {"calibration_ids": calibrated.calibration_ids.tolist(), "evaluation_ids": calibrated.evaluation_ids.tolist(),
+         "calibration_data_version": calibrated.calibration_data_version},
+        "evidence/split_ids.json",
+    )
+
+
+@task(name="create-version", cache_policy=NO_CACHE, persist_result=False)  # not retried: a retry could create a second version
+def create_version(
+    registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint, files: CheckpointFiles, model_name: str, key: str
+) -> str:
+    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+    source = registry.log_calibrated_model(
+        run_id, checkpoint_dir=files.local_dir, n_classes=gated.accepted.holdout.n_classes,
+        model_config={"temperature": gated.temperature, "gate_threshold": gated.choice.threshold,
+                      "checkpoint_output": gated.accepted.checkpoint_output},
+    )
+    version = registry.create_version(
+        model_name, source=source, run_id=run_id, tags=version_tags(gated, idempotency_key=key, run_id=run_id)
+    )
+    _remember(registry, context, model_name=model_name, version=str(version.version))
+    get_run_logger().info("%s registered %s version %s", context, model_name, version.version)
+    return str(version.version)
+
+
+@create_version.on_rollback
+def _delete_version(txn: Transaction) -> None:
+    _hook_registry(txn).delete_version(txn.get("model_name"), txn.get("version"))
+    get_logger("thermostat").warning(
+        "%s rolled back: deleted %s version %s", txn.get("context"), txn.get("model_name"), txn.get("version")
+    )
+
+
+@task(name="move-alias", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def move_alias(registry: MlflowRegistry, model_name: str, alias: str, version: str, context: str) -> str | None:
+    """Point ``alias`` at ``version``; returns the version it held before (None: unset)."""
+    previous = registry.alias_holder(model_name, alias)
+    previous_version = None if previous is None else str(previous.version)
+    _remember(registry, context, model_name=model_name, alias=alias, previous_version=previous_version)
+    registry.set_alias(model_name, alias, version)
+    get_run_logger().info("%s %s@%s -> version %s (was %s)", context, model_name, alias, version, previous_version)
+    return previous_version
+
+
+@move_alias.on_rollback
+def _restore_alias(txn: Transaction) -> None:
+    registry, name, alias, previous = _hook_registry(txn), txn.get("model_name"), txn.get("alias"), txn.get("previous_version")
+    if previous is None:
+        registry.delete_alias(name, alias)
+    else:
+        registry.set_alias(name, alias, previous)
+    get_logger("thermostat").warning("%s rolled back: %s@%s restored to %s", txn.get("context"), name, alias, previous)
+
+
+@task(name="close-run", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def close_run(registry: MlflowRegistry, run_id: str) -> None:
+    registry.end_run(run_id)
+
+
+def register(
+    gated: GatedCheckpoint, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
+    settings: ThermostatSettings,
+) -> Registration:
+    """Step 4: register ``gated`` as a new version and move ``alias`` — all or nothing.
+
+    Only a :class:`GatedCheckpoint` is accepted, and its digest chain is re-verified against
+    the checkpoint files being packaged. A repeat (same idempotency key) registers nothing.
+    """
+    if not isinstance(gated, GatedCheckpoint):
+        raise TypeError(
+            f"register takes the GatedCheckpoint of the gate step, got {type(gated).__name__}; "
+            "run acceptance, refit and gate first"
+        )
+    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+    verify_checkpoint(gated, files)
+    key = idempotency_key(gated, settings)
+    existing = find_registered(registry, model_name, key)
+    if existing is not None:
+        get_run_logger().info(
+            "%s already registered as %s version %s (same checkpoint, calibration data and settings): "
+            "nothing registered, alias %r not moved", context, model_name, existing, alias,
+        )
+        version = registry.client.get_model_version(model_name, existing)
+        return _registration(gated, model_name, existing, alias, created=False, alias_moved=False,
+                             run_id=version.run_id, tags=dict(version.tags))
+    with transaction():
+        run_id = open_run(registry, gated, model_name)
+        record_evidence(registry, run_id, gated)
+        version_id = create_version(registry, run_id, gated, files, model_name, key)
+        move_alias(registry, model_name, alias, version_id, context)
+        close_run(registry, run_id)
+    tags = dict(registry.client.get_model_version(model_name, version_id).tags)
+    return _registration(gated, model_name, version_id, alias, created=True, alias_moved=True, run_id=run_id, tags=tags)
+
+
+def _registration(
+    gated: GatedCheckpoint, model_name: str, version: str, alias: str, *, created: bool, alias_moved: bool,
+    run_id: str | None, tags: dict[str, str],
+) -> Registration:
+    return Registration(
+        model_name=model_name, version=version, alias=alias, created=created, alias_moved=alias_moved,
+        temperature=gated.temperature, gate_threshold=gated.choice.threshold, gate_coverage=gated.choice.coverage,
+        checkpoint_uri=gated.accepted.checkpoint_uri, checkpoint_digest=gated.checkpoint_digest, run_id=run_id,
+        tags=tags,
+    )
+
+
+# ------------------------------------------------------------------------------- flow
+
+
+def _training_ids(training_ids: list[str] | None, training_ids_path: str | None) -> NDArray[np.str_]:
+    if (training_ids is None) == (training_ids_path is None):
+        raise ValueError("pass exactly one of training_ids (a list) and training_ids_path (one id per line)")
+    return read_ids(training_ids_path) if training_ids_path is not None else np.asarray(training_ids, dtype=str)
+
+
+@flow(name="post-finetune")
+def post_finetune(
+    model_name: str,
+    checkpoint_uri: str,
+    train_steps: int,
+    train_data_version: str,
+    features_path: str | None = None,
+    holdout_path: str | None = None,
+    training_ids: list[str] | None = None,
+    training_ids_path: str | None = None,
+    alias: str = "champion",
+    checkpoint_output: Literal["auto", "logits", "probabilities"] = "auto",
+    reference_labels: list[int] | None = None,
+    settings: ThermostatSettings | None = None,
+) -> Registration:
+    """Acceptance → refit T → re-sweep gate → register, for one fine-tuned checkpoint.
+
+    Parameters
+    ----------
+    model_name : registered model name in MLflow.
+    checkpoint_uri : MLflow model URI of the candidate; its pyfunc ``predict`` returns logits
+        or probabilities of shape (n_samples, n_classes).
+    train_steps, train_data_version : stored with the version.
+    features_path : ``.npz`` with ``ids``, ``features``, ``labels``; the flow computes the
+        logits by running the checkpoint (and the current alias holder, for acceptance).
+    holdout_path : instead of features, a scored set (``.npz``/``.parquet``/``.csv``) of the
+        checkpoint's logits; then ``checkpoint_output`` must say what the checkpoint returns.
+    training_ids, training_ids_path : the training example ids (list, or a file one per line).
+    alias : the serving alias to move (``champion``, ``multilingual``, ...).
+    reference_labels : recent production labels for the class-mix qualification check.
+    settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
+    """
+    settings = settings if settings is not None else ThermostatSettings()
+    if (features_path is None) == (holdout_path is None):
+        raise ValueError("pass exactly one of features_path and holdout_path")
+    if holdout_path is not None and checkpoint_output == "auto":
+        raise ValueError("with holdout_path, set checkpoint_output to 'logits' or 'probabilities' (what the "
+                         "checkpoint's predict returns), so the registered model converts its output the same way")
+    train_ids = _training_ids(training_ids, training_ids_path)
+    references = None if reference_labels is None else np.asarray(reference_labels, dtype=np.intp)
+    registry = MlflowRegistry.from_settings(settings)
+    with model_lock(model_name, timeout_seconds=settings.lock_timeout_seconds), \
+            tempfile.TemporaryDirectory(prefix="thermostat-") as tmp:
+        workdir = Path(tmp)
+        files = fetch_checkpoint(checkpoint_uri, workdir, registry)
+        features = read_features(features_path) if features_path is not None else None
+        if features is not None:
+            holdout, output = score_holdout(files, features, checkpoint_output)
+        else:
+            assert holdout_path is not None and checkpoint_output != "auto"  # narrowed by the checks above
+            holdout, output = read_scored_set(holdout_path), checkpoint_output
+        champion = score_alias_holder(registry, model_name, alias, workdir, features, holdout, data_version(holdout.ids))
+        accepted = acceptance(files, holdout, output, train_ids, champion, train_steps, train_data_version, settings)
+        calibrated = refit(accepted, settings, references)
+        gated = gate(calibrated, settings)
+        return register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings)

@@ -1,0 +1,179 @@
+"""What a registration records: version tags, run params/metrics, and the evidence artifacts.
+
+The same numbers go to the model version's tags (they live with the checkpoint version),
+to the pipeline run's params/metrics, and to three artifacts: the reliability diagram (PNG,
+counts per bin shown), the gate sweep table (CSV) and the qualification report (JSON).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never open a window from a pipeline
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from calibration import GateSweep, QualificationReport, ReliabilityTable
+from flows.steps import GatedCheckpoint
+
+__all__ = [
+    "binning_convention",
+    "log_context",
+    "qualification_payload",
+    "reliability_figure",
+    "run_metrics",
+    "run_params",
+    "sweep_frame",
+    "version_tags",
+]
+
+
+def log_context(checkpoint_uri: str, temperature: float | None) -> str:
+    """The prefix of every pipeline log line: which checkpoint, and which T."""
+    shown = "pending" if temperature is None else f"{temperature:.6g}"
+    return f"[checkpoint={checkpoint_uri} T={shown}]"
+
+
+def binning_convention(n_bins: int, scheme: str) -> str:
+    return f"{scheme}, {n_bins} bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin"
+
+
+def _number(value: float | None) -> str:
+    # repr keeps every digit, so the tag gives back the exact float64 that was applied.
+    return "none" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
+
+
+def version_tags(gated: GatedCheckpoint, *, idempotency_key: str, run_id: str) -> dict[str, str]:
+    """Every tag the registered version carries (issue 3's list, plus provenance)."""
+    calibrated, accepted, choice = gated.calibrated, gated.accepted, gated.choice
+    return {
+        "temperature": _number(calibrated.fit.temperature),
+        "temperature_bounds": f"{calibrated.fit.bounds[0]!r},{calibrated.fit.bounds[1]!r}",
+        "gate_threshold": _number(choice.threshold),
+        "gate_target_accuracy": _number(choice.target_accuracy),
+        "gate_confidence_level": _number(choice.confidence_level),
+        "gate_coverage": _number(choice.coverage),
+        "gate_accepted_accuracy": _number(choice.accepted_accuracy),
+        "checkpoint_uri": accepted.checkpoint_uri,
+        "checkpoint_digest": accepted.checkpoint_digest,
+        "checkpoint_output": accepted.checkpoint_output,
+        "calibration_data_version": calibrated.calibration_data_version,
+        "calibration_n": str(calibrated.fit.n),
+        "holdout_data_version": accepted.holdout_data_version,
+        "train_steps": str(accepted.train_steps),
+        "train_data_version": accepted.train_data_version,
+        "holdout_accuracy": _number(accepted.accuracy),
+        "holdout_metrics_n": str(gated.after.n),
+        "holdout_metrics_split": "evaluation part of the holdout (not used to fit T)",
+        "holdout_nll_before": _number(gated.before.nll),
+        "holdout_nll_after": _number(gated.after.nll),
+        "holdout_ece_before": _number(gated.before.ece),
+        "holdout_ece_after": _number(gated.after.ece),
+        "nll_reduction": "mean",
+        "bootstrap_nll_change": _number(gated.bootstrap.estimate),
+        "bootstrap_nll_change_low": _number(gated.bootstrap.low),
+        "bootstrap_nll_change_high": _number(gated.bootstrap.high),
+        "bootstrap_confidence_level": _number(gated.bootstrap.confidence_level),
+        "bootstrap_verdict": gated.bootstrap.verdict,
+        "ece_binning": binning_convention(gated.after.n_bins, gated.after.scheme),
+        "fitted_at": gated.fitted_at,
+        "idempotency_key": idempotency_key,
+        "pipeline_run_id": run_id,
+    }
+
+
+def run_params(gated: GatedCheckpoint) -> dict[str, Any]:
+    accepted, fit = gated.accepted, gated.calibrated.fit
+    return {
+        "checkpoint_uri": accepted.checkpoint_uri,
+        "checkpoint_digest": accepted.checkpoint_digest,
+        "train_steps": accepted.train_steps,
+        "train_data_version": accepted.train_data_version,
+        "calibration_data_version": gated.calibrated.calibration_data_version,
+        "holdout_data_version": accepted.holdout_data_version,
+        "bounds": f"{fit.bounds[0]!r},{fit.bounds[1]!r}",
+        "n_bins": gated.after.n_bins,
+        "binning": gated.after.scheme,
+        "gate_target_accuracy": gated.choice.target_accuracy,
+        "gate_confidence_level": gated.choice.confidence_level,
+        "bootstrap_resamples": gated.bootstrap.n_resamples,
+    }
+
+
+def run_metrics(gated: GatedCheckpoint) -> dict[str, float]:
+    """Numeric results; undefined values (no threshold met) are left out, not logged as 0."""
+    fit, choice = gated.calibrated.fit, gated.choice
+    values: dict[str, float | None] = {
+        "temperature": fit.temperature,
+        "calibration_n": float(fit.n),
+        "calibration_nll_before": fit.nll_before,
+        "calibration_nll_after": fit.nll_after,
+        "holdout_accuracy": gated.accepted.accuracy,
+        "holdout_nll_before": gated.before.nll,
+        "holdout_nll_after": gated.after.nll,
+        "holdout_ece_before": gated.before.ece,
+        "holdout_ece_after": gated.after.ece,
+        "holdout_brier_before": gated.before.brier,
+        "holdout_brier_after": gated.after.brier,
+        "bootstrap_nll_change": gated.bootstrap.estimate,
+        "bootstrap_nll_change_low": gated.bootstrap.low,
+        "bootstrap_nll_change_high": gated.bootstrap.high,
+        "gate_threshold": choice.threshold,
+        "gate_coverage": choice.coverage,
+        "gate_accepted_accuracy": choice.accepted_accuracy,
+        "gate_accuracy_lower_bound": choice.accuracy_lower_bound,
+    }
+    return {key: float(value) for key, value in values.items() if value is not None and math.isfinite(value)}
+
+
+def sweep_frame(sweep: GateSweep) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "threshold": sweep.thresholds,
+            "coverage": sweep.coverage,
+            "accepted_count": sweep.accepted_count,
+            "accepted_accuracy": sweep.accepted_accuracy,
+            "accuracy_lower_bound": sweep.accuracy_lower_bound,
+        }
+    )
+
+
+def qualification_payload(report: QualificationReport) -> dict[str, Any]:
+    payload = asdict(report)
+    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in payload.items()}
+
+
+def _draw_table(axis: Any, table: ReliabilityTable, title: str) -> None:
+    centres = (table.lower + table.upper) / 2.0
+    width = table.upper - table.lower
+    filled = table.count > 0
+    colours = np.where(table.sparse, "#bbbbbb", "#3b75af")
+    axis.bar(centres[filled], table.accuracy[filled], width=width[filled] * 0.9, color=colours[filled], edgecolor="black")
+    axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+    axis.plot(centres[filled], table.mean_confidence[filled], "o", color="#d1495b", markersize=3, label="mean confidence")
+    for x, count in zip(centres[filled], table.count[filled]):
+        axis.text(x, 1.03, str(int(count)), ha="center", va="bottom", fontsize=6, rotation=90)
+    axis.set(xlim=(0, 1), ylim=(0, 1.15), xlabel="confidence", title=title)
+
+
+def reliability_figure(gated: GatedCheckpoint) -> Figure:
+    """Before/after reliability diagrams of the evaluation part; counts on each bar, sparse bins grey."""
+    figure = Figure(figsize=(9, 4), layout="constrained")
+    before, after = figure.subplots(1, 2, sharey=True)
+    _draw_table(before, gated.before.table, f"T = 1: ECE {gated.before.ece:.4f}, NLL {gated.before.nll:.4f}")
+    _draw_table(after, gated.after.table,
+                f"T = {gated.temperature:.4g}: ECE {gated.after.ece:.4f}, NLL {gated.after.nll:.4f}")
+    before.set_ylabel("accuracy (bars); count per bin on top; grey = sparse")
+    after.legend(loc="upper left", fontsize=7)
+    figure.suptitle(
+        f"{gated.accepted.checkpoint_uri}\nevaluation part n={gated.after.n}; "
+        f"{binning_convention(gated.after.n_bins, gated.after.scheme)}",
+        fontsize=8,
+    )
+    return figure

@@ -1,0 +1,325 @@
+"""Reports of a drift check for dashboards: reliability diagram, markdown, table rows, metrics.
+
+Everything here is a pure function of a :class:`~monitoring.drift.DriftReport` or a
+:class:`~calibration._stats.ReliabilityTable`. The figure is drawn on a bare
+:class:`matplotlib.figure.Figure` with the Agg canvas: no display, no pyplot global state
+(a long-running monitor does not accumulate open figures). The tables and payloads are
+JSON-safe (NaN becomes None) because Prefect artifacts and events are JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from calibration._stats import ReliabilityTable
+
+from .drift import DriftReport
+
+__all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
+
+
+def _json_number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def reliability_figure(table: ReliabilityTable, *, title: str) -> Figure:
+    """Reliability diagram: accuracy per confidence bin against the diagonal, counts annotated.
+
+    Bars show each non-empty bin's accuracy over the bin's span; a dot marks its mean
+    confidence (the gap is the vertical distance to it); the diagonal is perfect calibration.
+    Every bar carries its count; sparse bins (fewer than ``table.min_count`` rows) are grey
+    and hatched: noise, not signal. The title line gives n and the ECE with its binning.
+
+    Parameters
+    ----------
+    table : ReliabilityTable
+        The bins to draw (``CalibrationStats.reliability_table()`` or ``DriftReport.reliability``).
+    title : str
+        First line of the title (e.g. model, version and window).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        An Agg-backed figure; save it with ``fig.savefig(path)`` or ``mlflow.log_figure``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibration._stats import CalibrationStats
+    >>> stats = CalibrationStats.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0], n_bins=5)
+    >>> fig = reliability_figure(stats.reliability_table(min_count=2), title="m v1")
+    >>> sum(len(bars) for bars in fig.axes[0].containers)  # one bar per non-empty bin
+    3
+    >>> [text.get_text() for text in fig.axes[0].texts]  # its count
+    ['1', '1', '1']
+    """
+    figure = Figure(figsize=(6.0, 6.0), dpi=100)
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot(1, 1, 1)
+    filled = table.count > 0
+    dense = filled & ~table.sparse
+    sparse = filled & table.sparse
+    width = table.upper - table.lower
+    centre = (table.lower + table.upper) / 2.0
+    ax.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="black", linewidth=1.0, label="perfect calibration")
+    if dense.any():
+        ax.bar(
+            table.lower[dense], table.accuracy[dense], width=width[dense], align="edge",
+            color="tab:blue", edgecolor="white", alpha=0.85, label="accuracy",
+        )  # fmt: skip
+    if sparse.any():
+        for lower, upper in zip(table.lower[sparse].tolist(), table.upper[sparse].tolist()):
+            # Grey the whole column, so a sparse bin reads as "no evidence" even with accuracy 0.
+            ax.axvspan(lower, upper, facecolor="0.93", edgecolor="0.8", hatch="//", zorder=0, linewidth=0)
+        ax.bar(
+            table.lower[sparse], table.accuracy[sparse], width=width[sparse], align="edge",
+            color="lightgrey", edgecolor="grey", hatch="//",
+            label=f"sparse bin (< {table.min_count} rows: noise)",
+        )  # fmt: skip
+    if filled.any():
+        ax.scatter(
+            centre[filled], table.mean_confidence[filled], marker="_", s=200, color="tab:red", zorder=3,
+            label="mean confidence",
+        )  # fmt: skip
+    # Counts sit at the foot of each column, clear of the bars' tops and the confidence marks.
+    for x, count in zip(centre[filled].tolist(), table.count[filled].tolist()):
+        ax.annotate(
+            f"{count}", (x, 0.0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+            rotation=90, fontsize=7, color="black", zorder=4,
+        )  # fmt: skip
+    n = table.n
+    ece = table.ece if n else math.nan
+    ax.set_title(f"{title}\nn = {n}, ECE = {_fmt(ece)} ({table.n_bins} {table.scheme} bins)", fontsize=10)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.08)
+    ax.set_xlabel("confidence (top label)")
+    ax.set_ylabel("accuracy")
+    ax.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def drift_markdown(report: DriftReport) -> str:
+    """A markdown summary of a drift check: verdict, reasons, numbers and groups.
+
+    Parameters
+    ----------
+    report : DriftReport
+        The decision.
+
+    Returns
+    -------
+    str
+        Markdown for a Prefect artifact or an alert.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring.drift import decide_drift
+    >>> from monitoring.window import summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, model_name="m",
+    ...                      model_version="1")
+    >>> print(drift_markdown(decide_drift(s, baseline_ece=0.01)).splitlines()[0])
+    ## Calibration check of m version 1: insufficient_data
+    """
+    headline = {
+        "drift": "DRIFT" + (" (refit recommended)" if report.refit_recommended else " (in cool-down: no refit)"),
+        "ok": "ok",
+        "insufficient_data": "insufficient_data",
+    }[report.verdict]
+    lines = [
+        f"## Calibration check of {report.model_name} version {report.model_version}: {headline}",
+        "",
+        f"Window [{report.window_start.isoformat()}, {report.window_end.isoformat()}), checked at "
+        f"{report.checked_at.isoformat()}; {report.n} labelled rows read at T = {report.temperature:.4g}.",
+        "",
+        "### Reasons",
+        "",
+        *(f"- {reason}" for reason in report.reasons),
+        "",
+        "### Numbers",
+        "",
+        "| metric | value |",
+        "| --- | --- |",
+        f"| ECE ({report.n_bins} {report.scheme} bins) | {_fmt(report.ece)} |",
+        f"| baseline ECE | {_fmt(report.baseline_ece)} |",
+        f"| ECE excess (tolerance {_fmt(report.ece_tolerance)}) | {_fmt(report.ece_excess)} |",
+        f"| p-value, consistency resampling (level {report.p_threshold:g}) | {_fmt(report.p_value)} |",
+        f"| calibrated-model ECE, 95th percentile | {_fmt(report.null_quantile_95)} |",
+        f"| NLL (mean nats) | {_fmt(report.nll)} |",
+        f"| baseline NLL | {_fmt(report.baseline_nll)} |",
+        f"| accuracy | {_fmt(report.accuracy)} |",
+        f"| mean confidence | {_fmt(report.mean_confidence)} |",
+        f"| Brier score | {_fmt(report.brier)} |",
+        f"| gate threshold | {_fmt(report.threshold)} |",
+        f"| coverage | {_fmt(report.coverage)} |",
+        f"| accepted accuracy | {_fmt(report.accepted_accuracy)} |",
+        f"| group-weighted ECE | {_fmt(report.group_weighted_ece)} |",
+    ]
+    if report.groups:
+        lines += [
+            "",
+            "### Groups",
+            "",
+            "| group | n | ECE | baseline | p-value | level | drifted |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            *(
+                f"| {g.group} | {g.n} | {_fmt(g.ece)} | {_fmt(g.baseline_ece)} | "
+                f"{_fmt(g.p_value) if g.tested else 'not tested'} | {f'{g.p_threshold:.2g}' if g.tested else '-'} | "
+                f"{'yes' if g.drifted else 'no'} |"
+                for g in report.groups
+            ),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
+    """One JSON-safe row for the whole window and one per group, for a dashboard table.
+
+    Columns: scope ("overall" or "group"), group, n, tested, drifted, ece, baseline_ece,
+    ece_excess, p_value, p_threshold, nll, accuracy, mean_confidence, coverage,
+    accepted_accuracy (the last two for the overall row only). NaN is None.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring.drift import decide_drift
+    >>> from monitoring.window import summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a", "a", "b"])
+    >>> [(row["scope"], row["group"], row["n"]) for row in drift_table_rows(decide_drift(s, baseline_ece=0.0))]
+    [('overall', None, 3), ('group', 'a', 2), ('group', 'b', 1)]
+    """
+    rows: list[dict[str, Any]] = [
+        {
+            "scope": "overall",
+            "group": None,
+            "n": report.n,
+            "tested": not math.isnan(report.p_value),
+            "drifted": report.overall_drift,
+            "ece": _json_number(report.ece),
+            "baseline_ece": _json_number(report.baseline_ece),
+            "ece_excess": _json_number(report.ece_excess),
+            "p_value": _json_number(report.p_value),
+            "p_threshold": report.p_threshold,
+            "nll": _json_number(report.nll),
+            "accuracy": _json_number(report.accuracy),
+            "mean_confidence": _json_number(report.mean_confidence),
+            "coverage": _json_number(report.coverage),
+            "accepted_accuracy": _json_number(report.accepted_accuracy),
+        }
+    ]
+    for g in report.groups:
+        rows.append(
+            {
+                "scope": "group",
+                "group": g.group,
+                "n": g.n,
+                "tested": g.tested,
+                "drifted": g.drifted,
+                "ece": _json_number(g.ece),
+                "baseline_ece": _json_number(g.baseline_ece),
+                "ece_excess": _json_number(g.ece_excess),
+                "p_value": _json_number(g.p_value),
+                "p_threshold": g.p_threshold,
+                "nll": _json_number(g.nll),
+                "accuracy": _json_number(g.accuracy),
+                "mean_confidence": _json_number(g.mean_confidence),
+                "coverage": None,
+                "accepted_accuracy": None,
+            }
+        )
+    return rows
+
+
+_METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def drift_metrics(report: DriftReport) -> dict[str, float]:
+    """Finite metrics of a check for a time-series store (e.g. MLflow ``log_metrics``).
+
+    Keys: ece, nll, accuracy, mean_confidence, brier, coverage, accepted_accuracy, p_value,
+    n, drift (0/1), refit_recommended (0/1) and ``ece.group.<name>`` per group (characters
+    outside ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a
+    chart shows a gap rather than a fake number.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring.drift import decide_drift
+    >>> from monitoring.window import summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
+    >>> metrics = drift_metrics(decide_drift(s, baseline_ece=0.0))
+    >>> metrics["drift"], metrics["n"], "ece.group.a_b" in metrics, "p_value" in metrics
+    (0.0, 3.0, True, False)
+    """
+    values: dict[str, float] = {
+        "ece": report.ece,
+        "nll": report.nll,
+        "accuracy": report.accuracy,
+        "mean_confidence": report.mean_confidence,
+        "brier": report.brier,
+        "coverage": report.coverage,
+        "accepted_accuracy": report.accepted_accuracy,
+        "p_value": report.p_value,
+        "n": float(report.n),
+        "drift": 1.0 if report.drift_detected else 0.0,
+        "refit_recommended": 1.0 if report.refit_recommended else 0.0,
+    }
+    for g in report.groups:
+        values[f"ece.group.{_METRIC_UNSAFE.sub('_', g.group)}"] = g.ece
+    return {key: float(value) for key, value in values.items() if math.isfinite(value)}
+
+
+def drift_payload(report: DriftReport) -> dict[str, Any]:
+    """The report as a JSON-safe dict (event payloads): numbers, reasons, groups, bins.
+
+    Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins.
+
+    Examples
+    --------
+    >>> import json
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring.drift import decide_drift
+    >>> from monitoring.window import summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t)
+    >>> payload = drift_payload(decide_drift(s, baseline_ece=0.0))
+    >>> payload["verdict"], payload["window_start"]
+    ('insufficient_data', '2026-01-01T00:00:00+00:00')
+    >>> _ = json.dumps(payload, allow_nan=False)
+    """
+    payload: dict[str, Any] = {}
+    for name in (f.name for f in fields(DriftReport)):
+        value = getattr(report, name)
+        if name == "reliability":
+            payload[name] = value.rows()
+        elif name == "groups":
+            payload[name] = drift_table_rows(report)[1:]
+        elif isinstance(value, datetime):
+            payload[name] = value.isoformat()
+        elif isinstance(value, (float, np.floating)):
+            payload[name] = _json_number(float(value))
+        elif isinstance(value, tuple):
+            payload[name] = [_json_number(v) if isinstance(v, float) else v for v in value]
+        else:
+            payload[name] = value
+    return payload

@@ -1,0 +1,398 @@
+"""A window of labelled traffic summarised by mergeable statistics, read in chunks (rules 6, 7, 8).
+
+:func:`summarise_window` streams a version's labelled rows from the prediction log and merges
+per-chunk :class:`~calibration._stats.CalibrationStats` overall and per group, plus the gate's
+counts at a fixed threshold. Memory is bounded by ``chunk_size``, not by the window. The
+statistics are computed at the temperature passed in (the version's registered T), from the
+stored logits — not from the confidences that were logged.
+
+:func:`summarise_arrays` builds the same summary from arrays already in memory (the refit's
+verification slice, tests). Two summaries of adjacent windows add up with ``+``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from calibration._softmax import top_label
+from calibration._stats import CalibrationStats
+from calibration._validation import check_labels, check_logits, check_n_bins, check_temperature
+
+from .prediction_log import LabelledChunk, PredictionLog, _as_utc, _check_chunk_size, _check_window
+
+__all__ = ["GateCounts", "WindowSummary", "summarise_arrays", "summarise_window"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateCounts:
+    """Mergeable counts of the gate at one threshold: auto-process iff confidence >= threshold.
+
+    Examples
+    --------
+    >>> a = GateCounts.from_confidence([0.9, 0.5], [True, False], threshold=0.8)
+    >>> b = GateCounts.from_confidence([0.95], [False], threshold=0.8)
+    >>> (a + b).coverage, (a + b).accepted_accuracy
+    (0.6666666666666666, 0.5)
+    >>> GateCounts.from_confidence([0.5], [True], threshold=0.8).accepted_accuracy
+    nan
+    """
+
+    threshold: float
+    n: int
+    accepted: int
+    accepted_correct: int
+
+    @classmethod
+    def empty(cls, threshold: float) -> GateCounts:
+        """No examples: the neutral element of ``+``."""
+        return cls(threshold=_check_threshold(threshold), n=0, accepted=0, accepted_correct=0)
+
+    @classmethod
+    def from_confidence(cls, confidence: ArrayLike, correct: ArrayLike, *, threshold: float) -> GateCounts:
+        """Count the accepted rows (confidence >= threshold) and the correct ones among them."""
+        threshold = _check_threshold(threshold)
+        confidence_ = np.asarray(confidence, dtype=np.float64)
+        correct_ = np.asarray(correct, dtype=bool)
+        if confidence_.ndim != 1 or correct_.shape != confidence_.shape:
+            raise ValueError(
+                f"confidence and correct must be 1-D of one length; got shapes {confidence_.shape} and {correct_.shape}"
+            )
+        accepted = confidence_ >= threshold
+        return cls(
+            threshold=threshold,
+            n=int(confidence_.shape[0]),
+            accepted=int(np.count_nonzero(accepted)),
+            accepted_correct=int(np.count_nonzero(accepted & correct_)),
+        )
+
+    def __add__(self, other: GateCounts) -> GateCounts:
+        if not isinstance(other, GateCounts):
+            return NotImplemented
+        if self.threshold != other.threshold:
+            raise ValueError(f"cannot merge gate counts at different thresholds: {self.threshold} and {other.threshold}")
+        return GateCounts(
+            threshold=self.threshold,
+            n=self.n + other.n,
+            accepted=self.accepted + other.accepted,
+            accepted_correct=self.accepted_correct + other.accepted_correct,
+        )
+
+    @property
+    def coverage(self) -> float:
+        """Share auto-processed (NaN when there are no rows)."""
+        return self.accepted / self.n if self.n else math.nan
+
+    @property
+    def accepted_accuracy(self) -> float:
+        """Accuracy among the auto-processed; NaN (undefined, never 1.0) when none was accepted."""
+        return self.accepted_correct / self.accepted if self.accepted else math.nan
+
+
+def _check_threshold(threshold: float) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating, np.integer)):
+        raise TypeError(f"threshold must be a number in [0, 1]; got {threshold!r}")
+    value = float(threshold)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1] (auto-process iff confidence >= threshold); got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WindowSummary:
+    """Mergeable summary of a version's labelled traffic in [start, end) at one temperature.
+
+    ``overall`` and each entry of ``groups`` are :class:`CalibrationStats`; rows without a
+    group count in ``overall`` and in ``n_ungrouped`` only. ``gate`` is None when no threshold
+    was given. ``served_temperatures`` are the distinct temperatures the rows were *served*
+    at (normally just the registered one). ``n_chunks`` is how many chunks were read.
+    """
+
+    model_name: str
+    model_version: str
+    start: datetime
+    end: datetime
+    temperature: float
+    n_bins: int
+    n_classes: int
+    overall: CalibrationStats
+    groups: Mapping[str, CalibrationStats]
+    n_ungrouped: int
+    gate: GateCounts | None
+    served_temperatures: tuple[float, ...]
+    n_chunks: int
+
+    @property
+    def n(self) -> int:
+        """Labelled rows in the window."""
+        return self.overall.n
+
+    @property
+    def group_weighted_ece(self) -> float:
+        """Count-weighted mean of the group ECEs (rule 7); NaN without grouped rows."""
+        total = sum(stats.n for stats in self.groups.values())
+        if total == 0:
+            return math.nan
+        return sum(stats.n * stats.ece for stats in self.groups.values()) / total
+
+    def __add__(self, other: WindowSummary) -> WindowSummary:
+        """Merge the summaries of two adjacent windows of the same version (either order)."""
+        if not isinstance(other, WindowSummary):
+            return NotImplemented
+        for name in ("model_name", "model_version", "temperature", "n_bins", "n_classes"):
+            if getattr(self, name) != getattr(other, name):
+                raise ValueError(
+                    f"cannot merge window summaries with different {name}: "
+                    f"{getattr(self, name)!r} and {getattr(other, name)!r}"
+                )
+        if (self.gate is None) != (other.gate is None):
+            raise ValueError("cannot merge a window summary with gate counts and one without")
+        first, second = (self, other) if self.start <= other.start else (other, self)
+        if first.end != second.start:
+            raise ValueError(
+                f"windows must be adjacent to merge: [{first.start.isoformat()}, {first.end.isoformat()}) and "
+                f"[{second.start.isoformat()}, {second.end.isoformat()})"
+            )
+        groups = dict(first.groups)
+        for key, stats in second.groups.items():
+            groups[key] = groups[key] + stats if key in groups else stats
+        gate = None if first.gate is None or second.gate is None else first.gate + second.gate
+        return WindowSummary(
+            model_name=self.model_name,
+            model_version=self.model_version,
+            start=first.start,
+            end=second.end,
+            temperature=self.temperature,
+            n_bins=self.n_bins,
+            n_classes=self.n_classes,
+            overall=first.overall + second.overall,
+            groups=dict(sorted(groups.items())),
+            n_ungrouped=first.n_ungrouped + second.n_ungrouped,
+            gate=gate,
+            served_temperatures=tuple(sorted(set(first.served_temperatures) | set(second.served_temperatures))),
+            n_chunks=first.n_chunks + second.n_chunks,
+        )
+
+
+class _Accumulator:
+    """Merges chunks into a summary; holds only O(n_bins × n_groups) numbers."""
+
+    def __init__(self, *, temperature: float, n_bins: int, n_classes: int, threshold: float | None) -> None:
+        self.temperature = temperature
+        self.n_bins = n_bins
+        self.n_classes = n_classes
+        self.overall = CalibrationStats.empty(n_bins=n_bins, temperature=temperature, n_classes=n_classes)
+        self.groups: dict[str, CalibrationStats] = {}
+        self.n_ungrouped = 0
+        self.gate = None if threshold is None else GateCounts.empty(threshold)
+        self.served: set[float] = set()
+        self.n_chunks = 0
+
+    def add(
+        self,
+        logits: NDArray[np.floating[Any]],
+        labels: NDArray[np.intp] | NDArray[np.int64],
+        groups: NDArray[np.object_] | None,
+        served_temperatures: NDArray[np.float64] | None,
+    ) -> None:
+        self.n_chunks += 1
+        stats = CalibrationStats.from_logits(logits, labels, temperature=self.temperature, n_bins=self.n_bins)
+        self.overall = self.overall + stats
+        if self.gate is not None:
+            predicted, confidence = top_label(logits, self.temperature)
+            self.gate = self.gate + GateCounts.from_confidence(
+                confidence, predicted == labels, threshold=self.gate.threshold
+            )
+        if served_temperatures is not None:
+            self.served.update(np.unique(served_temperatures).tolist())
+        if groups is None:
+            self.n_ungrouped += int(labels.shape[0])
+            return
+        named = np.asarray(groups != None, dtype=bool)  # noqa: E711 - element-wise, not identity
+        self.n_ungrouped += int(labels.shape[0] - np.count_nonzero(named))
+        if not named.any():
+            return
+        keys, inverse = np.unique(groups[named].astype(str), return_inverse=True)
+        named_logits, named_labels = logits[named], labels[named]
+        # One pass over the rows to sort them by group, then one stats call per group (not per row).
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(keys.shape[0] + 1))
+        for g, key in enumerate(keys.tolist()):
+            rows = order[bounds[g] : bounds[g + 1]]
+            part = CalibrationStats.from_logits(
+                named_logits[rows], named_labels[rows], temperature=self.temperature, n_bins=self.n_bins
+            )
+            self.groups[key] = self.groups[key] + part if key in self.groups else part
+
+    def summary(self, model_name: str, model_version: str, start: datetime, end: datetime) -> WindowSummary:
+        return WindowSummary(
+            model_name=model_name,
+            model_version=model_version,
+            start=start,
+            end=end,
+            temperature=self.temperature,
+            n_bins=self.n_bins,
+            n_classes=self.n_classes,
+            overall=self.overall,
+            groups=dict(sorted(self.groups.items())),
+            n_ungrouped=self.n_ungrouped,
+            gate=self.gate,
+            served_temperatures=tuple(sorted(self.served)),
+            n_chunks=self.n_chunks,
+        )
+
+
+def summarise_window(
+    log: PredictionLog,
+    model_name: str,
+    model_version: str,
+    *,
+    temperature: float,
+    start: datetime,
+    end: datetime,
+    n_bins: int = 15,
+    threshold: float | None = None,
+    chunk_size: int = 50_000,
+) -> WindowSummary:
+    """Summarise a version's labelled traffic served in [start, end), reading it in chunks.
+
+    Parameters
+    ----------
+    log : PredictionLog
+        The prediction log.
+    model_name, model_version : str
+        The serving version.
+    temperature : float
+        The version's registered T (finite, > 0); every statistic is read at it.
+    start, end : datetime
+        Timezone-aware bounds of the window.
+    n_bins : int, default=15
+        Equal-width bins (rule 6).
+    threshold : float, optional
+        The registered gate threshold; when given, coverage and accepted accuracy are counted.
+    chunk_size : int, default=50_000
+        Rows per chunk read from the log; peak memory is proportional to it.
+
+    Returns
+    -------
+    WindowSummary
+        Overall and per-group :class:`CalibrationStats`, gate counts and the window.
+
+    Raises
+    ------
+    LookupError
+        If no prediction of this version was ever logged (a typo in the name or version would
+        otherwise look like a quiet window forever).
+    ValueError
+        If the bounds are naive or reversed, or an argument is out of range.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> import numpy as np
+    >>> from monitoring.prediction_log import PredictionLog, log_predictions
+    >>> log = PredictionLog("sqlite://"); log.create()
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
+    >>> _ = log_predictions(log, "m", "1", 1.0, logits, ["a", "b", "c"], groups=["x", "y", "x"],
+    ...                     time=t, labels=[0, 0, 0])
+    >>> summary = summarise_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1),
+    ...                            threshold=0.8, chunk_size=2)
+    >>> summary.n, sorted(summary.groups), summary.n_chunks
+    (3, ['x', 'y'], 2)
+    >>> summary.gate.coverage, summary.gate.accepted_accuracy
+    (0.6666666666666666, 1.0)
+    """
+    temperature = check_temperature(temperature)
+    n_bins = check_n_bins(n_bins)
+    start, end = _check_window(start, end)
+    chunk_size = _check_chunk_size(chunk_size)
+    if threshold is not None:
+        threshold = _check_threshold(threshold)
+    n_classes = log.n_classes(model_name, model_version)
+    if n_classes is None:
+        raise LookupError(
+            f"no prediction of model {model_name!r} version {model_version!r} was ever logged in {log!r}; "
+            "check the name and version (the monitor reads what the serving wrapper writes)"
+        )
+    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
+    chunks: Iterable[LabelledChunk] = log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
+    for chunk in chunks:
+        accumulator.add(chunk.logits, chunk.labels, chunk.groups, chunk.temperature)
+    return accumulator.summary(model_name, model_version, start, end)
+
+
+def summarise_arrays(
+    logits: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float,
+    start: datetime,
+    end: datetime,
+    groups: ArrayLike | None = None,
+    n_bins: int = 15,
+    threshold: float | None = None,
+    model_name: str = "",
+    model_version: str = "",
+) -> WindowSummary:
+    """The :class:`WindowSummary` of arrays already in memory (same numbers as from the log).
+
+    Parameters
+    ----------
+    logits : array of shape (n_samples, n_classes)
+        Frozen logits.
+    labels : array of shape (n_samples,)
+        True classes in [0, n_classes).
+    temperature : float
+        T at which to read the confidences.
+    start, end : datetime
+        Timezone-aware bounds the arrays stand for.
+    groups : array of shape (n_samples,), optional
+        Group of each row (str, or None for no group).
+    n_bins, threshold
+        As :func:`summarise_window`.
+    model_name, model_version : str, default=""
+        Labels for the reports.
+
+    Returns
+    -------
+    WindowSummary
+
+    Raises
+    ------
+    ValueError
+        If the arrays are malformed or the bounds naive or reversed.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.log([[0.3, 0.7], [0.9, 0.1]]), [1, 0], temperature=1.0, start=t, end=t,
+    ...                      groups=["a", None])
+    >>> s.n, s.n_ungrouped, round(s.overall.ece, 3)
+    (2, 1, 0.2)
+    """
+    checked = check_logits(logits)
+    checked_labels = check_labels(labels, checked.shape[0], checked.shape[1])
+    temperature = check_temperature(temperature)
+    n_bins = check_n_bins(n_bins)
+    start, end = _check_window(start, end)
+    if threshold is not None:
+        threshold = _check_threshold(threshold)
+    group_array: NDArray[np.object_] | None = None
+    if groups is not None:
+        group_array = np.asarray(groups, dtype=object)
+        if group_array.shape != (checked.shape[0],):
+            raise ValueError(
+                f"groups must be 1-D with one entry per row ({checked.shape[0]}); got shape {group_array.shape}"
+            )
+    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=checked.shape[1], threshold=threshold)
+    accumulator.add(checked, checked_labels, group_array, None)
+    return accumulator.summary(model_name, model_version, _as_utc(start, name="start"), _as_utc(end, name="end"))

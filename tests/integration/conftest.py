@@ -1,0 +1,89 @@
+"""Integration fixtures: a real MLflow SQLite store and a real Prefect API, set up once.
+
+A fresh MLflow store migrates in seconds, so one template store is built per session (with
+the digits checkpoints logged into it) and each test gets a copy of the file. The Prefect
+API is ``prefect_test_harness`` (a temporary server), session-scoped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+# Nothing under ~ or the repo: Prefect reads its home when first imported.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Some tests call tasks outside a flow (register's refusals): their logs stay local.
+os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.demo import DemoCheckpoint, DigitsSplit, digits_split, make_estimator, train_checkpoint
+from flows.holdout import write_features, write_ids
+from flows.registry import MlflowRegistry
+from flows.settings import ThermostatSettings
+
+
+@dataclass(frozen=True)
+class Template:
+    db: Path
+    split: DigitsSplit
+    checkpoints: dict[str, DemoCheckpoint]
+    features_path: Path
+    training_ids_path: Path
+
+
+@dataclass(frozen=True)
+class Store:
+    settings: ThermostatSettings
+    registry: MlflowRegistry
+    template: Template
+
+    def run_args(self, checkpoint: str, **overrides: Any) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "model_name": "digits", "checkpoint_uri": self.template.checkpoints[checkpoint].uri, "train_steps": 7,
+            "train_data_version": "digits-train-v1", "features_path": str(self.template.features_path),
+            "training_ids_path": str(self.template.training_ids_path), "settings": self.settings,
+        }
+        return args | overrides
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    root = tmp_path_factory.mktemp("mlflow-template")
+    registry = MlflowRegistry(f"sqlite:///{root / 'mlflow.db'}", artifact_location=(root / "artifacts").as_uri())
+    split = digits_split(seed=0)
+    checkpoints = {
+        "logistic": train_checkpoint(registry, split, name="logistic", estimator=make_estimator("logistic", 0)),
+        "mlp": train_checkpoint(registry, split, name="mlp", estimator=make_estimator("mlp", 0)),
+        # Trained on 40 examples: clearly less accurate than the others on the same holdout.
+        "weak": train_checkpoint(registry, split, name="weak", estimator=make_estimator("logistic", 0), n_train=40),
+    }
+    holdout = split.holdout_index
+    return Template(
+        db=root / "mlflow.db", split=split, checkpoints=checkpoints,
+        features_path=write_features(root / "holdout.npz", ids=split.ids[holdout], features=split.features[holdout],
+                                     labels=split.labels[holdout]),
+        training_ids_path=write_ids(root / "training_ids.txt", split.training_ids),
+    )
+
+
+@pytest.fixture
+def store(template: Template, tmp_path: Path, prefect_api: None) -> Store:
+    shutil.copyfile(template.db, tmp_path / "mlflow.db")
+    settings = ThermostatSettings(state_dir=tmp_path, bootstrap_resamples=300)
+    return Store(settings=settings, registry=MlflowRegistry.from_settings(settings), template=template)

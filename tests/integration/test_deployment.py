@@ -1,0 +1,123 @@
+"""The post-finetune deployment for real: a Prefect server on loopback, a process worker,
+``prefect deploy`` from the repository root, a run through the API, the version in MLflow."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from flows.registry import MlflowRegistry
+from flows.settings import ThermostatSettings
+from tests.integration.conftest import Template
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop(process: subprocess.Popen[bytes], sig: int, grace: float) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    port = _free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = os.environ | {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_API_URL": api_url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),
+        "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
+    }
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen([str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-ui"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prefect server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield api_url, env
+    finally:
+        _stop(server, signal.SIGTERM, 20)
+        log.close()
+
+
+def test_post_finetune_deployment_runs_on_a_process_worker(
+    prefect_server: tuple[str, dict[str, str]], template: Template, tmp_path: Path
+) -> None:
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    state.mkdir()
+    shutil.copyfile(template.db, state / "mlflow.db")
+    prefect = str(VENV_BIN / "prefect")
+    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
+                    [prefect, "--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    worker_log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
+                              stdout=worker_log, stderr=subprocess.STDOUT)
+    try:
+        from prefect.client.schemas.objects import FlowRun
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            flow_run = run_deployment(
+                "post-finetune/post-finetune",
+                parameters={
+                    "model_name": "digits", "checkpoint_uri": template.checkpoints["logistic"].uri,
+                    "train_steps": 7, "train_data_version": "digits-train-v1",
+                    "features_path": str(template.features_path),
+                    "training_ids_path": str(template.training_ids_path),
+                },
+                timeout=240,
+            )
+        assert isinstance(flow_run, FlowRun)
+        assert flow_run.state is not None and flow_run.state.is_completed(), (
+            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
+        )
+    finally:
+        _stop(worker, signal.SIGINT, 15)
+        worker_log.close()
+
+    registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
+    holder = registry.alias_holder("digits", "champion")
+    assert holder is not None and str(holder.version) == "1"
+    assert holder.tags["checkpoint_uri"] == template.checkpoints["logistic"].uri
+    assert float(holder.tags["temperature"]) > 1.5

@@ -1,0 +1,141 @@
+"""Fixtures of the monitoring tests: a prediction log on SQLite and on a real PostgreSQL.
+
+The PostgreSQL server is a throwaway cluster started by the session fixture itself:
+``initdb`` into a temporary folder, ``pg_ctl start`` on 127.0.0.1 with a free port and the
+socket in that folder, torn down at the end. As root it runs as the ``postgres`` OS user
+(PostgreSQL refuses to run as root). Without PostgreSQL binaries the fixture fails under
+``CI=true`` (``.ci/postgres.sh`` installs them) and skips elsewhere.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from monitoring import PredictionLog
+
+PG_BIN_GLOBS = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/opt/postgresql*/bin")
+
+
+def _postgres_bin_dir() -> Path | None:
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(on_path).parent
+    candidates = sorted(
+        (Path(d) for pattern in PG_BIN_GLOBS for d in glob.glob(pattern) if (Path(d) / "initdb").exists()),
+        key=lambda d: [int(part) if part.isdigit() else 0 for part in d.parts],
+    )
+    return candidates[-1] if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_postgres_user(command: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def _run(command: list[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stdout}\n{done.stderr}")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A running throwaway PostgreSQL cluster; yields a URL of its ``postgres`` database."""
+    bin_dir = _postgres_bin_dir()
+    if bin_dir is None:
+        message = (
+            "PostgreSQL binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; "
+            "run .ci/postgres.sh (Debian: apt-get install postgresql)"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.fail("running as root needs runuser to start PostgreSQL as the postgres user")
+    root = Path(tempfile.mkdtemp(prefix="thermostat-pg-"))
+    data, log_file = root / "data", root / "server.log"
+    if os.geteuid() == 0:
+        shutil.chown(root, user="postgres")
+    port = _free_port()
+    try:
+        _run(
+            _as_postgres_user(
+                [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"]
+            ),
+            "initdb",
+        )
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        _run(
+            _as_postgres_user(
+                [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log_file), "-w", "-t", "60", "start"]
+            ),
+            "pg_ctl start",
+        )
+    except Exception as exc:  # noqa: BLE001 - the log says why the server did not start
+        server_log = log_file.read_text() if log_file.exists() else ""
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(f"could not start a throwaway PostgreSQL: {exc}\n{server_log}")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            _as_postgres_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: str) -> str:
+    """URL of a database created for this test session on the throwaway server."""
+    engine = sa.create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text("CREATE DATABASE thermostat_test"))
+    engine.dispose()
+    return postgres_server.rsplit("/", 1)[0] + "/thermostat_test"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL for a fresh prediction log: a SQLite file, or the PostgreSQL test database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'predictions.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def prediction_log(log_url: str) -> Iterator[PredictionLog]:
+    """An empty, created prediction log on each backend; its tables are dropped afterwards."""
+    log = PredictionLog(log_url)
+    log.metadata.drop_all(log.engine)
+    log.create()
+    try:
+        yield log
+    finally:
+        log.metadata.drop_all(log.engine)
+        log.dispose()
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short unique suffix for names that must not collide across tests."""
+    return uuid.uuid4().hex[:8]

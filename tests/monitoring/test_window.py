@@ -1,0 +1,134 @@
+"""Windowed, chunked evaluation: merged chunk statistics equal the statistics of the whole window."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from calibration._softmax import top_label
+from calibration._stats import CalibrationStats
+from monitoring import GateCounts, decide_drift, PredictionLog, WindowSummary, log_predictions, summarise_arrays, summarise_window
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+def assert_stats_equal(got: CalibrationStats, want: CalibrationStats) -> None:
+    assert (got.n_bins, got.temperature, got.n_classes) == (want.n_bins, want.temperature, want.n_classes)
+    assert np.array_equal(got.bin_count, want.bin_count)
+    assert np.array_equal(got.bin_correct, want.bin_correct)
+    np.testing.assert_allclose(got.bin_confidence_sum, want.bin_confidence_sum, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.bin_variance_sum, want.bin_variance_sum, rtol=0, atol=1e-9)
+    assert got.nll_sum == pytest.approx(want.nll_sum, rel=0, abs=1e-9)
+    assert got.brier_sum == pytest.approx(want.brier_sum, rel=0, abs=1e-9)
+
+
+@pytest.fixture
+def filled_log(prediction_log: PredictionLog) -> tuple[PredictionLog, dict[str, np.ndarray]]:
+    """1 000 rows of version 1 (most labelled, three groups and ungrouped), plus noise around them."""
+    rng = np.random.default_rng(7)
+    n, k = 1_000, 4
+    logits = (2.5 * rng.normal(size=(n, k))).astype(np.float32)
+    labels = rng.integers(0, k, size=n)
+    groups = rng.choice(np.array(["a", "b", "c", None], dtype=object), size=n)
+    times = [T0 + timedelta(seconds=int(s)) for s in rng.integers(0, 7_200, size=n)]  # two hours
+    ids = [f"r{i}" for i in range(n)]
+    log_predictions(prediction_log, "digits", "1", 1.3, logits, ids, list(groups), times)
+    labelled = rng.random(n) < 0.9
+    prediction_log.attach_labels([ids[i] for i in np.flatnonzero(labelled)], labels[labelled])
+    # Another version in the same hours must not leak in.
+    log_predictions(prediction_log, "digits", "2", 1.0, np.zeros((50, 4)), [f"x{i}" for i in range(50)], time=T0,
+                    labels=np.zeros(50, dtype=int))  # fmt: skip
+    in_window = labelled & np.array([T0 <= t < T0 + HOUR for t in times])
+    return prediction_log, {"logits": logits[in_window], "labels": labels[in_window], "groups": groups[in_window]}
+
+
+@pytest.mark.parametrize("chunk_size", [1_000_000, 97, 1])
+def test_merged_chunks_equal_the_whole_window(
+    filled_log: tuple[PredictionLog, dict[str, np.ndarray]], chunk_size: int
+) -> None:
+    log, rows = filled_log
+    summary = summarise_window(
+        log, "digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12, threshold=0.7, chunk_size=chunk_size
+    )
+    n = rows["labels"].shape[0]
+    assert 300 < n < 600
+    assert summary.n == n
+    assert summary.n_chunks == math.ceil(n / chunk_size)
+    whole = CalibrationStats.from_logits(rows["logits"], rows["labels"], temperature=0.8, n_bins=12)
+    assert_stats_equal(summary.overall, whole)
+    assert summary.overall == whole
+    assert sorted(summary.groups) == ["a", "b", "c"]
+    for key, stats in summary.groups.items():
+        mask = rows["groups"] == key
+        assert_stats_equal(stats, CalibrationStats.from_logits(rows["logits"][mask], rows["labels"][mask],
+                                                               temperature=0.8, n_bins=12))  # fmt: skip
+    assert summary.n_ungrouped == int(np.count_nonzero(rows["groups"] == None))  # noqa: E711
+    predicted, confidence = top_label(rows["logits"], 0.8)
+    accepted = confidence >= 0.7
+    assert summary.gate == GateCounts(0.7, n, int(accepted.sum()), int((accepted & (predicted == rows["labels"])).sum()))
+    assert summary.served_temperatures == (1.3,)
+    assert summary.temperature == 0.8 and summary.n_classes == 4
+
+
+def test_window_equals_the_array_summary(filled_log: tuple[PredictionLog, dict[str, np.ndarray]]) -> None:
+    log, rows = filled_log
+    from_log = summarise_window(log, "digits", "1", temperature=1.3, start=T0, end=T0 + HOUR, chunk_size=64)
+    from_arrays = summarise_arrays(rows["logits"], rows["labels"], temperature=1.3, start=T0, end=T0 + HOUR,
+                                   groups=rows["groups"])  # fmt: skip
+    assert from_log.overall == from_arrays.overall
+    assert from_log.groups.keys() == from_arrays.groups.keys()
+    assert from_log.group_weighted_ece == pytest.approx(from_arrays.group_weighted_ece, abs=1e-12)
+
+
+def test_adjacent_windows_merge_into_the_longer_one(filled_log: tuple[PredictionLog, dict[str, np.ndarray]]) -> None:
+    log, _ = filled_log
+    def window(start: datetime, end: datetime) -> WindowSummary:
+        return summarise_window(log, "digits", "1", temperature=1.0, start=start, end=end, threshold=0.6)
+    first, second = window(T0, T0 + HOUR), window(T0 + HOUR, T0 + 2 * HOUR)
+    both = window(T0, T0 + 2 * HOUR)
+    merged = second + first
+    assert (merged.start, merged.end) == (T0, T0 + 2 * HOUR)
+    assert merged.overall == both.overall
+    assert all(merged.groups[key] == both.groups[key] for key in both.groups)
+    assert merged.gate == both.gate
+    assert merged.n_ungrouped == both.n_ungrouped
+    with pytest.raises(ValueError, match="windows must be adjacent"):
+        _ = first + window(T0 + 90 * timedelta(minutes=1), T0 + 2 * HOUR)
+
+
+def test_an_empty_window_and_an_unknown_version(prediction_log: PredictionLog) -> None:
+    log_predictions(prediction_log, "digits", "1", 1.0, np.zeros((3, 2)), ["a", "b", "c"], time=T0)  # no labels
+    summary = summarise_window(prediction_log, "digits", "1", temperature=1.0, start=T0, end=T0 + HOUR, threshold=0.9)
+    assert summary.n == 0 and summary.n_chunks == 0 and summary.groups == {}
+    assert math.isnan(summary.overall.ece) and summary.gate is not None and math.isnan(summary.gate.coverage)
+    report = decide_drift(summary, baseline_ece=0.02)
+    assert report.verdict == "insufficient_data" and report.n == 0 and math.isnan(report.ece)
+    assert report.reasons[0].startswith("only 0 labelled rows in the window")
+    with pytest.raises(LookupError, match="no prediction of model 'digits' version '9' was ever logged"):
+        summarise_window(prediction_log, "digits", "9", temperature=1.0, start=T0, end=T0 + HOUR)
+
+
+def test_gate_counts() -> None:
+    counts = GateCounts.from_confidence([0.2, 0.8, 0.8, 0.95], [True, True, False, True], threshold=0.8)
+    assert (counts.n, counts.accepted, counts.accepted_correct) == (4, 3, 2)
+    assert counts.coverage == 0.75 and counts.accepted_accuracy == pytest.approx(2 / 3)
+    nothing = GateCounts.from_confidence([0.2, 0.3], [True, True], threshold=0.99)
+    assert nothing.coverage == 0.0 and math.isnan(nothing.accepted_accuracy), "empty accepted set: undefined"
+    assert counts + GateCounts.empty(0.8) == counts
+    with pytest.raises(ValueError, match="different thresholds"):
+        _ = counts + nothing
+    with pytest.raises(ValueError, match=r"threshold must be in \[0, 1\]"):
+        GateCounts.empty(1.5)
+
+
+def test_summarise_arrays_checks_its_input() -> None:
+    with pytest.raises(ValueError, match="groups must be 1-D with one entry per row"):
+        summarise_arrays(np.zeros((2, 2)), [0, 1], temperature=1.0, start=T0, end=T0, groups=["a"])
+    with pytest.raises(ValueError, match="has no timezone"):
+        summarise_arrays(np.zeros((2, 2)), [0, 1], temperature=1.0, start=datetime(2026, 1, 1), end=T0)
+    with pytest.raises(ValueError, match="row 1 contains nan"):
+        summarise_arrays(np.array([[0.0, 1.0], [np.nan, 0.0]]), [0, 1], temperature=1.0, start=T0, end=T0)

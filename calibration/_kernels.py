@@ -1,36 +1,232 @@
-"""Chunked one-pass kernels over logits: the only code that touches every logit.
+"""One-pass kernels over logits: the only code that touches every logit.
 
-Two passes exist, each reading the logits once, chunk by chunk, accumulating in float64:
+Two passes exist, each reading every logit once and accumulating in float64:
 
-- :func:`nll_expansion_sums` — at an inverse temperature ``beta``, the mean NLL and its
-  first four derivatives in ``beta``. With ``d = z - max(z)`` per row and
-  ``p = softmax(beta * d)``, the per-row NLL is ``log sum exp(beta * d) - beta * d_y``; its
-  derivatives in ``beta`` are the cumulants of ``d`` under ``p`` (minus ``d_y`` for the
-  first), so one pass gives a quartic model of the NLL around ``beta``.
+- :func:`nll_expansion_sums` — at an inverse temperature ``beta``, the NLL and its first
+  four derivatives in ``beta``. With ``d = z - max(z)`` per row and ``p = softmax(beta * d)``,
+  the per-row NLL is ``log sum exp(beta * d) - beta * d_y``; its derivatives in ``beta`` are
+  the cumulants of ``d`` under ``p`` (minus ``d_y`` for the first), so one pass gives a
+  quartic model of the NLL around ``beta``.
 - :func:`calibration_sums` — at ``beta``, the per-bin counts and sums of the top-label
   confidence plus NLL and Brier sums (the fields of :class:`CalibrationStats`).
 
-Float32 logits are read as they are and promoted chunk by chunk, so the peak memory beyond
-the input is a few chunks, whatever N.
+Both return sums, never means: sums over parts of a dataset add up to the sums over the
+whole, so a fit or an evaluation over partitions is one map and one reduce.
+
+Each dispatches by size. Below :data:`COMPILED_MIN_ELEMENTS` logits the plain numpy
+functions (``_reference_*``, the reference the tests hold the compiled kernels to) run;
+above it the fused, parallel numba kernels of :mod:`calibration._kernels_numba` (imported
+on first use, so small inputs never pay numba's import, compilation or thread start-up).
+Float32 logits are read as they are; the numpy path promotes them chunk by chunk, so
+the peak memory beyond the input is a few chunks whatever N.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["nll_expansion_sums", "calibration_sums", "chunk_rows", "N_EXPANSION_SUMS"]
+__all__ = [
+    "nll_expansion_sums",
+    "calibration_sums",
+    "chunk_rows",
+    "nearby_ratio",
+    "first_nonfinite_row",
+    "exact_ratio",
+    "N_EXPANSION_SUMS",
+    "COMPILED_MIN_ELEMENTS",
+]
 
-# [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum]
-N_EXPANSION_SUMS = 7
+# [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum, k6_sum]
+N_EXPANSION_SUMS = 9
 _CHUNK_ELEMENTS = 1 << 20  # ~8 MB of float64 per temporary
+# Below this many logits the numpy path is used: the compiled one would cost more in
+# import and thread start-up (~0.5 s once per process) than it saves.
+COMPILED_MIN_ELEMENTS = 1 << 17
+# Rows per block of the compiled kernels: ~16k logits, whose float64 row buffer is in L1.
+_BLOCK_ELEMENTS = 1 << 14
+# Blocks handed to a thread at a time: small, so that a core slowed by other work takes
+# fewer blocks instead of holding the others up (the sums do not depend on it).
+_PARALLEL_CHUNK_BLOCKS = 4
+# Largest numerator and denominator of the ratio p/q that stands for beta (see below).
+_MAX_RATIO_TERM = 256
+
+CalibrationSums = tuple[
+    NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], float, float
+]
 
 
 def chunk_rows(n_classes: int) -> int:
     """Rows per chunk so that one float64 temporary stays near 8 MB."""
     return max(1, _CHUNK_ELEMENTS // n_classes)
+
+
+def nll_expansion_sums(
+    logits: NDArray[np.floating[Any]],
+    labels: NDArray[np.intp],
+    beta: float,
+    *,
+    with_nll_at_one: bool = True,
+    compiled: bool | None = None,
+) -> NDArray[np.float64]:
+    """Sums over rows of the NLL at ``beta`` and its first six ``beta``-derivatives.
+
+    Returns ``[n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum,
+    k6_sum]`` (``kj`` the j-th cumulant of d, the j-th derivative) where ``nll_at_one_sum``
+    is the NLL sum at ``beta = 1`` (T = 1), or 0 when not asked for.
+    It costs almost nothing extra when ``beta`` is 1 or a ratio ``p / q`` of integers up to
+    256 (see :func:`nearby_ratio`); otherwise it costs a second ``exp`` per logit.
+    ``compiled`` forces the path (None: by size). Inputs are trusted.
+    """
+    if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
+        return _reference_nll_expansion_sums(logits, labels, beta, with_nll_at_one=with_nll_at_one)
+    kernels = _compiled()
+    mode, p, q = kernels.NLL_AT_ONE_SKIP, 1, 1
+    if with_nll_at_one:
+        ratio = exact_ratio(beta)
+        if beta == 1.0:
+            mode = kernels.NLL_AT_ONE_SAME
+        elif ratio is not None:
+            mode, (p, q) = kernels.NLL_AT_ONE_RATIO, ratio
+        else:
+            mode = kernels.NLL_AT_ONE_EXP
+    sums = np.zeros(N_EXPANSION_SUMS, dtype=np.float64)
+    for part, part_labels in _compiled_parts(logits, labels):
+        sums += kernels.expansion_sums(part, part_labels, float(beta), mode, p, q, _block_rows(part))
+    return sums
+
+
+def calibration_sums(
+    logits: NDArray[np.floating[Any]],
+    labels: NDArray[np.intp],
+    beta: float,
+    n_bins: int,
+    *,
+    compiled: bool | None = None,
+) -> CalibrationSums:
+    """Per-bin count, confidence sum, correct count, Σ q(1-q); NLL sum; Brier sum.
+
+    Bins are equal-width on the top-label confidence, bin m = (m/M, (m+1)/M] (bin 0 also
+    holds 0); "correct" means the first arg-max of the logits is the label. ``compiled``
+    forces the path (None: by size). Inputs are trusted.
+    """
+    if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
+        return _reference_calibration_sums(logits, labels, beta, n_bins)
+    kernels = _compiled()
+    interior = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+    count = np.zeros(n_bins, dtype=np.int64)
+    confidence_sum = np.zeros(n_bins, dtype=np.float64)
+    correct_count = np.zeros(n_bins, dtype=np.int64)
+    variance_sum = np.zeros(n_bins, dtype=np.float64)
+    nll_sum = 0.0
+    brier_sum = 0.0
+    for part, part_labels in _compiled_parts(logits, labels):
+        sums = kernels.calibration_bin_sums(part, part_labels, float(beta), interior, _block_rows(part))
+        count += sums[0]
+        confidence_sum += sums[1]
+        correct_count += sums[2]
+        variance_sum += sums[3]
+        nll_sum += float(sums[4])
+        brier_sum += float(sums[5])
+    return count, confidence_sum, correct_count, variance_sum, nll_sum, brier_sum
+
+
+def first_nonfinite_row(logits: NDArray[np.floating[Any]]) -> int:
+    """The first row holding a NaN or an infinity, or -1: one read, no temporary.
+
+    >>> first_nonfinite_row(np.array([[0.0, 1.0], [np.inf, 0.0], [np.nan, 0.0]]))
+    1
+    """
+    if logits.size < COMPILED_MIN_ELEMENTS or logits.dtype not in (np.float32, np.float64):
+        return _reference_first_nonfinite_row(logits)
+    kernels = _compiled()
+    offset = 0
+    for part, _ in _compiled_parts(logits, np.zeros(logits.shape[0], dtype=np.intp)):
+        row: int = int(kernels.first_nonfinite_row(part, _block_rows(part)))
+        if row >= 0:
+            return offset + row
+        offset += part.shape[0]
+    return -1
+
+
+def exact_ratio(beta: float) -> tuple[int, int] | None:
+    """``(p, q)`` with ``p / q == beta`` as floats and p, q <= 256 (smallest q), else None.
+
+    >>> exact_ratio(0.4), exact_ratio(1 / 3), exact_ratio(0.123456789)
+    ((2, 5), (1, 3), None)
+    """
+    for q in range(1, _MAX_RATIO_TERM + 1):
+        p = round(beta * q)
+        if 1 <= p <= _MAX_RATIO_TERM and p / q == beta:
+            return p, q
+    return None
+
+
+def nearby_ratio(beta: float, rtol: float = 5e-3) -> float:
+    """The ratio p / q within ``rtol`` of ``beta`` that is cheapest for the compiled pass.
+
+    At ``beta = p / q`` one ``v = exp(d / q)`` per logit gives both ``exp(beta * d) = v**p``
+    and ``exp(d) = v**q`` (the NLL at T = 1) by one pass over a row buffer per bit of
+    max(p, q); cheapest means the fewest bits, then the closest. Returns ``beta`` itself
+    when no such ratio exists.
+
+    >>> nearby_ratio(0.39987)
+    0.4
+    """
+    best: tuple[int, float, float] | None = None
+    for q in range(1, _MAX_RATIO_TERM + 1):
+        p = round(beta * q)
+        if not 1 <= p <= _MAX_RATIO_TERM or abs(p / q - beta) > rtol * beta:
+            continue
+        candidate = (max(p, q).bit_length(), abs(p / q - beta), p / q)
+        if best is None or candidate < best:
+            best = candidate
+    return beta if best is None else best[2]
+
+
+def _block_rows(logits: NDArray[np.floating[Any]]) -> int:
+    return max(1, _BLOCK_ELEMENTS // int(logits.shape[1]))
+
+
+def _compiled_parts(
+    logits: NDArray[np.floating[Any]], labels: NDArray[np.intp]
+) -> Iterator[tuple[NDArray[np.floating[Any]], NDArray[np.intp]]]:
+    """The input as C-contiguous float32/float64 pieces the kernels take as they are.
+
+    A C-contiguous float32 or float64 array is one piece, not copied. Anything else (a
+    strided view, Fortran order, float16) is copied chunk by chunk, so memory stays bounded.
+    """
+    labels = np.ascontiguousarray(labels, dtype=np.intp)
+    if logits.dtype in (np.float32, np.float64) and logits.flags.c_contiguous:
+        yield logits, labels
+        return
+    dtype = logits.dtype if logits.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    step = chunk_rows(logits.shape[1])
+    for start in range(0, logits.shape[0], step):
+        yield np.ascontiguousarray(logits[start : start + step], dtype=dtype), labels[start : start + step]
+
+
+_COMPILED: ModuleType | None = None
+
+
+def _compiled() -> ModuleType:
+    """The numba kernels, imported on first use (and their scheduling set)."""
+    global _COMPILED
+    if _COMPILED is None:
+        import numba
+
+        from . import _kernels_numba
+
+        numba.set_parallel_chunksize(_PARALLEL_CHUNK_BLOCKS)
+        _COMPILED = _kernels_numba
+    return _COMPILED
+
+
+# -- The numpy reference: small inputs run it; the tests hold the compiled kernels to it. --
 
 
 def _shifted(chunk: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
@@ -40,15 +236,10 @@ def _shifted(chunk: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
     return block
 
 
-def nll_expansion_sums(
+def _reference_nll_expansion_sums(
     logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, *, with_nll_at_one: bool = True
 ) -> NDArray[np.float64]:
-    """Sums over rows of the NLL at ``beta`` and its first four ``beta``-derivatives.
-
-    Returns ``[n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum]`` where
-    ``nll_at_one_sum`` is the NLL sum at ``beta = 1`` (T = 1), or 0 when not asked for.
-    Inputs are trusted.
-    """
+    """:func:`nll_expansion_sums` in plain chunked numpy."""
     sums = np.zeros(N_EXPANSION_SUMS, dtype=np.float64)
     step = chunk_rows(logits.shape[1])
     for start in range(0, logits.shape[0], step):
@@ -61,15 +252,25 @@ def nll_expansion_sums(
         mean = (p * d).sum(axis=1)
         centred = d - mean[:, None]
         c2 = centred * centred
-        k2 = (p * c2).sum(axis=1)
-        k3 = (p * c2 * centred).sum(axis=1)
-        k4 = (p * c2 * c2).sum(axis=1) - 3.0 * k2 * k2
+        mu2 = (p * c2).sum(axis=1)
+        mu3 = (p * c2 * centred).sum(axis=1)
+        mu4 = (p * c2 * c2).sum(axis=1)
+        mu5 = (p * c2 * c2 * centred).sum(axis=1)
+        mu6 = (p * c2 * c2 * c2).sum(axis=1)
+        # Cumulants from central moments.
+        k2 = mu2
+        k3 = mu3
+        k4 = mu4 - 3.0 * mu2 * mu2
+        k5 = mu5 - 10.0 * mu3 * mu2
+        k6 = mu6 - 15.0 * mu4 * mu2 - 10.0 * mu3 * mu3 + 30.0 * mu2 * mu2 * mu2
         sums[0] += d.shape[0]
         sums[1] += float(np.sum(np.log(s0) - beta * d_label))
         sums[2] += float(np.sum(mean - d_label))
         sums[3] += float(k2.sum())
         sums[4] += float(k3.sum())
         sums[5] += float(k4.sum())
+        sums[7] += float(k5.sum())
+        sums[8] += float(k6.sum())
         if not with_nll_at_one:
             continue
         if beta == 1.0:
@@ -79,15 +280,20 @@ def nll_expansion_sums(
     return sums
 
 
-def calibration_sums(
-    logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, n_bins: int
-) -> tuple[
-    NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], float, float
-]:
-    """Per-bin count, confidence sum, correct count, Σ q(1-q); NLL sum; Brier sum.
+def _reference_first_nonfinite_row(logits: NDArray[np.floating[Any]]) -> int:
+    """:func:`first_nonfinite_row` in chunked numpy (a bool temporary of one chunk)."""
+    step = chunk_rows(logits.shape[1])
+    for start in range(0, logits.shape[0], step):
+        finite = np.isfinite(logits[start : start + step]).all(axis=1)
+        if not finite.all():
+            return start + int(np.argmin(finite))
+    return -1
 
-    Bins are equal-width on the top-label confidence, bin m = (m/M, (m+1)/M].
-    """
+
+def _reference_calibration_sums(
+    logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, n_bins: int
+) -> CalibrationSums:
+    """:func:`calibration_sums` in plain chunked numpy."""
     interior = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
     count = np.zeros(n_bins, dtype=np.int64)
     confidence_sum = np.zeros(n_bins, dtype=np.float64)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._kernels import first_nonfinite_row
+
 __all__ = [
     "check_logits",
     "check_labels",
@@ -52,9 +54,9 @@ def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.float
         raise ValueError(f"{name} is empty (0 rows); at least one example is required")
     if n_classes < 2:
         raise ValueError(f"{name} has {n_classes} column(s); at least 2 classes are required (K >= 2)")
-    finite_rows = np.isfinite(array).all(axis=1)
-    if not finite_rows.all():
-        row = int(np.argmin(finite_rows))
+    # One parallel read without an N x K temporary (np.isfinite would add 25% of a float32 input).
+    row = first_nonfinite_row(array)
+    if row >= 0:
         bad = array[row][~np.isfinite(array[row])][0]
         raise ValueError(f"{name} row {row} contains {bad}; every logit must be finite")
     return array
@@ -74,7 +76,7 @@ def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str
             raise ValueError(f"{name} row {row} is {array[row].item()!r}; labels must be integers in [0, {n_classes})")
     elif array.dtype.kind not in "biu":
         raise TypeError(f"{name} must be integers in [0, {n_classes}); got dtype {array.dtype}")
-    ints = array.astype(np.intp)
+    ints = array.astype(np.intp, copy=False)
     inside = (ints >= 0) & (ints < n_classes)
     if not inside.all():
         row = int(np.argmin(inside))

@@ -1,0 +1,213 @@
+"""The compiled kernels against the numpy reference, the dispatch, mergeability, exactness.
+
+Kept small: every (kernel, dtype) pair compiles once per fresh numba cache (a few seconds
+each), so the shapes vary inside a test, not across many tests. No test measures time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from scipy.optimize import minimize_scalar
+
+from calibration import _kernels, fit_temperature
+from calibration._kernels import (
+    COMPILED_MIN_ELEMENTS,
+    calibration_sums,
+    exact_ratio,
+    first_nonfinite_row,
+    nearby_ratio,
+    nll_expansion_sums,
+)
+
+BOUND_BETAS = (1 / 20.0, 1 / 0.05)  # T at the default bounds
+
+
+def _logits(rng: np.random.Generator, n: int, k: int, dtype: Any, scale: float = 3.0) -> NDArray[Any]:
+    return (scale * rng.standard_normal((n, k))).astype(dtype)
+
+
+def _labels(rng: np.random.Generator, n: int, k: int) -> NDArray[np.intp]:
+    return rng.integers(0, k, n).astype(np.intp)
+
+
+def _assert_sums_close(compiled: NDArray[np.float64], reference: NDArray[np.float64]) -> None:
+    # 1e-12 relative to the sum's own size, or to the row count for sums that cancel to ~0.
+    scale = np.maximum(np.abs(reference), 1e-12 * reference[0])
+    np.testing.assert_array_less(np.abs(compiled - reference), 1e-12 * scale + 1e-300)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_expansion_sums_match_the_reference(dtype: Any) -> None:
+    rng = np.random.default_rng(5)
+    for k in (2, 3, 10, 100, 1000):
+        n = max(3, 60_000 // k) + 1  # not a multiple of the block size
+        logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+        for beta in (*BOUND_BETAS, 0.4, 0.39987, 1.0, 1.7):
+            for at_one in (True, False):
+                compiled = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=True)
+                reference = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=False)
+                assert compiled[0] == n
+                _assert_sums_close(compiled, reference)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_extreme_logits_do_not_overflow(dtype: Any) -> None:
+    rng = np.random.default_rng(6)
+    n, k = 500, 50
+    logits = rng.choice([-1e4, -1.0, 0.0, 3.0, 1e4], size=(n, k)).astype(dtype)
+    logits[0] = 1e4  # a flat row
+    labels = _labels(rng, n, k)
+    for beta in (*BOUND_BETAS, 0.4, 1.0):
+        compiled = nll_expansion_sums(logits, labels, beta, compiled=True)
+        reference = nll_expansion_sums(logits, labels, beta, compiled=False)
+        assert np.isfinite(compiled).all()
+        _assert_sums_close(compiled, reference)
+        got = calibration_sums(logits, labels, beta, 15, compiled=True)
+        want = calibration_sums(logits, labels, beta, 15, compiled=False)
+        assert np.isfinite(got[1]).all() and np.isfinite(got[4]) and np.isfinite(got[5])
+        _assert_calibration_equal(got, want)
+
+
+def _assert_calibration_equal(got: tuple[Any, ...], want: tuple[Any, ...]) -> None:
+    np.testing.assert_array_equal(got[0], want[0])  # counts: exact
+    np.testing.assert_array_equal(got[2], want[2])
+    for index in (1, 3):
+        np.testing.assert_allclose(got[index], want[index], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose([got[4], got[5]], [want[4], want[5]], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_calibration_sums_match_the_reference(dtype: Any) -> None:
+    rng = np.random.default_rng(7)
+    for k in (2, 10, 100, 1000):
+        n = max(3, 60_000 // k) + 1
+        logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+        logits[: n // 10, :] = logits[: n // 10, :1]  # ties: the first arg-max counts
+        for beta, n_bins in ((BOUND_BETAS[0], 15), (BOUND_BETAS[1], 10), (0.4, 1), (1.0, 15)):
+            got = calibration_sums(logits, labels, beta, n_bins, compiled=True)
+            want = calibration_sums(logits, labels, beta, n_bins, compiled=False)
+            _assert_calibration_equal(got, want)
+
+
+def test_the_dispatch_takes_numpy_below_the_threshold_and_numba_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    k = 100
+    small_rows = (COMPILED_MIN_ELEMENTS - 1) // k
+    small, small_labels = _logits(rng, small_rows, k, np.float32), _labels(rng, small_rows, k)
+    large, large_labels = _logits(rng, small_rows + 1, k, np.float32), _labels(rng, small_rows + 1, k)
+    assert small.size < COMPILED_MIN_ELEMENTS <= large.size
+    loaded = _kernels._compiled()
+
+    def refuse() -> Any:
+        raise AssertionError("the compiled kernels were used below the threshold")
+
+    monkeypatch.setattr(_kernels, "_compiled", refuse)
+    nll_expansion_sums(small, small_labels, 0.5)
+    calibration_sums(small, small_labels, 0.5, 15)
+    used: list[str] = []
+
+    def spy() -> Any:
+        used.append("compiled")
+        return loaded
+
+    monkeypatch.setattr(_kernels, "_compiled", spy)
+    nll_expansion_sums(large, large_labels, 0.5)
+    calibration_sums(large, large_labels, 0.5, 15)
+    assert used == ["compiled", "compiled"]
+
+
+def test_sums_over_partitions_add_up_to_the_sums_over_the_whole() -> None:
+    rng = np.random.default_rng(9)
+    n, k = 3_001, 64
+    logits, labels = _logits(rng, n, k, np.float32), _labels(rng, n, k)
+    parts = np.array_split(np.arange(n), 4)
+    for compiled in (True, False):
+        whole = nll_expansion_sums(logits, labels, 0.4, compiled=compiled)
+        merged = sum(nll_expansion_sums(logits[p], labels[p], 0.4, compiled=compiled) for p in parts)
+        _assert_sums_close(merged, whole)
+        whole_bins = calibration_sums(logits, labels, 0.4, 15, compiled=compiled)
+        pieces = [calibration_sums(logits[p], labels[p], 0.4, 15, compiled=compiled) for p in parts]
+        merged_bins = tuple(sum(piece[i] for piece in pieces) for i in range(6))
+        _assert_calibration_equal(merged_bins, whole_bins)
+
+
+def test_strided_and_float16_inputs_are_read_correctly() -> None:
+    rng = np.random.default_rng(10)
+    logits = _logits(rng, 4_000, 80, np.float64)
+    labels = _labels(rng, 2_000, 80)
+    strided = logits[::2]
+    assert not strided.flags.c_contiguous
+    want = nll_expansion_sums(np.ascontiguousarray(strided), labels, 0.7, compiled=False)
+    _assert_sums_close(nll_expansion_sums(strided, labels, 0.7, compiled=True), want)
+    half = strided.astype(np.float16)
+    _assert_sums_close(
+        nll_expansion_sums(half, labels, 0.7, compiled=True), nll_expansion_sums(half, labels, 0.7, compiled=False)
+    )
+
+
+def test_the_compiled_exp_is_within_two_ulp_of_numpy() -> None:
+    from calibration._kernels_numba import exp_nonpositive
+
+    x = -np.concatenate([np.geomspace(1e-300, 707.9, 50_000), np.linspace(0.0, 707.9, 50_000)])
+    got, want = exp_nonpositive(x), np.exp(x)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+    assert exp_nonpositive(np.array([0.0, -708.0, -1e4, -np.inf])).tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_ratios() -> None:
+    for beta in (0.05, 0.3984375, 0.4, 1 / 3, 0.9, 1.0, 1.37, 19.9):
+        near = nearby_ratio(beta)
+        assert abs(near / beta - 1) <= 5e-3
+        ratio = exact_ratio(near)
+        assert ratio is not None and ratio[0] / ratio[1] == near
+    assert exact_ratio(0.123456789) is None
+
+
+def test_first_nonfinite_row_on_both_paths() -> None:
+    rng = np.random.default_rng(11)
+    for rows in (10, COMPILED_MIN_ELEMENTS // 50 + 7):
+        logits = _logits(rng, rows, 50, np.float32)
+        assert first_nonfinite_row(logits) == -1
+        for row, value in ((0, np.nan), (rows // 2, np.inf), (rows - 1, -np.inf)):
+            bad = logits.copy()
+            bad[row, 3] = value
+            bad[-1, 0] = np.nan
+            assert first_nonfinite_row(bad) == row
+
+
+def _optimum(logits: NDArray[Any], labels: NDArray[np.intp]) -> float:
+    """The float64 optimum by bounded search in log T with a tight tolerance."""
+    d = logits.astype(np.float64)
+    d -= d.max(axis=1, keepdims=True)
+    d_label = d[np.arange(d.shape[0]), labels]
+
+    def nll(log_t: float) -> float:
+        beta = np.exp(-log_t)
+        return float(np.mean(np.log(np.exp(beta * d).sum(axis=1)) - beta * d_label))
+
+    result = minimize_scalar(nll, bounds=(np.log(0.05), np.log(20.0)), method="bounded", options={"xatol": 1e-11})
+    return float(np.exp(result.x))
+
+
+def _softmax_labels(rng: np.random.Generator, z: NDArray[np.float64]) -> NDArray[np.intp]:
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return (p.cumsum(axis=1) > rng.random((z.shape[0], 1))).argmax(axis=1).astype(np.intp)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_fit_is_within_1e6_of_the_float64_optimum(dtype: Any) -> None:
+    rng = np.random.default_rng(12)
+    # (rows, classes): the compiled path for all but the first; a warm start for the last.
+    for n, k in ((400, 2), (3_000, 10), (2_000, 100), (1_000, 1_000), (13_000, 20)):
+        z = rng.standard_normal((n, k))
+        labels = _softmax_labels(rng, z)
+        logits = (2.5 * z).astype(dtype)
+        fit = fit_temperature(logits, labels)
+        assert abs(fit.temperature / _optimum(logits, labels) - 1) <= 1e-6, (n, k)
+        exact_before = nll_expansion_sums(logits, labels, 1.0, compiled=False)
+        assert fit.nll_before == pytest.approx(exact_before[1] / n, rel=1e-12)

@@ -6,9 +6,26 @@ an over-confident logistic regression becomes ``digits@champion`` and a small ML
 ``digits@challenger``, each with its own temperature. Everything lands in the state folder
 (``THERMOSTAT_STATE_DIR``, default ``./.thermostat``).
 
+Then the monitor story, in-process: a router serves digits traffic through both aliases
+(:class:`flows.serving.ServedModel`, which writes every prediction to the prediction log;
+labels arrive a moment later), and after each phase the ``monitor`` flow checks the phase's
+window:
+
+A. in-distribution traffic → ``ok``;
+B. noisy digits (Gaussian pixel noise): the champion is over-confident → ``drift`` and the
+   drift event → the ``refit`` flow (called in-process: no deployment runs here) fits a new T
+   on the older half of the traffic, verifies it on the newer half and registers a new version
+   of the same checkpoint; the challenger collapses under the noise → its refit is refused
+   ("needs retraining or a data fix");
+C. fresh noisy traffic → the new champion version says ``ok``; the challenger still drifts,
+   inside its cool-down (no second event).
+
 A second run reuses the checkpoints logged by the first (same files, same digest), so the
-pipeline's idempotency key matches and nothing new is registered; delete the state folder
-to start over.
+pipeline's idempotency key matches and nothing new is registered. For the monitor story it
+puts the aliases back on the post-finetune versions (a rollback, as an operator would do),
+serves new traffic (new request ids, new time windows) and tells the story again — except
+that the previous run's drift events still hold the cool-down, so the champion's refit is
+started by hand. Delete the state folder to start over.
 """
 
 from __future__ import annotations
@@ -17,7 +34,9 @@ import argparse
 import logging
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +52,31 @@ from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]
 from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
 from flows.holdout import write_features, write_ids
+from flows.monitor import VersionCheck, monitor, open_prediction_log
 from flows.pipeline import Registration, post_finetune
+from flows.refit import RefitOutcome, refit
 from flows.registry import MlflowRegistry
+from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
+from monitoring import PredictionLog
 
-__all__ = ["DigitsSplit", "DemoCheckpoint", "digits_split", "main", "make_estimator", "train_checkpoint"]
+__all__ = [
+    "DemoCheckpoint",
+    "DigitsSplit",
+    "digits_split",
+    "digits_traffic",
+    "main",
+    "make_estimator",
+    "train_checkpoint",
+]
 
 MODEL_NAME = "digits"
 FINETUNE_EXPERIMENT = "thermostat-demo-finetunes"
+# The router's traffic per phase: enough labelled rows for a verdict (min_window 500) per alias.
+CHAMPION_ROWS = 1200
+CHALLENGER_ROWS = 600
+# Pixel noise (digits are 0..16) that makes the champion over-confident in a way one T mostly fixes.
+NOISE_SIGMA = 1.75
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,6 +169,19 @@ def train_checkpoint(
     return DemoCheckpoint(name, f"runs:/{run_id}/checkpoint", train_steps, False)
 
 
+def digits_traffic(
+    split: DigitsSplit, n: int, rng: np.random.Generator, *, noise_sigma: float = 0.0
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """``n`` requests drawn (with replacement) from the holdout digits, never from training;
+    with ``noise_sigma`` > 0, Gaussian pixel noise of that standard deviation, clipped to the
+    pixel range [0, 16] ("noisy digits")."""
+    rows = split.holdout_index[rng.integers(0, split.holdout_index.shape[0], n)]
+    features = split.features[rows]
+    if noise_sigma > 0:
+        features = np.clip(features + rng.normal(scale=noise_sigma, size=features.shape), 0.0, 16.0)
+    return features, split.labels[rows]
+
+
 def _report(registration: Registration, seconds: float) -> str:
     tags = registration.tags
     threshold = "none (everything goes to review)" if registration.gate_threshold is None else f"{registration.gate_threshold:.4f}"
@@ -170,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                                    features=split.features[split.holdout_index], labels=split.labels[split.holdout_index])
     training_ids_path = write_ids(data_dir / "training_ids.txt", split.training_ids)
 
-    reports, registrations = [], []
+    reports, registrations, registration_versions = [], [], []
     for name, kind, alias in (("logistic-c1e4", "logistic", "champion"), ("mlp-64", "mlp", "challenger")):
         checkpoint = train_checkpoint(registry, split, name=name, estimator=make_estimator(kind, settings.seed))
         print(f"{'reusing' if checkpoint.reused else 'trained'} checkpoint {name}: {checkpoint.uri}")
@@ -181,17 +230,145 @@ def main(argv: list[str] | None = None) -> int:
             features_path=str(features_path), training_ids_path=str(training_ids_path), alias=alias, settings=settings,
         )
         registrations.append(registration.created)
+        registration_versions.append(registration.version)
         reports.append(_report(registration, time.perf_counter() - step_started))
 
     print("\n" + "=" * 100)
     print("\n\n".join(reports))
     print("=" * 100)
-    print("Load a calibrated model:  mlflow.pyfunc.load_model('models:/digits@champion')  "
+
+    _monitor_story(settings, registry, split, {"champion": registration_versions[0],
+                                               "challenger": registration_versions[1]})
+    print("\nLoad a calibrated model:  mlflow.pyfunc.load_model('models:/digits@champion')  "
           f"with MLFLOW_TRACKING_URI={settings.resolved_tracking_uri()}")
-    print(f"Look at runs, versions, tags and the reliability diagrams:\n"
+    print(f"Look at runs, versions, tags and the reliability diagrams (experiments '{settings.experiment_name}' "
+          f"and '{settings.monitoring_experiment_name}'; the monitoring runs chart ece, nll, drift, ... over time):\n"
           f"  mlflow ui --backend-store-uri {settings.resolved_tracking_uri()}")
+    print(f"Prediction log (SQL, one row per served prediction): {settings.resolved_prediction_log_url()}")
     if not any(created for created in registrations):
-        print("This state folder already held the demo's checkpoints and their calibrated versions, so nothing "
-              f"new was registered (idempotent repeat); delete {settings.state_dir} to start over.")
+        print("This state folder already held the demo's checkpoints and their calibrated versions, so post-finetune "
+              "registered nothing new (idempotent repeat); the monitor story ran on new traffic. Delete "
+              f"{settings.state_dir} to start over.")
     print(f"Demo finished in {time.perf_counter() - started:.1f} s.")
     return 0
+
+
+# ------------------------------------------------------------------------------ monitor story
+
+
+def _check_line(check: VersionCheck) -> str:
+    head = f"  {check.model_name} v{check.version} {' '.join('@' + a for a in check.aliases)} T={check.temperature:.4g}"
+    report = check.report
+    if report is None:
+        return f"{head}: insufficient_data (no prediction logged)"
+    verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else " (in cool-down: no event)"),
+               "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
+    coverage = "n/a" if report.coverage != report.coverage else f"{report.coverage:.1%}"
+    line = (f"{head}: {verdict}\n      n={report.n}  ECE {report.ece:.4f} (baseline {report.baseline_ece:.4f}, "
+            f"excess {report.ece_excess:+.4f}, tolerance {report.ece_tolerance:.2f}; p={report.p_value:.3g} vs "
+            f"{report.p_threshold:g})  NLL {report.nll:.4f}  accuracy {report.accuracy:.3f}  mean confidence "
+            f"{report.mean_confidence:.3f}  gate coverage {coverage}")
+    if check.event_id is not None:
+        line += f"\n      event thermostat.calibration.drift emitted for mlmodel.{check.model_name}.v{check.version}"
+    if report.in_cooldown and report.drift_detected and report.cooldown_until is not None:
+        line += f"\n      cool-down until {report.cooldown_until.isoformat(timespec='seconds')} (an earlier drift event)"
+    return line + f"\n      MLflow run {check.run_id}"
+
+
+def _refit_line(outcome: RefitOutcome) -> str:
+    head = f"  refit of {outcome.model_name} v{outcome.parent_version} @{outcome.alias} (T={outcome.parent_temperature:.4g})"
+    if outcome.registration is not None:
+        r = outcome.registration
+        threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
+        text = (f"{head}: {outcome.status.upper()} -> version {r.version}, T = {r.temperature:.4f}, gate threshold "
+                f"{threshold}, same checkpoint digest {r.checkpoint_digest[:12]}")
+    else:
+        text = f"{head}: {outcome.status.upper()} — nothing registered"
+        if outcome.event_id is not None:
+            text += "; event thermostat.calibration.refit_failed emitted"
+    if outcome.verification is not None:
+        text += f"\n      {outcome.verification.summary}"
+    reason = outcome.reason if len(outcome.reason) < 400 else outcome.reason[:400] + " ..."
+    text += f"\n      {reason}"
+    if outcome.escalation:
+        text += f"\n      ESCALATION: {outcome.escalation}"
+    return text
+
+
+def _serve_phase(
+    served: dict[str, ServedModel], log: PredictionLog, split: DigitsSplit, rng: np.random.Generator, *,
+    token: str, phase: str, noise_sigma: float,
+) -> tuple[datetime, datetime]:
+    """Serve one phase through the router (champion and challenger), then attach the labels.
+
+    Returns the phase's window [start, end) of serving times.
+    """
+    start = datetime.now(UTC)
+    for alias, n in (("champion", CHAMPION_ROWS), ("challenger", CHALLENGER_ROWS)):
+        model = served[alias]
+        features, labels = digits_traffic(split, n, rng, noise_sigma=noise_sigma)
+        ids = [f"demo-{token}-{phase}-{alias}-{i:05d}" for i in range(n)]
+        model.predict_and_log(features, ids, log, groups="camera" if alias == "champion" else "scanner")
+        report = log.attach_labels(ids, labels)  # the labels arrive after the predictions were served
+        if not report.complete:
+            raise RuntimeError(f"labels of phase {phase} were not all attached: {report}")
+    end = datetime.now(UTC) + timedelta(microseconds=1)
+    return start, end
+
+
+def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedModel]:
+    return {alias: ServedModel.load(f"models:/{MODEL_NAME}@{alias}", registry=registry, cache_dir=workdir / alias)
+            for alias in ("champion", "challenger")}
+
+
+def _monitor_story(
+    settings: ThermostatSettings, registry: MlflowRegistry, split: DigitsSplit, registered: dict[str, str]
+) -> None:
+    print("\nMONITOR — a router serves traffic through both aliases; every prediction goes to the prediction log")
+    for alias, version in registered.items():
+        holder = registry.alias_holder(MODEL_NAME, alias)
+        if holder is not None and str(holder.version) != version:
+            registry.set_alias(MODEL_NAME, alias, version)
+            print(f"  rollback for the replay: {MODEL_NAME}@{alias} was version {holder.version} (a refit from an "
+                  f"earlier demo run); it points at the post-finetune version {version} again")
+    token = uuid.uuid4().hex[:8]
+    rng = np.random.default_rng(settings.seed)
+    log = open_prediction_log(settings)
+    with tempfile.TemporaryDirectory(prefix="thermostat-demo-") as tmp:
+        served = _load_router(registry, Path(tmp) / "a")
+        phases = (("A", "in-distribution digits", 0.0), ("B", f"noisy digits (pixel noise sigma {NOISE_SIGMA})",
+                                                          NOISE_SIGMA))
+        checks: list[VersionCheck] = []
+        for phase, description, sigma in phases:
+            started = time.perf_counter()
+            start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=sigma)
+            checks = monitor(model_name=MODEL_NAME, window_start=start, window_end=end, settings=settings)
+            print(f"\nphase {phase}: {description} — {CHAMPION_ROWS} requests @champion, {CHALLENGER_ROWS} "
+                  f"@challenger, labelled; check of [{start.isoformat(timespec='milliseconds')}, "
+                  f"{end.isoformat(timespec='milliseconds')})  ({time.perf_counter() - started:.1f} s)")
+            print("\n".join(_check_line(check) for check in checks))
+        # Phase B's checks: the drift event starts a refit (here in-process; deployed: the trigger).
+        print()
+        for check in checks:
+            if check.report is None or not check.report.drift_detected:
+                continue
+            by_hand = not check.refit_recommended and check.aliases[:1] == ("champion",)
+            if not check.refit_recommended and not by_hand:
+                print(f"  v{check.version} @{check.aliases[0]}: drift inside the cool-down: no event, no refit")
+                continue
+            if by_hand:
+                print(f"  v{check.version} @champion is in the cool-down of an earlier run's drift event, so the "
+                      "monitor starts no refit; the demo starts it by hand (an operator's call)")
+            started = time.perf_counter()
+            outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
+                            window_start=check.window_start, window_end=check.window_end, settings=settings)
+            print(_refit_line(outcome) + f"  ({time.perf_counter() - started:.1f} s)")
+        served = _load_router(registry, Path(tmp) / "c")
+        started = time.perf_counter()
+        start, end = _serve_phase(served, log, split, rng, token=token, phase="C", noise_sigma=NOISE_SIGMA)
+        checks = monitor(model_name=MODEL_NAME, window_start=start, window_end=end, settings=settings)
+        print(f"\nphase C: fresh noisy digits through the (new) champion — check of "
+              f"[{start.isoformat(timespec='milliseconds')}, {end.isoformat(timespec='milliseconds')})  "
+              f"({time.perf_counter() - started:.1f} s)")
+        print("\n".join(_check_line(check) for check in checks))
+    log.dispose()

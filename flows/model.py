@@ -71,18 +71,36 @@ class CalibratedCheckpointModel(PythonModel):
         self._from_probabilities = output == "probabilities"
         self._checkpoint = mlflow.pyfunc.load_model(context.artifacts[CHECKPOINT_ARTIFACT])
 
-    def predict(
-        self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
-    ) -> pd.DataFrame:
+    @property
+    def temperature(self) -> float:
+        """The T this model applies (from ``model_config``)."""
+        return self._temperature
+
+    @property
+    def gate_threshold(self) -> float | None:
+        return self._threshold
+
+    def raw_logits(self, model_input: Any) -> np.ndarray[Any, Any]:
+        """The frozen logits z the calibrated probabilities are computed from (before dividing by T).
+
+        For a checkpoint that returns probabilities, their log. The serving helper logs these to
+        the prediction log, so the monitor can re-read the traffic at any temperature.
+        """
         raw = np.asarray(self._checkpoint.predict(model_input), dtype=np.float64)
         if raw.ndim != 2 or raw.shape[1] < 2:
             raise ValueError(f"the checkpoint returned an array of shape {raw.shape}; expected (n_samples, n_classes >= 2)")
         # Log-probabilities are valid logits: softmax(log p / T) = p^(1/T) renormalised.
-        logits = np.log(raw) if self._from_probabilities else raw
+        with np.errstate(divide="ignore"):
+            logits = np.log(raw) if self._from_probabilities else raw
         if not np.isfinite(logits).all():
             row = int(np.flatnonzero(~np.isfinite(logits).all(axis=1))[0])
             raise ValueError(f"the checkpoint's output row {row} is not finite after conversion to logits")
-        return calibrated_frame(logits, self._temperature, self._threshold)
+        return logits
+
+    def predict(
+        self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
+    ) -> pd.DataFrame:
+        return calibrated_frame(self.raw_logits(model_input), self._temperature, self._threshold)
 
 
 set_model(CalibratedCheckpointModel())

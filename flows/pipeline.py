@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 from mlflow.exceptions import MlflowException
+from sqlalchemy.exc import InterfaceError, OperationalError
 from prefect import Task, flow, get_run_logger, task
 from prefect.client.schemas.objects import State, TaskRun
 from prefect.cache_policies import NO_CACHE
@@ -54,7 +55,7 @@ from flows.steps import (
     verify_chain,
 )
 
-__all__ = ["Registration", "post_finetune", "register"]
+__all__ = ["Registration", "fetch_checkpoint", "post_finetune", "register", "retry_if_transient"]
 
 # Every task: results stay in memory (they hold arrays), so no cache key and no persistence.
 # Only I/O tasks retry, and only on errors that a retry can fix.
@@ -62,11 +63,12 @@ _TRANSIENT_MLFLOW_CODES = {"TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST
 
 
 def retry_if_transient(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
-    """Retry network/file-system errors and MLflow's transient codes; never a refusal or a bug."""
+    """Retry network/file-system errors, MLflow's transient codes and lost database connections
+    (the prediction log); never a refusal or a bug."""
     error = state.data
     if isinstance(error, MlflowException):
         return error.error_code in _TRANSIENT_MLFLOW_CODES
-    return isinstance(error, OSError)
+    return isinstance(error, (OSError, OperationalError, InterfaceError))
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +265,8 @@ def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoin
 
 @task(name="create-version", cache_policy=NO_CACHE, persist_result=False)  # not retried: a retry could create a second version
 def create_version(
-    registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint, files: CheckpointFiles, model_name: str, key: str
+    registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint, files: CheckpointFiles, model_name: str, key: str,
+    extra_tags: dict[str, str] | None = None,
 ) -> str:
     context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
     source = registry.log_calibrated_model(
@@ -272,7 +275,8 @@ def create_version(
                       "checkpoint_output": gated.accepted.checkpoint_output},
     )
     version = registry.create_version(
-        model_name, source=source, run_id=run_id, tags=version_tags(gated, idempotency_key=key, run_id=run_id)
+        model_name, source=source, run_id=run_id,
+        tags=version_tags(gated, idempotency_key=key, run_id=run_id) | (extra_tags or {}),
     )
     _remember(registry, context, model_name=model_name, version=str(version.version))
     get_run_logger().info("%s registered %s version %s", context, model_name, version.version)
@@ -317,12 +321,13 @@ def close_run(registry: MlflowRegistry, run_id: str) -> None:
 
 def register(
     gated: GatedCheckpoint, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
-    settings: ThermostatSettings,
+    settings: ThermostatSettings, extra_tags: dict[str, str] | None = None,
 ) -> Registration:
     """Step 4: register ``gated`` as a new version and move ``alias`` — all or nothing.
 
     Only a :class:`GatedCheckpoint` is accepted, and its digest chain is re-verified against
     the checkpoint files being packaged. A repeat (same idempotency key) registers nothing.
+    ``extra_tags`` (a refit's provenance and verification) are added to the version's tags.
     """
     if not isinstance(gated, GatedCheckpoint):
         raise TypeError(
@@ -344,7 +349,7 @@ def register(
     with transaction():
         run_id = open_run(registry, gated, model_name)
         record_evidence(registry, run_id, gated)
-        version_id = create_version(registry, run_id, gated, files, model_name, key)
+        version_id = create_version(registry, run_id, gated, files, model_name, key, extra_tags)
         move_alias(registry, model_name, alias, version_id, context)
         close_run(registry, run_id)
     tags = dict(registry.client.get_model_version(model_name, version_id).tags)

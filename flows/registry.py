@@ -11,6 +11,7 @@ import json
 import tempfile
 import time
 import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,12 @@ __all__ = ["IDEMPOTENCY_TAG", "MODEL_ARTIFACT_PATH", "MlflowRegistry"]
 
 IDEMPOTENCY_TAG = "idempotency_key"
 MODEL_ARTIFACT_PATH = "calibrated_model"
+
+
+def _millis(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment.isoformat()} has no timezone; pass an aware datetime")
+    return int(moment.astimezone(UTC).timestamp() * 1000)
 
 
 def _is_missing(error: MlflowException) -> bool:
@@ -65,21 +72,43 @@ class MlflowRegistry:
 
     # Runs -------------------------------------------------------------------------------
 
-    def experiment_id(self) -> str:
-        experiment = self.client.get_experiment_by_name(self.experiment_name)
+    def experiment_id(self, name: str | None = None) -> str:
+        """Id of the experiment ``name`` (default: this adapter's), created if missing."""
+        name = self.experiment_name if name is None else name
+        experiment = self.client.get_experiment_by_name(name)
         if experiment is not None:
             return str(experiment.experiment_id)
         try:
-            return str(self.client.create_experiment(self.experiment_name, artifact_location=self.artifact_location))
+            return str(self.client.create_experiment(name, artifact_location=self._artifact_location(name)))
         except MlflowException:  # created concurrently by another run
-            found = self.client.get_experiment_by_name(self.experiment_name)
+            found = self.client.get_experiment_by_name(name)
             if found is None:
                 raise
             return str(found.experiment_id)
 
-    def start_run(self, run_name: str, tags: dict[str, str]) -> str:
-        run = self.client.create_run(self.experiment_id(), run_name=run_name, tags=tags)
+    def _artifact_location(self, name: str) -> str | None:
+        # Every experiment under the configured root, each in its own folder (None: the server decides).
+        if self.artifact_location is None or name == self.experiment_name:
+            return self.artifact_location
+        return f"{self.artifact_location.rstrip('/')}/{name}"
+
+    def start_run(
+        self, run_name: str, tags: dict[str, str], *, experiment_name: str | None = None,
+        start_time: datetime | None = None,
+    ) -> str:
+        """A new run (never the fluent active run); ``start_time`` e.g. the checked window's end."""
+        run = self.client.create_run(
+            self.experiment_id(experiment_name), run_name=run_name, tags=tags,
+            start_time=None if start_time is None else _millis(start_time),
+        )
         return str(run.info.run_id)
+
+    def run_url(self, run_id: str, ui_url: str | None) -> str | None:
+        """Link to a run in the MLflow UI at ``ui_url``; None without a UI."""
+        if ui_url is None:
+            return None
+        run = self.client.get_run(run_id)
+        return f"{ui_url.rstrip('/')}/#/experiments/{run.info.experiment_id}/runs/{run_id}"
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
@@ -88,9 +117,11 @@ class MlflowRegistry:
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         self.client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
 
-    def log_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
-        timestamp = int(time.time() * 1000)
-        entries = [Metric(key, float(value), timestamp, 0) for key, value in metrics.items()]
+    def log_metrics(self, run_id: str, metrics: dict[str, float], *, timestamp: datetime | None = None) -> None:
+        """Log metrics at step 0, stamped ``timestamp`` (default now): a check's window end, so
+        charts over time place each value at the time it describes."""
+        stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
+        entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
         self.client.log_batch(run_id, metrics=entries)
 
     def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
@@ -188,6 +219,23 @@ class MlflowRegistry:
             raise
         version = dict(model.aliases).get(alias)
         return None if version is None else self.client.get_model_version(name, str(version))
+
+    def aliases(self, name: str) -> dict[str, str]:
+        """Every alias of the registered model and the version it points at ({} if no such model)."""
+        try:
+            model = self.client.get_registered_model(name)
+        except MlflowException as error:
+            if _is_missing(error):
+                return {}
+            raise
+        return {str(alias): str(version) for alias, version in dict(model.aliases).items()}
+
+    def get_version(self, name: str, version: str) -> ModelVersion:
+        return self.client.get_model_version(name, version)
+
+    def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
+        """Monitoring metadata on a version (never its T, threshold or evidence: those are immutable)."""
+        self.client.set_model_version_tag(name, version, key, value)
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
         self.client.set_registered_model_alias(name, alias, version)

@@ -20,12 +20,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from calibration import GateSweep, QualificationReport, ReliabilityTable
-from flows.steps import GatedCheckpoint
+from flows.steps import GatedCheckpoint, RefitVerification
 
 __all__ = [
     "binning_convention",
     "log_context",
     "qualification_payload",
+    "refit_tags",
     "reliability_figure",
     "run_metrics",
     "run_params",
@@ -85,6 +86,38 @@ def version_tags(gated: GatedCheckpoint, *, idempotency_key: str, run_id: str) -
         "fitted_at": gated.fitted_at,
         "idempotency_key": idempotency_key,
         "pipeline_run_id": run_id,
+    }
+
+
+def refit_tags(gated: GatedCheckpoint, verification: RefitVerification) -> dict[str, str]:
+    """The tags a refit adds to (or overrides in) :func:`version_tags`: provenance and verification.
+
+    The new version is the same checkpoint (same ``checkpoint_uri``/``checkpoint_digest``) with
+    a new T; these say which version it refits, on which traffic, and how it was verified.
+    """
+    origin = gated.accepted.refit_of
+    if origin is None:
+        raise ValueError("refit_tags needs the gate result of a refit (accepted.refit_of is None)")
+    calibrated = gated.calibrated
+    return {
+        "refit_parent_version": origin.parent.version,
+        "refit_parent_temperature": _number(origin.parent.temperature),
+        "refit_parent_gate_threshold": _number(origin.parent.gate_threshold),
+        "refit_parent_baseline_ece": _number(origin.parent.baseline_ece),
+        "refit_alias": origin.alias,
+        "refit_traffic_window": f"[{origin.window_start.isoformat()}, {origin.window_end.isoformat()})",
+        "refit_traffic_first_served_at": origin.first_served_at.isoformat(),
+        "refit_traffic_last_served_at": origin.last_served_at.isoformat(),
+        "refit_traffic_n": str(gated.accepted.holdout.n_samples),
+        "refit_fit_n": str(calibrated.fit.n),
+        "refit_verify_n": str(verification.n),
+        "refit_split": f"by serving time: the older {origin.fit_fraction:.0%} fits T, the newer rest verifies",
+        "refit_verification": verification.summary,
+        "refit_verification_p_value": _number(verification.p_value),
+        "refit_verification_shape": verification.shape.shape,
+        "temperature_before": _number(gated.accepted.temperature_before),
+        "holdout_metrics_split": "newer part of the refit's traffic window (not used to fit T); before = parent's T",
+        "holdout_accuracy_source": "recent labelled traffic of the parent version",
     }
 
 
@@ -166,7 +199,8 @@ def reliability_figure(gated: GatedCheckpoint) -> Figure:
     """Before/after reliability diagrams of the evaluation part; counts on each bar, sparse bins grey."""
     figure = Figure(figsize=(9, 4), layout="constrained")
     before, after = figure.subplots(1, 2, sharey=True)
-    _draw_table(before, gated.before.table, f"T = 1: ECE {gated.before.ece:.4f}, NLL {gated.before.nll:.4f}")
+    _draw_table(before, gated.before.table, f"T = {gated.accepted.temperature_before:.4g}: ECE {gated.before.ece:.4f}, "
+                                            f"NLL {gated.before.nll:.4f}")
     _draw_table(after, gated.after.table,
                 f"T = {gated.temperature:.4g}: ECE {gated.after.ece:.4f}, NLL {gated.after.nll:.4f}")
     before.set_ylabel("accuracy (bars); count per bin on top; grey = sparse")

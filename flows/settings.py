@@ -7,6 +7,7 @@ MLflow's SQLite store and artifacts under a local state folder, so nothing has t
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -16,7 +17,10 @@ __all__ = ["ThermostatSettings"]
 
 
 class ThermostatSettings(BaseSettings):
-    """Where state lives and every limit the post-finetune pipeline applies.
+    """Where state lives and every limit the post-finetune pipeline, the monitor and the refit apply.
+
+    Durations (``monitor_window``, ``drift_cooldown``) read ISO 8601 from the environment:
+    ``THERMOSTAT_MONITOR_WINDOW=PT24H``, ``THERMOSTAT_DRIFT_COOLDOWN=PT6H``.
 
     Examples
     --------
@@ -74,6 +78,47 @@ class ThermostatSettings(BaseSettings):
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
 
+    # The prediction log and the drift monitor (rule 10).
+    prediction_log_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the prediction log (default: sqlite:///<state_dir>/predictions.db; "
+        "PostgreSQL in production)",
+    )
+    monitoring_experiment_name: str = Field(
+        default="thermostat-monitoring", description="MLflow experiment of the monitor's check runs"
+    )
+    mlflow_ui_url: str | None = Field(
+        default=None,
+        description="base URL of the MLflow UI for links in reports (default: the tracking URI when it is http(s))",
+    )
+    monitor_window: timedelta = Field(
+        default=timedelta(hours=24), description="labelled traffic a check (and a refit) reads, ending now"
+    )
+    min_window: int = Field(default=500, ge=1, description="fewer labelled rows give insufficient_data")
+    drift_p_threshold: float = Field(
+        default=0.01, gt=0.0, lt=1.0, description="significance level of the consistency-resampling test"
+    )
+    drift_ece_tolerance: float = Field(
+        default=0.02, ge=0.0, description="how far above the registration baseline an ECE must be to count"
+    )
+    drift_min_group_size: int = Field(default=200, ge=1, description="groups with fewer labelled rows are not tested")
+    drift_resamples: int = Field(default=1000, ge=100, description="consistency resamples of the null ECE")
+    drift_cooldown: timedelta = Field(
+        default=timedelta(hours=6), description="after a drift event, no further event for this long per version"
+    )
+    monitor_chunk_size: int = Field(
+        default=50_000, ge=1, description="rows per chunk read from the prediction log (bounds memory)"
+    )
+
+    # Refit on recent traffic (rule 10: the first response to drift).
+    refit_max_rows: int = Field(
+        default=200_000, ge=2, description="a refit reads at most this many of the most recent labelled rows"
+    )
+    refit_fit_fraction: float = Field(
+        default=0.5, gt=0.0, lt=1.0,
+        description="older share of the refit's traffic that fits T; the newer rest verifies it",
+    )
+
     @model_validator(mode="after")
     def _check_bounds(self) -> ThermostatSettings:
         if not self.bounds_lower < 1.0 < self.bounds_upper:
@@ -81,6 +126,12 @@ class ThermostatSettings(BaseSettings):
                 f"temperature bounds ({self.bounds_lower}, {self.bounds_upper}) must enclose T = 1; "
                 "set THERMOSTAT_BOUNDS_LOWER < 1 < THERMOSTAT_BOUNDS_UPPER"
             )
+        if self.monitor_window <= timedelta(0):
+            raise ValueError(
+                f"monitor_window must be positive; got {self.monitor_window} (e.g. THERMOSTAT_MONITOR_WINDOW=PT24H)"
+            )
+        if self.drift_cooldown < timedelta(0):
+            raise ValueError(f"drift_cooldown must be >= 0; got {self.drift_cooldown} (e.g. THERMOSTAT_DRIFT_COOLDOWN=PT6H)")
         return self
 
     @property
@@ -94,6 +145,18 @@ class ThermostatSettings(BaseSettings):
 
     def resolved_registry_uri(self) -> str:
         return self.registry_uri or self.resolved_tracking_uri()
+
+    def resolved_prediction_log_url(self) -> str:
+        if self.prediction_log_url:
+            return self.prediction_log_url
+        return f"sqlite:///{self.state_dir.absolute() / 'predictions.db'}"
+
+    def resolved_mlflow_ui_url(self) -> str | None:
+        """Where links to MLflow runs point; None when there is no UI to link to (SQLite store)."""
+        if self.mlflow_ui_url:
+            return self.mlflow_ui_url.rstrip("/")
+        uri = self.resolved_tracking_uri()
+        return uri.rstrip("/") if uri.startswith(("http://", "https://")) else None
 
     def resolved_artifact_location(self) -> str | None:
         """Artifact root for new experiments: ``<state_dir>/artifacts`` with the embedded SQLite

@@ -39,6 +39,8 @@ from calibration import (
 from calibration._softmax import top_label
 from flows.checkpoint import CheckpointOutput
 from flows.settings import ThermostatSettings
+from flows.versions import RegisteredVersion
+from monitoring import DriftReport, ReliabilityShape, decide_drift, diagnose_reliability_shape, summarise_arrays
 
 __all__ = [
     "AcceptedCheckpoint",
@@ -46,22 +48,35 @@ __all__ = [
     "ChampionScore",
     "DigestMismatchError",
     "GatedCheckpoint",
+    "RefitOrigin",
+    "RefitVerification",
     "StepRefused",
     "accept_checkpoint",
+    "accept_registered_version",
     "data_version",
     "gate_threshold",
     "idempotency_key",
     "refit_temperature",
+    "refit_temperature_by_time",
     "verify_chain",
+    "verify_refit",
 ]
+
+ESCALATION = "needs retraining or a data fix"
+"""What the refit says when one temperature cannot bring calibration back (rule 10)."""
 
 
 class StepRefused(ValueError):
-    """A pipeline step refused its input; nothing is registered after it. Names the step."""
+    """A pipeline step refused its input; nothing is registered after it. Names the step.
 
-    def __init__(self, step: str, message: str) -> None:
+    ``escalate`` marks a refusal that a temperature cannot answer (accuracy below the floor,
+    a fit on a bound): the model needs retraining or a data fix.
+    """
+
+    def __init__(self, step: str, message: str, *, escalate: bool = False) -> None:
         super().__init__(f"{step} refused: {message}")
         self.step = step
+        self.escalate = escalate
 
 
 class DigestMismatchError(StepRefused):
@@ -84,9 +99,32 @@ class ChampionScore:
     accuracy: float
 
 
+@dataclass(frozen=True, slots=True)
+class RefitOrigin:
+    """Where a refit's data come from: the registered version it refits, and its traffic.
+
+    ``window_start``/``window_end`` bound the traffic read from the prediction log; the rows
+    actually used were served from ``first_served_at`` to ``last_served_at``. The older
+    ``fit_fraction`` of them (by serving time) fits T, the newer rest verifies it.
+    """
+
+    parent: RegisteredVersion
+    alias: str
+    window_start: datetime
+    window_end: datetime
+    first_served_at: datetime
+    last_served_at: datetime
+    fit_fraction: float
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class AcceptedCheckpoint:
-    """Step 1's result: the checkpoint passed acceptance on ``holdout``."""
+    """Step 1's result: the checkpoint passed acceptance on ``holdout``.
+
+    For a refit (``refit_of`` set) the holdout is the version's recent labelled traffic in
+    serving order, and ``temperature_before`` is the T in force (the parent version's); for
+    a new fine-tune it is 1 (the uncalibrated checkpoint).
+    """
 
     checkpoint_uri: str
     checkpoint_digest: str
@@ -98,6 +136,8 @@ class AcceptedCheckpoint:
     training_ids: NDArray[np.str_]
     train_steps: int
     train_data_version: str
+    temperature_before: float = 1.0
+    refit_of: RefitOrigin | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -207,6 +247,59 @@ def accept_checkpoint(
     )
 
 
+def accept_registered_version(
+    *,
+    origin: RefitOrigin,
+    checkpoint_digest: str,
+    traffic: ScoredSet,
+    training_ids: NDArray[np.str_],
+    settings: ThermostatSettings,
+) -> AcceptedCheckpoint:
+    """Step 1 of a refit: the registered version's checkpoint, accepted on its recent traffic.
+
+    The checkpoint passed acceptance when the parent version was registered; what is checked
+    again is that its files are still the ones registered (``checkpoint_digest`` is recomputed
+    from the files just downloaded) and that it still clears the accuracy floor on the traffic
+    (a temperature cannot fix accuracy). ``traffic`` holds the labelled rows in serving order,
+    ids = request ids.
+
+    Raises
+    ------
+    StepRefused
+        If the files changed since registration, or the traffic accuracy is below the floor.
+    """
+    parent = origin.parent
+    if checkpoint_digest != parent.checkpoint_digest:
+        raise StepRefused(
+            "acceptance",
+            f"the files at {parent.checkpoint_uri} have digest {checkpoint_digest[:12]} but version {parent.version} "
+            f"was registered with {parent.checkpoint_digest[:12]}; a refit makes a new version of the SAME checkpoint, "
+            "so nothing is registered",
+        )
+    accuracy = float(np.mean(traffic.logits.argmax(axis=1) == traffic.labels))
+    if accuracy < settings.min_accuracy:
+        raise StepRefused(
+            "acceptance",
+            f"accuracy on the recent traffic is {accuracy:.4f}, below the floor {settings.min_accuracy:.4f}; a "
+            f"temperature never changes which class wins, so a refit cannot help: {ESCALATION}",
+            escalate=True,
+        )
+    return AcceptedCheckpoint(
+        checkpoint_uri=parent.checkpoint_uri,
+        checkpoint_digest=parent.checkpoint_digest,
+        checkpoint_output=parent.checkpoint_output,
+        holdout=traffic,
+        holdout_data_version=data_version(traffic.ids),
+        accuracy=accuracy,
+        champion=None,
+        training_ids=training_ids,
+        train_steps=parent.train_steps,
+        train_data_version=parent.train_data_version,
+        temperature_before=parent.temperature,
+        refit_of=origin,
+    )
+
+
 def split_holdout(holdout: ScoredSet, *, calibration_fraction: float, seed: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Seeded split stratified by label: (calibration indices, evaluation indices), each sorted."""
     indices = np.arange(holdout.n_samples)
@@ -230,13 +323,50 @@ def refit_temperature(
         )
     except ValueError as error:  # e.g. a class with a single example cannot be stratified
         raise StepRefused("refit", f"the holdout cannot be split by label: {error}") from error
+    reference = accepted.holdout.labels if reference_labels is None else reference_labels
+    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, reference, settings=settings)
+
+
+def refit_temperature_by_time(accepted: AcceptedCheckpoint, *, settings: ThermostatSettings) -> CalibratedCheckpoint:
+    """Step 2 of a refit on traffic: the older rows fit T, the newer rows verify it.
+
+    The holdout of a refit is the version's recent labelled traffic in serving order
+    (:func:`accept_registered_version`). Its older ``settings.refit_fit_fraction`` is the
+    calibration part, qualified against the newer part's class proportions (does the fitting
+    data look like the traffic the new T will serve?); the newer rest is never used to fit.
+
+    Raises
+    ------
+    StepRefused
+        If the accepted checkpoint is not a refit, the split leaves a part empty, the older
+        part does not qualify, or the fit sits on a bound.
+    """
+    if accepted.refit_of is None:
+        raise StepRefused("refit", "a split by serving time needs traffic in serving order (a refit of a registered "
+                                   "version); a fine-tune's holdout is split by label with refit_temperature")
+    n = accepted.holdout.n_samples
+    n_fit = int(round(n * settings.refit_fit_fraction))
+    if not 0 < n_fit < n:
+        raise StepRefused(
+            "refit", f"{n} labelled rows cannot be split {settings.refit_fit_fraction:.0%} / "
+                     f"{1 - settings.refit_fit_fraction:.0%} by time into a fitting and a verification part",
+        )
+    calibration_idx, evaluation_idx = np.arange(n_fit), np.arange(n_fit, n)
+    reference = accepted.holdout.labels[evaluation_idx]
+    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, reference, settings=settings)
+
+
+def _qualify_and_fit(
+    accepted: AcceptedCheckpoint, calibration_idx: NDArray[np.intp], evaluation_idx: NDArray[np.intp],
+    reference_labels: NDArray[np.intp], *, settings: ThermostatSettings,
+) -> CalibratedCheckpoint:
     part = accepted.holdout.subset(calibration_idx)
     qualification = qualify_calibration_set(
         part.logits,
         part.labels,
         ids=part.ids,
         training_ids=accepted.training_ids,
-        reference_labels=accepted.holdout.labels if reference_labels is None else reference_labels,
+        reference_labels=reference_labels,
         min_total=settings.min_total,
         min_per_class=settings.min_per_class,
         max_tv_distance=settings.max_tv_distance,
@@ -250,7 +380,10 @@ def refit_temperature(
             "refit",
             f"the fitted temperature {fit.temperature:.6g} sits on the {fit.at_bound} bound of {fit.bounds} "
             f"(calibration n={fit.n}, {n_errors} error(s)); such a fit is not trusted"
-            + (" — a calibration set with no errors pushes T to the lower bound; use more data" if n_errors == 0 else ""),
+            + (" — a calibration set with no errors pushes T to the lower bound; use more data" if n_errors == 0 else "")
+            + (f"; on traffic, no temperature inside the bounds calibrates this checkpoint: {ESCALATION}"
+               if accepted.refit_of is not None and n_errors else ""),
+            escalate=accepted.refit_of is not None and n_errors > 0,
         )
     evaluation_ids = accepted.holdout.ids[evaluation_idx]
     return CalibratedCheckpoint(
@@ -267,7 +400,8 @@ def refit_temperature(
 def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSettings) -> GatedCheckpoint:
     """Step 3: re-sweep the gate on the evaluation part's calibrated confidences.
 
-    Also records NLL/ECE before (T = 1) and after (fitted T) on that part, and the paired
+    Also records NLL/ECE before (at ``accepted.temperature_before``: 1 for a fine-tune, the
+    parent version's T for a refit) and after (fitted T) on that part, and the paired
     bootstrap verdict of the NLL change. A target no threshold meets is not a refusal: the
     version is registered with no threshold, so every prediction goes to review.
     """
@@ -286,10 +420,11 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
             confidence_level=settings.gate_confidence_level,
         ),
         sweep=sweep_thresholds(confidence, correct, confidence_level=settings.gate_confidence_level),
-        before=evaluate(part.logits, part.labels, temperature=1.0, **report_args),
+        before=evaluate(part.logits, part.labels, temperature=calibrated.accepted.temperature_before, **report_args),
         after=evaluate(part.logits, part.labels, temperature=temperature, **report_args),
         bootstrap=paired_bootstrap_nll(
-            part.logits, part.labels, temperature_before=1.0, temperature_after=temperature,
+            part.logits, part.labels, temperature_before=calibrated.accepted.temperature_before,
+            temperature_after=temperature,
             n_resamples=settings.bootstrap_resamples, confidence_level=settings.bootstrap_confidence_level,
             seed=settings.seed,
         ),
@@ -333,3 +468,111 @@ def idempotency_key(gated: GatedCheckpoint, settings: ThermostatSettings) -> str
         "bootstrap_confidence_level": settings.bootstrap_confidence_level,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefitVerification:
+    """Does the refitted T bring calibration back on the newer traffic it never saw? (rule 10)
+
+    ``passed`` iff both hold on the verification part (the newer rows):
+
+    1. the paired bootstrap of the per-row NLL change (new T minus the parent's T) is
+       ``improved`` (its whole interval below 0);
+    2. the monitor's own drift test, run on those rows at the new T against the parent's
+       registration baseline ECE, finds no drift: NOT (ECE − baseline > ``drift_ece_tolerance``
+       AND consistency-resampling p < ``drift_p_threshold``), overall and per tested group.
+       So a refit that passes is not flagged by the next check on the same traffic.
+
+    ``shape`` diagnoses the verification part's reliability curve at the new T: an arched or
+    saw-tooth curve is what one temperature cannot fix.
+    """
+
+    passed: bool
+    reasons: tuple[str, ...]
+    n: int
+    temperature_before: float
+    temperature_after: float
+    nll_verdict: str
+    nll_change: float
+    nll_change_low: float
+    nll_change_high: float
+    ece_before: float
+    ece_after: float
+    baseline_ece: float
+    ece_tolerance: float
+    p_value: float
+    drift_after: DriftReport
+    shape: ReliabilityShape
+
+    @property
+    def summary(self) -> str:
+        status = "passed" if self.passed else "FAILED"
+        return (
+            f"verification {status} on the newer {self.n} rows: NLL change {self.nll_change:+.4f} "
+            f"[{self.nll_change_low:+.4f}, {self.nll_change_high:+.4f}] ({self.nll_verdict}); ECE "
+            f"{self.ece_before:.4f} at T={self.temperature_before:.4g} -> {self.ece_after:.4f} at "
+            f"T={self.temperature_after:.4g} (baseline {self.baseline_ece:.4f}, tolerance {self.ece_tolerance:.4f}, "
+            f"p = {self.p_value:.3g}); reliability curve: {self.shape.shape}"
+        )
+
+
+def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> RefitVerification:
+    """Verify a refit on the newer part of its traffic (see :class:`RefitVerification`).
+
+    Raises
+    ------
+    StepRefused
+        If ``gated`` is not a refit (a fine-tune has no parent version to verify against).
+    """
+    accepted = gated.accepted
+    origin = accepted.refit_of
+    if origin is None:
+        raise StepRefused("verify", "only a refit of a registered version is verified against its parent's baseline")
+    holdout = accepted.holdout
+    part = holdout.subset(np.flatnonzero(np.isin(holdout.ids, gated.calibrated.evaluation_ids)))
+    parent = origin.parent
+    summary = summarise_arrays(
+        part.logits, part.labels, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
+        groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
+    )
+    drift = decide_drift(
+        summary, baseline_ece=parent.baseline_ece, min_window=1, p_threshold=settings.drift_p_threshold,
+        ece_tolerance=settings.drift_ece_tolerance, min_group_size=settings.drift_min_group_size,
+        n_resamples=settings.drift_resamples, seed=settings.seed, min_bin_count=settings.min_bin_count,
+    )
+    shape = diagnose_reliability_shape(drift.reliability)
+    bootstrap = gated.bootstrap
+    improved = bootstrap.verdict == "improved"
+    reasons: list[str] = []
+    if not improved:
+        reasons.append(
+            f"the NLL change on the newer {bootstrap.n} rows (T {bootstrap.temperature_before:.4g} -> "
+            f"{bootstrap.temperature_after:.4g}) is {bootstrap.estimate:+.4f} with {bootstrap.confidence_level:.0%} "
+            f"paired-bootstrap interval [{bootstrap.low:+.4f}, {bootstrap.high:+.4f}]: {bootstrap.verdict}, not improved"
+        )
+    if drift.verdict == "drift":
+        reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[: 1 + len(drift.drifted_groups)])
+    passed = improved and drift.verdict != "drift"
+    if not passed:
+        reasons.append(
+            f"the reliability curve at the new T: {shape.message}" if not shape.single_temperature_can_fix
+            else f"a single temperature does not bring calibration back ({shape.message}): {ESCALATION}"
+        )
+    return RefitVerification(
+        passed=passed,
+        reasons=tuple(reasons) if reasons else (drift.reasons[0],),
+        n=part.n_samples,
+        temperature_before=accepted.temperature_before,
+        temperature_after=gated.temperature,
+        nll_verdict=bootstrap.verdict,
+        nll_change=bootstrap.estimate,
+        nll_change_low=bootstrap.low,
+        nll_change_high=bootstrap.high,
+        ece_before=gated.before.ece,
+        ece_after=drift.ece,
+        baseline_ece=parent.baseline_ece,
+        ece_tolerance=settings.drift_ece_tolerance,
+        p_value=drift.p_value,
+        drift_after=drift,
+        shape=shape,
+    )

@@ -87,3 +87,45 @@ def store(template: Template, tmp_path: Path, prefect_api: None) -> Store:
     shutil.copyfile(template.db, tmp_path / "mlflow.db")
     settings = ThermostatSettings(state_dir=tmp_path, bootstrap_resamples=300)
     return Store(settings=settings, registry=MlflowRegistry.from_settings(settings), template=template)
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A store where ``digits@champion`` is version 1 (the logistic checkpoint), and that
+    checkpoint's logits on clean and on noisy holdout digits (traffic to log)."""
+
+    db: Path
+    template: Template
+    temperature: float
+    clean_logits: Any
+    clean_labels: Any
+    noisy_logits: Any
+    noisy_labels: Any
+
+
+@pytest.fixture(scope="session")
+def registered(template: Template, tmp_path_factory: pytest.TempPathFactory, prefect_api: None) -> Registered:
+    import numpy as np
+
+    from flows.checkpoint import checkpoint_logits, download_checkpoint
+    from flows.demo import digits_traffic
+    from flows.pipeline import post_finetune
+
+    root = tmp_path_factory.mktemp("registered")
+    shutil.copyfile(template.db, root / "mlflow.db")
+    settings = ThermostatSettings(state_dir=root, bootstrap_resamples=300)
+    registration = post_finetune(
+        model_name="digits", checkpoint_uri=template.checkpoints["logistic"].uri, train_steps=7,
+        train_data_version="digits-train-v1", features_path=str(template.features_path),
+        training_ids_path=str(template.training_ids_path), settings=settings,
+    )
+    files = download_checkpoint(template.checkpoints["logistic"].uri, root / "ckpt",
+                                tracking_uri=settings.resolved_tracking_uri())
+    rng = np.random.default_rng(0)
+    clean, clean_labels = digits_traffic(template.split, 1500, rng)
+    noisy, noisy_labels = digits_traffic(template.split, 4000, rng, noise_sigma=1.75)
+    return Registered(
+        db=root / "mlflow.db", template=template, temperature=registration.temperature,
+        clean_logits=checkpoint_logits(files, clean)[0], clean_labels=clean_labels,
+        noisy_logits=checkpoint_logits(files, noisy)[0], noisy_labels=noisy_labels,
+    )

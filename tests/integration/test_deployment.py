@@ -18,7 +18,7 @@ import pytest
 
 from flows.registry import MlflowRegistry
 from flows.settings import ThermostatSettings
-from tests.integration.conftest import Template
+from tests.integration.conftest import Registered, Template
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -121,3 +121,63 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
     assert holder is not None and str(holder.version) == "1"
     assert holder.tags["checkpoint_uri"] == template.checkpoints["logistic"].uri
     assert float(holder.tags["temperature"]) > 1.5
+
+
+def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path
+) -> None:
+    """monitor (deployment) -> drift event -> automation from prefect.yaml's trigger -> refit
+    (deployment) -> a new version with a new T, the alias moved: all on a process worker."""
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from monitoring import PredictionLog, log_predictions
+
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    state.mkdir()
+    shutil.copyfile(registered.db, state / "mlflow.db")
+    start = datetime.now(UTC) - timedelta(minutes=10)
+    with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as log:
+        log.create()
+        log_predictions(log, "digits", "1", registered.temperature, registered.noisy_logits[:1200],
+                        [f"noisy-{i}" for i in range(1200)], time=[start + timedelta(seconds=i / 4) for i in range(1200)],
+                        labels=np.asarray(registered.noisy_labels[:1200]))
+    prefect = str(VENV_BIN / "prefect")
+    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
+                    [prefect, "--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    worker_log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
+                              stdout=worker_log, stderr=subprocess.STDOUT)
+    registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
+    try:
+        from prefect.client.schemas.objects import FlowRun
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
+        assert isinstance(flow_run, FlowRun)
+        assert flow_run.state is not None and flow_run.state.is_completed(), (
+            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
+        )
+        # The refit is started by the automation, not by this test: wait for its registration.
+        deadline = time.monotonic() + 180
+        holder = registry.alias_holder("digits", "champion")
+        while (holder is None or str(holder.version) != "2") and time.monotonic() < deadline:
+            time.sleep(2)
+            holder = registry.alias_holder("digits", "champion")
+        assert holder is not None and str(holder.version) == "2", (tmp_path / "worker.log").read_text()[-6000:]
+    finally:
+        _stop(worker, signal.SIGINT, 15)
+        worker_log.close()
+
+    parent = registry.get_version("digits", "1")
+    assert holder.tags["refit_parent_version"] == "1"
+    assert holder.tags["checkpoint_digest"] == parent.tags["checkpoint_digest"]
+    assert float(holder.tags["temperature"]) > float(parent.tags["temperature"]) + 0.5
+    assert "thermostat.last_drift_event_at" in parent.tags

@@ -1,0 +1,57 @@
+"""The Prefect events Thermostat emits, and the resource that names a model version in them.
+
+``thermostat.calibration.drift``
+    The monitor found drift on a serving version and recommends a refit (outside the
+    cool-down). Payload: :func:`monitoring.drift_payload` of the check, plus ``mlflow_run_id``.
+    The ``refit`` deployment's trigger listens for it (``prefect.yaml``).
+``thermostat.calibration.refit_failed``
+    A refit registered nothing: it was refused (too little or unqualified traffic, a fit on a
+    bound, accuracy below the floor) or it did not verify. Payload: ``reason``, ``step``,
+    ``escalation`` and the numbers.
+``thermostat.calibration.refitted``
+    A refit registered a new version (payload: new version, T, threshold, verification).
+
+Every event's resource is the version it concerns::
+
+    {"prefect.resource.id": "mlmodel.<name>.v<version>", "model.name": ..., "model.version": ...,
+     "model.alias": ...}
+
+so an automation can match ``mlmodel.*`` and run one refit per version (``for_each``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from prefect.events import emit_event
+
+__all__ = ["DRIFT_EVENT", "REFITTED_EVENT", "REFIT_FAILED_EVENT", "emit", "version_resource"]
+
+DRIFT_EVENT: Final = "thermostat.calibration.drift"
+REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
+REFITTED_EVENT: Final = "thermostat.calibration.refitted"
+
+
+def version_resource(model_name: str, version: str, alias: str) -> dict[str, str]:
+    """The Prefect resource of a model version (all values strings, as Prefect requires).
+
+    Examples
+    --------
+    >>> version_resource("digits", "3", "champion")["prefect.resource.id"]
+    'mlmodel.digits.v3'
+    """
+    return {
+        "prefect.resource.id": f"mlmodel.{model_name}.v{version}",
+        "prefect.resource.name": f"{model_name} v{version}",
+        "model.name": model_name,
+        "model.version": str(version),
+        "model.alias": alias,
+    }
+
+
+def emit(event: str, resource: dict[str, str], payload: dict[str, Any]) -> str | None:
+    """Emit one event; returns its id, or None when this process cannot emit events
+    (events disabled, or no Prefect API): then nothing reacts to it, and the caller must
+    not record it as sent."""
+    sent = emit_event(event=event, resource=resource, payload=payload)
+    return None if sent is None else str(sent.id)

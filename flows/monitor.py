@@ -1,0 +1,363 @@
+"""The drift monitor: ECE and NLL of every serving version on its recent labelled traffic (rule 10).
+
+For each serving alias of a model (the champion and any router aliases, discovered in the
+registry; aliases pointing at one version are checked once), the flow reads the version's T,
+gate threshold and registration baseline from its tags, summarises its labelled traffic in
+the window from the prediction log **in chunks** (:func:`monitoring.summarise_window`: memory
+bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) and publishes:
+
+* an MLflow run per check per version in the experiment ``thermostat-monitoring``, tagged
+  with the model, version, aliases and verdict, its metrics stamped with the window's end
+  (so the UI charts them over time) and the reliability diagram ``plots/reliability.png``;
+* a Prefect table artifact and a markdown artifact per check (keys
+  ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
+* on a drift that recommends a refit, the event ``thermostat.calibration.drift``
+  (:mod:`flows.events`), which the ``refit`` deployment's trigger listens for.
+
+Cool-down state
+---------------
+The time of the last *emitted* drift event of a version is kept on the version itself, as the
+tag ``thermostat.last_drift_event_at`` (ISO 8601, UTC) — monitoring metadata, the only tag
+written after registration, never T or the evidence. It lives in the MLflow registry, which
+every deployment of Thermostat already has and which all workers share, so the cool-down holds
+in-process and across workers alike, and it disappears with the version. It is written only
+after the event was handed to Prefect: a check whose event could not be sent is retried by the
+next check instead of being silenced for the cool-down. A drift inside the cool-down is still
+reported as a drift (MLflow, artifacts), without an event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.events import DRIFT_EVENT, emit, version_resource
+from flows.pipeline import retry_if_transient
+from flows.registry import MlflowRegistry
+from flows.settings import ThermostatSettings
+from flows.versions import LAST_DRIFT_EVENT_TAG, RegisteredVersion, registered_version, serving_versions
+from monitoring import (
+    DriftReport,
+    PredictionLog,
+    Verdict,
+    WindowSummary,
+    decide_drift,
+    drift_markdown,
+    drift_metrics,
+    drift_payload,
+    drift_table_rows,
+    reliability_figure,
+    summarise_window,
+)
+
+__all__ = ["VersionCheck", "artifact_key", "check_window", "monitor", "open_prediction_log"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VersionCheck:
+    """The outcome of one check of one serving version.
+
+    ``report`` is None only when the version never logged a prediction (then the verdict is
+    ``insufficient_data`` and nothing is written to MLflow). ``event_id`` is set when a drift
+    event was emitted.
+    """
+
+    model_name: str
+    version: str
+    aliases: tuple[str, ...]
+    temperature: float
+    window_start: datetime
+    window_end: datetime
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    report: DriftReport | None
+    run_id: str | None
+    run_url: str | None
+    event_id: str | None
+
+    @property
+    def refit_recommended(self) -> bool:
+        return self.report is not None and self.report.refit_recommended
+
+
+def artifact_key(model_name: str, version: str, kind: str) -> str:
+    """A Prefect artifact key (lowercase letters, digits, dashes) for one version's checks.
+
+    Examples
+    --------
+    >>> artifact_key("Tickets_EN", "3", "report")
+    'calibration-tickets-en-v3-report'
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", model_name.lower()).strip("-") or "model"
+    return f"calibration-{slug}-v{version}-{kind}"
+
+
+def check_window(
+    window_start: datetime | None, window_end: datetime | None, settings: ThermostatSettings, now: datetime
+) -> tuple[datetime, datetime]:
+    """The checked window: [end − ``monitor_window``, end), end = now unless given.
+
+    Examples
+    --------
+    >>> from datetime import timedelta
+    >>> s = ThermostatSettings(monitor_window=timedelta(hours=2))
+    >>> start, end = check_window(None, None, s, datetime(2026, 1, 1, 12, tzinfo=UTC))
+    >>> start.isoformat(), end.isoformat()
+    ('2026-01-01T10:00:00+00:00', '2026-01-01T12:00:00+00:00')
+    """
+    for name, value in (("window_start", window_start), ("window_end", window_end)):
+        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+            raise ValueError(f"{name} {value.isoformat()} has no timezone; pass an aware time, e.g. ...+00:00")
+    end = (now if window_end is None else window_end).astimezone(UTC)
+    start = (end - settings.monitor_window if window_start is None else window_start).astimezone(UTC)
+    if end <= start:
+        raise ValueError(f"the window [{start.isoformat()}, {end.isoformat()}) is empty; window_end must be later")
+    return start, end
+
+
+def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:
+    """The prediction log of ``settings`` (tables created if missing: idempotent)."""
+    if settings.prediction_log_url is None:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    log = PredictionLog(settings.resolved_prediction_log_url())
+    log.create()
+    return log
+
+
+# ---------------------------------------------------------------------------------- tasks
+
+
+@task(name="find-serving-versions", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: list[str] | None) -> list[RegisteredVersion]:
+    grouped = serving_versions(registry.aliases(model_name), aliases)
+    found = [
+        registered_version(model_name, version, dict(registry.get_version(model_name, version).tags), names)
+        for version, names in grouped.items()
+    ]
+    logger = get_run_logger()
+    if not found:
+        logger.warning("%s has no serving alias (or is not registered): nothing to check", model_name)
+    for version in found:
+        logger.info("%s serving; registration baseline ECE %.4f (%d bins), gate threshold %s",
+                    version.context, version.baseline_ece, version.n_bins,
+                    "none" if version.gate_threshold is None else f"{version.gate_threshold:.4f}")
+    return found
+
+
+@task(name="summarise-window", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def summarise(
+    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> WindowSummary | None:
+    """The window's statistics at the registered T, read in chunks; None if the version never logged."""
+    try:
+        summary = summarise_window(
+            log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
+            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size,
+        )
+    except LookupError:
+        get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, log)
+        return None
+    get_run_logger().info("%s read %d labelled rows in %d chunk(s) of at most %d from %r", version.context,
+                          summary.n, summary.n_chunks, settings.monitor_chunk_size, log)
+    return summary
+
+
+@task(name="decide-drift", cache_policy=NO_CACHE, persist_result=False)
+def decide(summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings) -> DriftReport:
+    report = decide_drift(
+        summary, baseline_ece=version.baseline_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
+        p_threshold=settings.drift_p_threshold, ece_tolerance=settings.drift_ece_tolerance,
+        min_group_size=settings.drift_min_group_size, last_drift_at=version.last_drift_event_at,
+        cooldown=settings.drift_cooldown, now=summary.end, n_resamples=settings.drift_resamples, seed=settings.seed,
+        min_bin_count=settings.min_bin_count,
+    )
+    logger = get_run_logger()
+    headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
+    logger.info("%s verdict %s: n=%d, ECE %.4f (baseline %.4f, tolerance %.4f, p=%.3g), NLL %.4f, accuracy %.4f, "
+                "mean confidence %.4f", version.context, headline, report.n, report.ece, report.baseline_ece,
+                report.ece_tolerance, report.p_value, report.nll, report.accuracy, report.mean_confidence)
+    for reason in report.reasons:
+        logger.info("%s %s", version.context, reason)
+    return report
+
+
+@task(name="record-check", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def record_check(registry: MlflowRegistry, report: DriftReport, version: RegisteredVersion,
+                 settings: ThermostatSettings) -> str:
+    """One MLflow run for the check: tags, metrics at the window's end, the diagram, the report."""
+    aliases = ",".join(version.aliases)
+    run_id = registry.start_run(
+        f"check {version.model_name} v{version.version} {report.window_end.isoformat(timespec='seconds')}",
+        {
+            "thermostat.model_name": version.model_name, "thermostat.model_version": version.version,
+            "thermostat.aliases": aliases, "thermostat.verdict": report.verdict,
+            "thermostat.window_start": report.window_start.isoformat(),
+            "thermostat.window_end": report.window_end.isoformat(),
+            "thermostat.refit_recommended": str(report.refit_recommended).lower(),
+            "temperature": repr(version.temperature), "checkpoint_uri": version.checkpoint_uri,
+            "checkpoint_digest": version.checkpoint_digest,
+        },
+        experiment_name=settings.monitoring_experiment_name, start_time=report.checked_at,
+    )
+    try:
+        metrics = drift_metrics(report) | {
+            "temperature": version.temperature, "baseline_ece": report.baseline_ece, "ece_excess": report.ece_excess,
+        }
+        registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
+        title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
+        registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
+        registry.client.log_text(run_id, drift_markdown(report), "check/report.md")
+        registry.log_json(run_id, drift_payload(report), "check/report.json")
+        registry.end_run(run_id)
+    except BaseException:
+        registry.end_run(run_id, failed=True)
+        raise
+    get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
+                          settings.monitoring_experiment_name)
+    return run_id
+
+
+@task(name="emit-drift-event", cache_policy=NO_CACHE, persist_result=False)  # not retried: one event per drift
+def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> str | None:
+    payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases)}
+    event_id = emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload)
+    logger = get_run_logger()
+    if event_id is None:
+        logger.warning("%s drift, but this process cannot emit Prefect events (no API or events disabled): no refit "
+                       "will start; the next check will try again", version.context)
+    else:
+        logger.info("%s emitted %s (event %s) for mlmodel.%s.v%s", version.context, DRIFT_EVENT, event_id,
+                    version.model_name, version.version)
+    return event_id
+
+
+@task(name="remember-drift-event", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def remember_drift_event(registry: MlflowRegistry, version: RegisteredVersion, at: datetime) -> None:
+    registry.set_version_tag(version.model_name, version.version, LAST_DRIFT_EVENT_TAG, at.astimezone(UTC).isoformat())
+    get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG, at.isoformat())
+
+
+def _markdown(
+    version: RegisteredVersion, report: DriftReport | None, run_id: str | None, run_url: str | None,
+    event_id: str | None, settings: ThermostatSettings, start: datetime, end: datetime,
+) -> str:
+    if report is None:
+        body = (f"## Calibration check of {version.model_name} version {version.version}: insufficient_data\n\n"
+                f"No prediction of this version was ever logged in the prediction log; window "
+                f"[{start.isoformat()}, {end.isoformat()}). Is its serving wrapper logging predictions?\n")
+    else:
+        body = drift_markdown(report)
+    where = f"[{run_id}]({run_url})" if run_url else (
+        f"`{run_id}` (experiment `{settings.monitoring_experiment_name}`; "
+        f"`mlflow ui --backend-store-uri {settings.resolved_tracking_uri()}`)" if run_id else "none (no traffic)"
+    )
+    if event_id is not None:
+        event = f"`{DRIFT_EVENT}` emitted (id `{event_id}`): a refit of this version is requested"
+    elif report is not None and report.drift_detected and report.in_cooldown:
+        until = report.cooldown_until.isoformat() if report.cooldown_until else "?"
+        event = f"none: drift inside the cool-down (until {until})"
+    elif report is not None and report.refit_recommended:
+        event = "none: the event could not be sent (no Prefect API); the next check tries again"
+    else:
+        event = "none"
+    return body + (
+        f"\n### Serving\n\n- aliases: {', '.join('@' + a for a in version.aliases)}\n"
+        f"- checkpoint: `{version.checkpoint_uri}` (digest `{version.checkpoint_digest[:12]}`)\n"
+        f"- T = {version.temperature:.6g}\n- MLflow run: {where}\n- event: {event}\n"
+    )
+
+
+@task(name="publish-artifacts", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def publish_artifacts(
+    version: RegisteredVersion, report: DriftReport | None, run_id: str | None, run_url: str | None,
+    event_id: str | None, settings: ThermostatSettings, start: datetime, end: datetime,
+) -> None:
+    verdict = "insufficient_data" if report is None else report.verdict
+    description = f"{version.model_name} v{version.version} (T={version.temperature:.4g}): {verdict}"
+    if report is not None:
+        head: dict[str, Any] = {"model": version.model_name, "version": version.version, "verdict": report.verdict,
+                                "window_end": report.window_end.isoformat()}
+        create_table_artifact(table=[head | row for row in drift_table_rows(report)],
+                              key=artifact_key(version.model_name, version.version, "table"), description=description)
+    create_markdown_artifact(
+        markdown=_markdown(version, report, run_id, run_url, event_id, settings, start, end),
+        key=artifact_key(version.model_name, version.version, "report"), description=description,
+    )
+
+
+# ----------------------------------------------------------------------------------- flow
+
+
+def _check_version(
+    version: RegisteredVersion, *, registry: MlflowRegistry, log: PredictionLog, start: datetime, end: datetime,
+    settings: ThermostatSettings,
+) -> VersionCheck:
+    summary = summarise(log, version, start, end, settings)
+    if summary is None:
+        publish_artifacts(version, None, None, None, None, settings, start, end)
+        return VersionCheck(
+            model_name=version.model_name, version=version.version, aliases=version.aliases,
+            temperature=version.temperature, window_start=start, window_end=end, verdict="insufficient_data",
+            reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
+            event_id=None,
+        )
+    report = decide(summary, version, settings)
+    run_id = record_check(registry, report, version, settings)
+    run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
+    event_id = None
+    if report.refit_recommended:
+        event_id = emit_drift(report, version, run_id)
+        if event_id is not None:
+            remember_drift_event(registry, version, report.checked_at)
+    publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
+    return VersionCheck(
+        model_name=version.model_name, version=version.version, aliases=version.aliases,
+        temperature=version.temperature, window_start=start, window_end=end, verdict=report.verdict,
+        reasons=report.reasons, report=report, run_id=run_id, run_url=run_url, event_id=event_id,
+    )
+
+
+@flow(name="monitor")
+def monitor(
+    model_name: str,
+    aliases: list[str] | None = None,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    settings: ThermostatSettings | None = None,
+) -> list[VersionCheck]:
+    """Check the calibration of every serving version of ``model_name`` on recent labelled traffic.
+
+    Parameters
+    ----------
+    model_name : registered model name in MLflow.
+    aliases : the serving aliases to check (default: every alias of the model: the champion
+        and the router's). Aliases pointing at one version are checked once.
+    window_start, window_end : the traffic window (timezone-aware); default: the last
+        ``monitor_window`` (24 h) ending now. A past window re-checks (backfills) history.
+    settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
+
+    Returns
+    -------
+    list of VersionCheck
+        One per serving version, in version order.
+    """
+    settings = settings if settings is not None else ThermostatSettings()
+    start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
+    registry = MlflowRegistry.from_settings(settings)
+    with open_prediction_log(settings) as log:
+        versions = find_serving_versions(registry, model_name, aliases)
+        return [
+            _check_version(version, registry=registry, log=log, start=start, end=end, settings=settings)
+            for version in versions
+        ]

@@ -1,0 +1,361 @@
+"""The refit: a new temperature for a serving version from its recent labelled traffic (rule 10).
+
+Started by the monitor's ``thermostat.calibration.drift`` event (the ``refit`` deployment's
+trigger fills the parameters from the event) or by hand. The same typed, transactional,
+per-model serialised path as ``post_finetune`` (rule 9), with the registered version as the
+starting point:
+
+1. **acceptance** — the parent version's checkpoint files (downloaded from its
+   ``checkpoint_uri``) must still have its registered digest, and clear the accuracy floor on
+   the traffic (:func:`flows.steps.accept_registered_version`);
+2. **refit T** — the version's recent labelled traffic (at most ``refit_max_rows``, the most
+   recent) is split by serving time: the older ``refit_fit_fraction`` fits T, after qualifying
+   against the newer part's class proportions (:func:`flows.steps.refit_temperature_by_time`);
+   a fit on a bound is refused;
+3. **re-sweep the gate** on the newer part's calibrated confidences, and measure before (at the
+   parent's T) and after (:func:`flows.steps.gate_threshold`);
+4. **verify** on the newer part (:func:`flows.steps.verify_refit`): the paired bootstrap of
+   the NLL change must say ``improved`` AND the monitor's drift test at the new T against the
+   parent's baseline must find no drift;
+5. **register** a new version of the same checkpoint (same ``checkpoint_uri`` and digest, new
+   T and threshold, refit provenance tags) and move the alias, in one transaction
+   (:func:`flows.pipeline.register`), under the model's lock.
+
+A refit that is refused or does not verify registers nothing and emits
+``thermostat.calibration.refit_failed`` with the reason — when one temperature cannot bring
+calibration back (an arched or saw-tooth curve): "needs retraining or a data fix".
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.checkpoint import CheckpointFiles
+from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
+from flows.holdout import read_ids
+from flows.locks import model_lock
+from flows.monitor import check_window, open_prediction_log
+from flows.pipeline import Registration, fetch_checkpoint, gate, register, retry_if_transient
+from flows.registry import MlflowRegistry
+from flows.reports import refit_tags
+from flows.settings import ThermostatSettings
+from flows.steps import (
+    ESCALATION,
+    AcceptedCheckpoint,
+    CalibratedCheckpoint,
+    GatedCheckpoint,
+    RefitOrigin,
+    RefitVerification,
+    StepRefused,
+    accept_registered_version,
+    refit_temperature_by_time,
+    verify_refit,
+)
+from flows.traffic import Traffic, recent_labelled_traffic
+from flows.versions import RegisteredVersion, registered_version
+from monitoring import PredictionLog
+
+__all__ = ["RefitOutcome", "refit"]
+
+Status = Literal["registered", "already_registered", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefitOutcome:
+    """What a refit did. ``failed``: refused or not verified, nothing registered, event
+    emitted; ``skipped``: the alias no longer points at the version (nothing to do)."""
+
+    status: Status
+    model_name: str
+    parent_version: str
+    alias: str
+    parent_temperature: float
+    reason: str
+    step: str | None
+    escalation: str | None
+    registration: Registration | None
+    verification: RefitVerification | None
+    event_id: str | None
+
+    @property
+    def new_version(self) -> str | None:
+        return None if self.registration is None else self.registration.version
+
+    @property
+    def temperature(self) -> float | None:
+        return None if self.registration is None else self.registration.temperature
+
+
+# ---------------------------------------------------------------------------------- tasks
+
+
+@task(name="resolve-parent-version", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def resolve_parent(
+    registry: MlflowRegistry, model_name: str, model_version: str | None, alias: str
+) -> tuple[RegisteredVersion, str | None]:
+    """The version to refit, and the version ``alias`` points at now (None: no such alias)."""
+    aliases = registry.aliases(model_name)
+    holder = aliases.get(alias)
+    version = model_version if model_version is not None else holder
+    if version is None:
+        raise LookupError(f"{model_name}@{alias} does not exist and no model_version was given: nothing to refit")
+    names = [name for name, points_at in aliases.items() if points_at == str(version)]
+    parent = registered_version(model_name, str(version), dict(registry.get_version(model_name, str(version)).tags),
+                                names)
+    get_run_logger().info("%s refit requested for @%s (which points at version %s)", parent.context, alias, holder)
+    return parent, holder
+
+
+@task(name="read-traffic", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def read_traffic(
+    log: PredictionLog, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> Traffic | None:
+    traffic = recent_labelled_traffic(
+        log, parent.model_name, parent.version, start=start, end=end, max_rows=settings.refit_max_rows,
+        chunk_size=settings.monitor_chunk_size,
+    )
+    if traffic is None:
+        get_run_logger().warning("%s no labelled traffic in [%s, %s)", parent.context, start.isoformat(),
+                                 end.isoformat())
+    else:
+        get_run_logger().info(
+            "%s read %d labelled rows served %s .. %s (%d in the window; at most %d of the most recent are used)",
+            parent.context, traffic.scored.n_samples, traffic.first_served_at.isoformat(),
+            traffic.last_served_at.isoformat(), traffic.n_in_window, settings.refit_max_rows,
+        )
+    return traffic
+
+
+# A refusal is an outcome of a refit (reported, with an event), not a crash: the step tasks
+# return it instead of raising, so the flow decides what to publish and no traceback is logged.
+
+
+@task(name="accept-registered-version", cache_policy=NO_CACHE, persist_result=False)
+def accept_version(
+    origin: RefitOrigin, files: CheckpointFiles, traffic: Traffic, training_ids: NDArray[np.str_],
+    settings: ThermostatSettings,
+) -> AcceptedCheckpoint | StepRefused:
+    try:
+        accepted = accept_registered_version(
+            origin=origin, checkpoint_digest=files.digest, traffic=traffic.scored, training_ids=training_ids,
+            settings=settings,
+        )
+    except StepRefused as refusal:
+        get_run_logger().warning("%s %s", origin.parent.context, refusal)
+        return refusal
+    get_run_logger().info("%s accepted again: same files (digest %s), traffic accuracy %.4f on n=%d",
+                          origin.parent.context, files.digest[:12], accepted.accuracy, traffic.scored.n_samples)
+    return accepted
+
+
+@task(name="refit-temperature-by-time", cache_policy=NO_CACHE, persist_result=False)
+def refit_by_time(accepted: AcceptedCheckpoint, settings: ThermostatSettings) -> CalibratedCheckpoint | StepRefused:
+    assert accepted.refit_of is not None  # built by accept_version
+    context = accepted.refit_of.parent.context
+    try:
+        calibrated = refit_temperature_by_time(accepted, settings=settings)
+    except StepRefused as refusal:
+        get_run_logger().warning("%s %s", context, refusal)
+        return refusal
+    fit = calibrated.fit
+    get_run_logger().info(
+        "%s new T=%.6g fitted on the older n=%d rows (mean NLL %.4f at T=1 -> %.4f); %d newer rows verify",
+        context, fit.temperature, fit.n, fit.nll_before, fit.nll_after, calibrated.evaluation_ids.shape[0],
+    )
+    return calibrated
+
+
+@task(name="verify-refit", cache_policy=NO_CACHE, persist_result=False)
+def verify(gated: GatedCheckpoint, settings: ThermostatSettings) -> RefitVerification:
+    verification = verify_refit(gated, settings=settings)
+    assert gated.accepted.refit_of is not None
+    context = gated.accepted.refit_of.parent.context
+    logger = get_run_logger()
+    (logger.info if verification.passed else logger.warning)("%s %s", context, verification.summary)
+    for reason in verification.reasons:
+        logger.info("%s %s", context, reason)
+    return verification
+
+
+@task(name="emit-refit-event", cache_policy=NO_CACHE, persist_result=False)
+def emit_refit_event(event: str, parent: RegisteredVersion, alias: str, payload: dict[str, Any]) -> str | None:
+    event_id = emit(event, version_resource(parent.model_name, parent.version, alias), payload)
+    get_run_logger().info("%s emitted %s (event %s)", parent.context, event, event_id)
+    return event_id
+
+
+@task(name="publish-refit-report", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def publish_report(outcome: RefitOutcome) -> None:
+    slug = "".join(c if c.isalnum() else "-" for c in outcome.model_name.lower()).strip("-") or "model"
+    lines = [
+        f"## Refit of {outcome.model_name} version {outcome.parent_version} (@{outcome.alias}, "
+        f"T={outcome.parent_temperature:.6g}): {outcome.status}",
+        "",
+        outcome.reason,
+    ]
+    if outcome.escalation:
+        lines += ["", f"**Escalation: {outcome.escalation}.**"]
+    if outcome.registration is not None:
+        r = outcome.registration
+        threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
+        lines += ["", f"New version **{r.version}**: T = {r.temperature:.6g}, gate threshold {threshold}, "
+                      f"same checkpoint `{r.checkpoint_uri}` (digest `{r.checkpoint_digest[:12]}`); "
+                      f"@{r.alias} moved: {r.alias_moved}; MLflow run `{r.run_id}`."]
+    if outcome.verification is not None:
+        lines += ["", "### Verification (newer part of the traffic)", "", outcome.verification.summary, "",
+                  *(f"- {reason}" for reason in outcome.verification.reasons)]
+    create_markdown_artifact(markdown="\n".join(lines) + "\n", key=f"refit-{slug}", description=outcome.reason[:200])
+
+
+# ---------------------------------------------------------------------------------- flow
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _verification_payload(verification: RefitVerification | None) -> dict[str, Any]:
+    if verification is None:
+        return {}
+    return {
+        "verify_n": verification.n, "temperature_after": verification.temperature_after,
+        "nll_verdict": verification.nll_verdict, "nll_change": _number(verification.nll_change),
+        "nll_change_low": _number(verification.nll_change_low), "nll_change_high": _number(verification.nll_change_high),
+        "ece_before": _number(verification.ece_before), "ece_after": _number(verification.ece_after),
+        "baseline_ece": verification.baseline_ece, "ece_tolerance": verification.ece_tolerance,
+        "p_value": _number(verification.p_value), "shape": verification.shape.shape,
+        "sign_changes": verification.shape.sign_changes, "shape_message": verification.shape.message,
+        "reasons": list(verification.reasons),
+    }
+
+
+def _failed(
+    parent: RegisteredVersion, alias: str, *, step: str, reason: str, escalate: bool, start: datetime, end: datetime,
+    verification: RefitVerification | None = None,
+) -> RefitOutcome:
+    escalation = ESCALATION if escalate else None
+    payload = {
+        "reason": reason, "step": step, "escalation": escalation, "model_name": parent.model_name,
+        "model_version": parent.version, "alias": alias, "temperature": parent.temperature,
+        "baseline_ece": parent.baseline_ece, "window_start": start.isoformat(), "window_end": end.isoformat(),
+    } | _verification_payload(verification)
+    get_run_logger().warning("%s refit registers nothing: %s%s", parent.context, reason,
+                             f" — {escalation}" if escalation and escalation not in reason else "")
+    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload)
+    outcome = RefitOutcome(
+        status="failed", model_name=parent.model_name, parent_version=parent.version, alias=alias,
+        parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
+        verification=verification, event_id=event_id,
+    )
+    publish_report(outcome)
+    return outcome
+
+
+def _refused(parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime) -> RefitOutcome:
+    return _failed(parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end)
+
+
+@flow(name="refit")
+def refit(
+    model_name: str,
+    model_version: str | None = None,
+    alias: str = "champion",
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    training_ids_path: str | None = None,
+    settings: ThermostatSettings | None = None,
+) -> RefitOutcome:
+    """Refit the temperature of a serving version on its recent labelled traffic.
+
+    Parameters
+    ----------
+    model_name : registered model name in MLflow.
+    model_version : the version to refit (the drift event's ``model.version``); default: the
+        version ``alias`` points at. If ``alias`` points elsewhere by the time the refit holds
+        the model's lock (a newer registration), nothing is done (``skipped``).
+    alias : the serving alias the new version takes over.
+    window_start, window_end : the traffic window (aware; the drift event passes the checked
+        window); default: the last ``monitor_window`` ending now.
+    training_ids_path : the checkpoint's training ids (one per line) for the disjointness
+        check; without it the check is skipped (request ids and training ids rarely share a
+        namespace) and qualification says so in its warnings.
+    settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
+    """
+    settings = settings if settings is not None else ThermostatSettings()
+    start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
+    training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
+    registry = MlflowRegistry.from_settings(settings)
+    with model_lock(model_name, timeout_seconds=settings.lock_timeout_seconds), \
+            tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_prediction_log(settings) as log:
+        parent, holder = resolve_parent(registry, model_name, model_version, alias)
+        if holder != parent.version:
+            reason = (f"{model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
+                      "registration (or a refit) took over, so this refit would undo it; nothing registered")
+            get_run_logger().warning("%s %s", parent.context, reason)
+            outcome = RefitOutcome(
+                status="skipped", model_name=model_name, parent_version=parent.version, alias=alias,
+                parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
+                verification=None, event_id=None,
+            )
+            publish_report(outcome)
+            return outcome
+        traffic = read_traffic(log, parent, start, end, settings)
+        if traffic is None:
+            return _failed(parent, alias, step="traffic", escalate=False, start=start, end=end,
+                           reason=f"no labelled traffic of version {parent.version} in [{start.isoformat()}, "
+                                  f"{end.isoformat()}); wait for labels")
+        origin = RefitOrigin(
+            parent=parent, alias=alias, window_start=start, window_end=end, first_served_at=traffic.first_served_at,
+            last_served_at=traffic.last_served_at, fit_fraction=settings.refit_fit_fraction,
+        )
+        files = fetch_checkpoint(parent.checkpoint_uri, Path(tmp), registry)
+        accepted = accept_version(origin, files, traffic,
+                                  np.array([], dtype=str) if training_ids is None else training_ids, settings)
+        if isinstance(accepted, StepRefused):
+            return _refused(parent, alias, accepted, start=start, end=end)
+        calibrated = refit_by_time(accepted, settings)
+        if isinstance(calibrated, StepRefused):
+            return _refused(parent, alias, calibrated, start=start, end=end)
+        gated = gate(calibrated, settings)
+        verification = verify(gated, settings)
+        if not verification.passed:
+            return _failed(parent, alias, step="verify", reason="the refit does not verify: " + "; ".join(
+                verification.reasons), escalate=True, start=start, end=end, verification=verification)
+        registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
+                                extra_tags=refit_tags(gated, verification))
+        status: Status = "registered" if registration.created else "already_registered"
+        reason = (
+            f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "
+            f"@{alias} moved from version {parent.version}" if registration.created
+            else f"this refit (same checkpoint, traffic and settings) is already version {registration.version}; "
+                 "nothing registered"
+        )
+        event_id = None
+        if registration.created:
+            event_id = emit_refit_event(
+                REFITTED_EVENT, parent, alias,
+                {"new_version": registration.version, "temperature": registration.temperature,
+                 "gate_threshold": registration.gate_threshold, "parent_version": parent.version,
+                 "parent_temperature": parent.temperature} | _verification_payload(verification),
+            )
+        outcome = RefitOutcome(
+            status=status, model_name=model_name, parent_version=parent.version, alias=alias,
+            parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,
+            registration=registration, verification=verification, event_id=event_id,
+        )
+        publish_report(outcome)
+        return outcome

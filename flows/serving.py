@@ -1,0 +1,152 @@
+"""Serving that feeds its own monitor: predict with a registered version, log what was served.
+
+:class:`ServedModel` loads one registered version of a calibrated model (resolving an alias
+once, so every row it logs names the version that really answered), and
+:meth:`ServedModel.predict_and_log` returns exactly what the pyfunc's ``predict`` returns —
+softmax(z / T), the class, the gate decision — while appending to the prediction log the raw
+logits z, the predicted class, the confidence and the T in force
+(:func:`monitoring.log_predictions`). Labels usually arrive later
+(:meth:`monitoring.PredictionLog.attach_labels`); replayed traffic can pass them at once.
+
+The served pyfunc is not changed: the helper asks the wrapped
+:class:`flows.model.CalibratedCheckpointModel` for the logits it computes the probabilities
+from, and builds the response with the same :func:`flows.model.calibrated_frame`.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from mlflow.pyfunc import PyFuncModel
+
+from flows.model import calibrated_frame
+from flows.registry import MlflowRegistry
+from monitoring import PredictionLog, log_predictions
+
+__all__ = ["CalibratedModel", "ServedModel", "parse_model_uri", "predict_and_log"]
+
+_MODEL_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/]+)|/(?P<version>\d+))$")
+
+
+def parse_model_uri(model_uri: str) -> tuple[str, str | None, str | None]:
+    """``models:/NAME@ALIAS`` or ``models:/NAME/VERSION`` -> (name, alias, version).
+
+    Examples
+    --------
+    >>> parse_model_uri("models:/digits@champion")
+    ('digits', 'champion', None)
+    >>> parse_model_uri("models:/digits/3")
+    ('digits', None, '3')
+    """
+    match = _MODEL_URI.match(model_uri)
+    if match is None:
+        raise ValueError(
+            f"model_uri {model_uri!r} must name a registered version: models:/NAME@ALIAS or models:/NAME/VERSION "
+            "(the prediction log records the model name and version of every row)"
+        )
+    return match["name"], match["alias"], match["version"]
+
+
+@runtime_checkable
+class CalibratedModel(Protocol):
+    """What the helper needs from the wrapped :class:`flows.model.CalibratedCheckpointModel`.
+
+    A structural type: a model from code is loaded from the copy of ``flows/model.py`` logged
+    with the version, so its class is not the one imported here.
+    """
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def gate_threshold(self) -> float | None: ...
+
+    def raw_logits(self, model_input: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ServedModel:
+    """One registered version, loaded for serving; logs every prediction it makes."""
+
+    model_name: str
+    version: str
+    alias: str | None
+    model: PyFuncModel
+    calibrated: CalibratedModel
+
+    @classmethod
+    def load(cls, model_uri: str, *, registry: MlflowRegistry, cache_dir: Path | None = None) -> ServedModel:
+        """Resolve ``model_uri`` to a version (once) and load its calibrated pyfunc."""
+        name, alias, version = parse_model_uri(model_uri)
+        if alias is not None:
+            holder = registry.alias_holder(name, alias)
+            if holder is None:
+                raise LookupError(f"{name}@{alias} does not exist in {registry.registry_uri}")
+            version = str(holder.version)
+        assert version is not None  # one of alias and version is set by the pattern
+        if cache_dir is None:
+            # Everything is in memory once loaded (load_context loads the checkpoint), so the files can go.
+            with tempfile.TemporaryDirectory(prefix="thermostat-serve-") as tmp:
+                model = registry.load_version_model(name, version, Path(tmp) / f"{name}-v{version}")
+        else:
+            model = registry.load_version_model(name, version, cache_dir / f"{name}-v{version}")
+        calibrated = model.unwrap_python_model()  # type: ignore[no-untyped-call]
+        if not isinstance(calibrated, CalibratedModel):
+            raise TypeError(
+                f"{name} version {version} is not a calibrated Thermostat model with raw_logits (got "
+                f"{type(calibrated).__name__}); register it with the post-finetune flow"
+            )
+        return cls(model_name=name, version=version, alias=alias, model=model, calibrated=calibrated)
+
+    @property
+    def temperature(self) -> float:
+        return self.calibrated.temperature
+
+    def predict_and_log(
+        self,
+        model_input: Any,
+        request_ids: Sequence[str],
+        log: PredictionLog,
+        *,
+        groups: Sequence[str | None] | str | None = None,
+        labels: ArrayLike | None = None,
+        time: datetime | Sequence[datetime] | None = None,
+    ) -> pd.DataFrame:
+        """Predict (same frame as the pyfunc's ``predict``) and append the batch to ``log``.
+
+        The batch is logged all or nothing; a refused batch (duplicate request id, ...) raises
+        :class:`monitoring.PredictionRowError` and no response is returned for it.
+        """
+        logits = np.asarray(self.calibrated.raw_logits(model_input), dtype=np.float64)
+        frame = calibrated_frame(logits, self.calibrated.temperature, self.calibrated.gate_threshold)
+        log_predictions(
+            log, self.model_name, self.version, self.calibrated.temperature, logits, request_ids,
+            groups=groups, time=time, labels=labels,
+        )
+        return frame
+
+
+def predict_and_log(
+    model_uri: str,
+    model_input: Any,
+    request_ids: Sequence[str],
+    log: PredictionLog,
+    groups: Sequence[str | None] | str | None = None,
+    *,
+    registry: MlflowRegistry,
+    labels: ArrayLike | None = None,
+    time: datetime | Sequence[datetime] | None = None,
+) -> pd.DataFrame:
+    """Load ``model_uri``, predict ``model_input`` and log the batch (one-shot; a server keeps a
+    :class:`ServedModel` instead of loading per request)."""
+    served = ServedModel.load(model_uri, registry=registry)
+    return served.predict_and_log(model_input, request_ids, log, groups=groups, labels=labels, time=time)

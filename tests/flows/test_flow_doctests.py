@@ -1,0 +1,19 @@
+"""The docstring examples of the monitor/refit helpers in flows/ run (the pure packages' are run
+by tests/test_doctests.py)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ("flows.events", "flows.monitor", "flows.serving", "flows.settings", "flows.traffic", "flows.versions")
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_docstring_examples(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 or module_name == "flows.events"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module_name}"

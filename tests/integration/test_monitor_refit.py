@@ -1,0 +1,221 @@
+"""The monitor and the refit against a real MLflow store, a real prediction log (SQLite) and a
+real Prefect API (issue 4): MLflow runs with timestamped metrics and the diagram, Prefect
+artifacts, the drift event read back from the events API, the cool-down, and the refit's
+registration (or its refusal)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.monitor import artifact_key, monitor, open_prediction_log
+from flows.refit import refit
+from flows.registry import MlflowRegistry
+from flows.serving import ServedModel
+from flows.settings import ThermostatSettings
+from flows.versions import LAST_DRIFT_EVENT_TAG
+from monitoring import PredictionLog, log_predictions
+from tests.flows.synthetic import arched_traffic
+from tests.integration.conftest import Registered
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def settings(registered: Registered, tmp_path: Path) -> ThermostatSettings:
+    shutil.copyfile(registered.db, tmp_path / "mlflow.db")
+    return ThermostatSettings(state_dir=tmp_path, bootstrap_resamples=300)
+
+
+def _log(settings: ThermostatSettings, logits: Any, labels: Any, *, start: datetime, tag: str,
+         temperature: float, version: str = "1") -> tuple[datetime, datetime]:
+    """Log labelled traffic of digits v<version> spread over one minute from ``start``; return its window."""
+    n = len(labels)
+    times = [start + timedelta(seconds=60 * i / n) for i in range(n)]
+    with open_prediction_log(settings) as log:
+        log_predictions(log, "digits", version, temperature, logits, [f"{tag}-{i}" for i in range(n)],
+                        groups="camera", time=times, labels=np.asarray(labels))
+    return start, start + timedelta(minutes=1)
+
+
+def _events(name: str, resource_id: str, since: datetime, *, at_least: int, timeout: float = 30.0) -> list[Any]:
+    """Events from the Prefect API (they are persisted asynchronously: poll)."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with get_client(sync_client=True) as client:
+            # limit: the client defaults to 100, which this server refuses (at most 50).
+            page = client.read_events(limit=50, filter=EventFilter(
+                occurred=EventOccurredFilter(since=since, until=datetime.now(UTC) + timedelta(minutes=5)),
+                event=EventNameFilter(name=[name]), resource=EventResourceFilter(id=[resource_id]),
+            ))
+        if len(page.events) >= at_least or time.monotonic() > deadline:
+            return list(page.events)
+        time.sleep(0.5)
+
+
+def _markdown_artifacts(key: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    return [str(artifact.data) for artifact in found]
+
+
+def test_serving_helper_returns_the_pyfunc_output_and_logs_raw_logits(
+    registered: Registered, settings: ThermostatSettings, tmp_path: Path
+) -> None:
+    registry = MlflowRegistry.from_settings(settings)
+    served = ServedModel.load("models:/digits@champion", registry=registry, cache_dir=tmp_path / "serve")
+    split = registered.template.split
+    features = split.features[split.holdout_index][:40]
+    with open_prediction_log(settings) as log:
+        frame = served.predict_and_log(features, [f"s-{i}" for i in range(40)], log, groups="web")
+        chunks = list(log.iter_labelled("digits", "1", datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC)))
+        assert chunks == []  # no label yet
+        log.attach_labels([f"s-{i}" for i in range(40)], split.labels[split.holdout_index][:40])
+        chunk = next(log.iter_labelled("digits", "1", datetime(2000, 1, 1, tzinfo=UTC),
+                                       datetime.now(UTC) + timedelta(seconds=1)))
+    pyfunc = registry.load_version_model("digits", "1", tmp_path / "pyfunc")
+    pd.testing.assert_frame_equal(frame, pyfunc.predict(features))  # exactly what predict serves
+    assert served.version == "1" and (chunk.temperature == registered.temperature).all()
+    np.testing.assert_array_equal(chunk.logits, registered_logits(registered, features))
+    np.testing.assert_array_equal(chunk.predicted_class, frame["class"].to_numpy())
+    np.testing.assert_allclose(chunk.confidence, frame["confidence"].to_numpy(), rtol=1e-6)
+
+
+def registered_logits(registered: Registered, features: Any) -> Any:
+    from flows.checkpoint import checkpoint_logits, download_checkpoint
+
+    files = download_checkpoint(registered.template.checkpoints["logistic"].uri, Path(registered.db).parent / "ckpt2",
+                                tracking_uri=f"sqlite:///{registered.db}")
+    return checkpoint_logits(files, features)[0].astype(np.float32)
+
+
+def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, settings: ThermostatSettings) -> None:
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
+    clean = _log(settings, registered.clean_logits[:1200], registered.clean_labels[:1200], start=base, tag="a",
+                 temperature=registered.temperature)
+    [ok] = monitor("digits", window_start=clean[0], window_end=clean[1], settings=settings)
+    assert ok.verdict == "ok" and ok.event_id is None and ok.aliases == ("champion",)
+
+    noisy = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200],
+                 start=base + timedelta(hours=1), tag="b", temperature=registered.temperature)
+    [drift] = monitor("digits", window_start=noisy[0], window_end=noisy[1], settings=settings)
+    assert drift.verdict == "drift" and drift.refit_recommended and drift.event_id is not None
+    assert drift.report is not None and drift.report.ece > drift.report.baseline_ece + 0.02
+
+    registry = MlflowRegistry.from_settings(settings)
+    client = registry.client
+    for check, window_end in ((ok, clean[1]), (drift, noisy[1])):
+        assert check.run_id is not None
+        run = client.get_run(check.run_id)
+        assert run.info.status == "FINISHED"
+        assert run.info.experiment_id == registry.experiment_id(settings.monitoring_experiment_name)
+        assert run.data.tags["thermostat.model_version"] == "1" and run.data.tags["thermostat.aliases"] == "champion"
+        assert run.data.tags["thermostat.verdict"] == check.verdict
+        stamp = int(window_end.timestamp() * 1000)
+        for key in ("ece", "nll", "accuracy", "mean_confidence", "coverage", "accepted_accuracy", "p_value", "drift",
+                    "ece.group.camera"):
+            [metric] = client.get_metric_history(check.run_id, key)
+            assert metric.timestamp == stamp, key
+        assert client.get_metric_history(check.run_id, "drift")[0].value == float(check.verdict == "drift")
+        assert "plots/reliability.png" in {a.path for a in client.list_artifacts(check.run_id, "plots")}
+    assert mlflow.active_run() is None
+
+    markdown = _markdown_artifacts(artifact_key("digits", "1", "report"))
+    assert any(drift.run_id in text and "thermostat.calibration.drift" in text for text in markdown)
+    assert _markdown_artifacts(artifact_key("digits", "1", "table"))
+
+    [event] = _events("thermostat.calibration.drift", "mlmodel.digits.v1", since, at_least=1)
+    assert event.resource["model.name"] == "digits" and event.resource["model.version"] == "1"
+    assert event.resource["model.alias"] == "champion"
+    assert event.payload["verdict"] == "drift" and event.payload["window_end"] == noisy[1].isoformat()
+    assert event.payload["mlflow_run_id"] == drift.run_id
+    tag = client.get_model_version("digits", "1").tags[LAST_DRIFT_EVENT_TAG]
+    assert datetime.fromisoformat(tag) == noisy[1]
+
+
+def test_cooldown_reports_drift_but_emits_no_second_event(registered: Registered, settings: ThermostatSettings) -> None:
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=5)
+    first = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200], start=base, tag="c",
+                 temperature=registered.temperature)
+    second = _log(settings, registered.noisy_logits[1200:2400], registered.noisy_labels[1200:2400],
+                  start=base + timedelta(hours=2), tag="d", temperature=registered.temperature)
+    [emitted] = monitor("digits", window_start=first[0], window_end=first[1], settings=settings)
+    [quiet] = monitor("digits", window_start=second[0], window_end=second[1], settings=settings)
+    assert emitted.event_id is not None
+    assert quiet.verdict == "drift" and quiet.report is not None and quiet.report.in_cooldown
+    assert quiet.event_id is None and not quiet.refit_recommended
+    assert quiet.report.cooldown_until == first[1] + settings.drift_cooldown
+    registry = MlflowRegistry.from_settings(settings)
+    # The cool-down runs from the last EMITTED event, not from the last drift verdict.
+    assert datetime.fromisoformat(registry.get_version("digits", "1").tags[LAST_DRIFT_EVENT_TAG]) == first[1]
+    time.sleep(3)  # give a wrongly emitted second event time to be persisted
+    events = _events("thermostat.calibration.drift", "mlmodel.digits.v1", since, at_least=2, timeout=5)
+    ours = {first[1].isoformat(), second[1].isoformat()}  # other tests' events share the resource id
+    assert [e.payload["window_end"] for e in events if e.payload["window_end"] in ours] == [first[1].isoformat()]
+
+
+def test_refit_registers_a_new_version_of_the_same_checkpoint(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    registry = MlflowRegistry.from_settings(settings)
+    old_tags = dict(registry.get_version("digits", "1").tags)
+    window = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200],
+                  start=datetime.now(UTC) - timedelta(hours=1), tag="e", temperature=registered.temperature)
+    outcome = refit("digits", model_version="1", alias="champion", window_start=window[0], window_end=window[1],
+                    settings=settings)
+    assert outcome.status == "registered", outcome.reason
+    assert outcome.new_version == "2" and outcome.verification is not None and outcome.verification.passed
+    new = registry.get_version("digits", "2")
+    assert str(registry.alias_holder("digits", "champion").version) == "2"  # type: ignore[union-attr]
+    assert float(new.tags["temperature"]) == outcome.temperature and outcome.temperature > registered.temperature + 0.5
+    assert new.tags["checkpoint_digest"] == old_tags["checkpoint_digest"]
+    assert new.tags["checkpoint_uri"] == old_tags["checkpoint_uri"]
+    assert new.tags["refit_parent_version"] == "1" and new.tags["refit_fit_n"] == "600"
+    assert new.tags["refit_verify_n"] == "600" and new.tags["temperature_before"] == old_tags["temperature"]
+    assert new.tags["refit_traffic_window"] == f"[{window[0].isoformat()}, {window[1].isoformat()})"
+    assert new.tags["gate_threshold"] != "none"
+    assert dict(registry.get_version("digits", "1").tags) == old_tags  # the parent's T and evidence never change
+    # The new version serves the new T.
+    served = ServedModel.load("models:/digits@champion", registry=registry)
+    assert served.version == "2" and served.temperature == outcome.temperature
+    # A repeat on the same traffic registers nothing (same idempotency key); the alias holder is now v2,
+    # so a refit of v1 is skipped rather than undoing it.
+    again = refit("digits", model_version="1", alias="champion", window_start=window[0], window_end=window[1],
+                  settings=settings)
+    assert again.status == "skipped" and sorted(str(v.version) for v in registry.versions("digits")) == ["1", "2"]
+
+
+def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    logits, labels = arched_traffic(2000, np.random.default_rng(5))
+    window = _log(settings, logits, labels, start=datetime.now(UTC) - timedelta(hours=2), tag="f",
+                  temperature=registered.temperature)
+    registry = MlflowRegistry.from_settings(settings)
+    outcome = refit("digits", window_start=window[0], window_end=window[1],
+                    settings=settings.model_copy(update={"min_accuracy": 0.3}))
+    assert outcome.status == "failed" and outcome.step == "verify" and outcome.registration is None
+    assert outcome.escalation == "needs retraining or a data fix"
+    assert outcome.verification is not None and outcome.verification.shape.shape in ("arched", "saw-tooth")
+    assert [str(v.version) for v in registry.versions("digits")] == ["1"]
+    assert str(registry.alias_holder("digits", "champion").version) == "1"  # type: ignore[union-attr]
+    [event] = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1)
+    assert event.payload["escalation"] == "needs retraining or a data fix" and event.payload["step"] == "verify"
+    assert event.payload["shape"] in ("arched", "saw-tooth") and event.payload["ece_after"] > 0.1

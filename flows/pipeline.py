@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ from prefect.logging import get_logger
 from prefect.transactions import Transaction, get_transaction, transaction
 
 from calibration import ScoredSet, read_scored_set
+from monitoring import PredictionLog
 from flows.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits, digest_directory, download_checkpoint
 from flows.holdout import HoldoutFeatures, read_features, read_ids
 from flows.locks import model_lock
@@ -41,6 +43,7 @@ from flows.reports import (
     version_tags,
 )
 from flows.settings import ThermostatSettings
+from flows.traffic import recent_labelled_traffic
 from flows.steps import (
     AcceptedCheckpoint,
     CalibratedCheckpoint,
@@ -140,6 +143,40 @@ def score_alias_holder(
 # ------------------------------------------------------------------------- step tasks
 
 
+@task(name="production-reference", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+def production_reference(
+    registry: MlflowRegistry, model_name: str, alias: str, settings: ThermostatSettings
+) -> NDArray[np.intp] | None:
+    """Labels of the alias holder's recent labelled traffic: what production looks like (rule 4a).
+
+    None when the alias serves nothing yet or its window holds no labelled row; the
+    qualification report then says that the class-mix check was not run.
+    """
+    logger = get_run_logger()
+    holder = registry.alias_holder(model_name, alias)
+    if holder is None:
+        logger.warning("no production reference for the class-mix check: @%s serves nothing yet", alias)
+        return None
+    end = datetime.now(UTC)
+    log = PredictionLog(settings.resolved_prediction_log_url())
+    try:
+        log.create()
+        traffic = recent_labelled_traffic(
+            log, model_name, str(holder.version), start=end - settings.monitor_window, end=end,
+            max_rows=settings.refit_max_rows, chunk_size=settings.monitor_chunk_size,
+        )
+    finally:
+        log.dispose()
+    if traffic is None:
+        logger.warning("no production reference for the class-mix check: no labelled traffic of %s v%s in the "
+                       "last %s", model_name, holder.version, settings.monitor_window)
+        return None
+    logger.info("class-mix reference: %d labelled rows of %s v%s (@%s) served in the last %s",
+                traffic.scored.n_samples, model_name, holder.version, alias, settings.monitor_window)
+    return traffic.scored.labels
+
+
 @task(name="acceptance", cache_policy=NO_CACHE, persist_result=False)
 def acceptance(
     files: CheckpointFiles, holdout: ScoredSet, output: CheckpointOutput, training_ids: NDArray[np.str_],
@@ -225,8 +262,9 @@ def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
         txn.set(key, value)
 
 
-@task(name="open-run", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+# Not retried: creating a run is not idempotent, and a retry after a reply lost in transit
+# would leave the first run RUNNING with no rollback hook to close it.
+@task(name="open-run", cache_policy=NO_CACHE, persist_result=False)
 def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str) -> str:
     context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
     run_id = registry.start_run(
@@ -406,7 +444,9 @@ def post_finetune(
         checkpoint's logits; then ``checkpoint_output`` must say what the checkpoint returns.
     training_ids, training_ids_path : the training example ids (list, or a file one per line).
     alias : the serving alias to move (``champion``, ``multilingual``, ...).
-    reference_labels : recent production labels for the class-mix qualification check.
+    reference_labels : recent production labels for the class-mix qualification check; by
+        default the labelled traffic of the alias holder in the last ``monitor_window`` from
+        the prediction log (none: the qualification report says the check was not run).
     settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
     """
     settings = settings if settings is not None else ThermostatSettings()
@@ -430,6 +470,8 @@ def post_finetune(
             holdout, output = read_scored_set(holdout_path), checkpoint_output
         champion = score_alias_holder(registry, model_name, alias, workdir, features, holdout, data_version(holdout.ids))
         accepted = acceptance(files, holdout, output, train_ids, champion, train_steps, train_data_version, settings)
+        if references is None:
+            references = production_reference(registry, model_name, alias, settings)
         calibrated = refit(accepted, settings, references)
         gated = gate(calibrated, settings)
         return register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings)

@@ -52,13 +52,13 @@ class ThermostatSettings(BaseSettings):
     calibration_fraction: float = Field(
         default=0.5, gt=0.0, lt=1.0, description="share of the holdout used to fit T; the rest evaluates"
     )
-    seed: int = Field(default=0, description="seed of the split and of the bootstrap")
+    seed: int = Field(default=0, ge=0, description="seed of the split and of the bootstrap")
     bootstrap_resamples: int = Field(default=2000, ge=100, description="paired-bootstrap resamples of the NLL change")
     bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
 
     # Gate (rule 8).
     gate_target_accuracy: float = Field(
-        default=0.97, gt=0.0, le=1.0, description="accepted accuracy whose lower bound the gate must meet"
+        default=0.97, gt=0.0, lt=1.0, description="accepted accuracy whose lower bound the gate must meet"
     )
     gate_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the Wilson lower bound")
 

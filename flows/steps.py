@@ -314,8 +314,9 @@ def refit_temperature(
 ) -> CalibratedCheckpoint:
     """Step 2: split, qualify the calibration part, fit T; a fit on a bound is refused.
 
-    ``reference_labels`` are recent production labels for the class-mix check; without them
-    the whole holdout is the reference (it is assumed to look like production).
+    ``reference_labels`` are recent production labels for the class-mix check (rule 4a).
+    Without them the check is not run and the qualification report says so: comparing the
+    calibration part with the holdout it was drawn from would always pass.
     """
     try:
         calibration_idx, evaluation_idx = split_holdout(
@@ -323,8 +324,7 @@ def refit_temperature(
         )
     except ValueError as error:  # e.g. a class with a single example cannot be stratified
         raise StepRefused("refit", f"the holdout cannot be split by label: {error}") from error
-    reference = accepted.holdout.labels if reference_labels is None else reference_labels
-    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, reference, settings=settings)
+    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, reference_labels, settings=settings)
 
 
 def refit_temperature_by_time(accepted: AcceptedCheckpoint, *, settings: ThermostatSettings) -> CalibratedCheckpoint:
@@ -358,7 +358,7 @@ def refit_temperature_by_time(accepted: AcceptedCheckpoint, *, settings: Thermos
 
 def _qualify_and_fit(
     accepted: AcceptedCheckpoint, calibration_idx: NDArray[np.intp], evaluation_idx: NDArray[np.intp],
-    reference_labels: NDArray[np.intp], *, settings: ThermostatSettings,
+    reference_labels: NDArray[np.intp] | None, *, settings: ThermostatSettings,
 ) -> CalibratedCheckpoint:
     part = accepted.holdout.subset(calibration_idx)
     qualification = qualify_calibration_set(

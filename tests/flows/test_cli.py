@@ -252,6 +252,13 @@ def _bad_files(folder: Path) -> dict[str, tuple[Path, str]]:
         "missing column": ("d.csv", "id,logit_0,logit_1\na,1,2\n", "missing column(s) label"),
         "unreadable file": ("e.parquet", "this is not parquet", "cannot be read as Parquet"),
         "unknown extension": ("f.txt", header, "unknown extension '.txt'"),
+        "probability not positive": ("g.csv", "id,label,prob_0,prob_1\na,0,0.5,0.5\nb,1,0,1\n",
+                                     "row 1 (id 'b'), column prob_0: probability 0.0 is <= 0"),
+        "probabilities not summing to 1": ("h.csv", "id,label,prob_0,prob_1\na,0,0.5,0.5\nb,1,0.3,0.3\n",
+                                           "row 1 (id 'b'): probabilities in the prob_ columns sum to 0.6"),
+        "label not an integer": ("i.csv", header + "a,0,1,2\nb,0.5,1,2\n", "row 1 (id 'b'), column label: '0.5' is not an integer"),
+        "one class": ("j.csv", "id,label,logit_0\na,0,1\n", "at least 2 classes are required"),
+        "empty set": ("k.csv", header, "the scored set is empty (0 rows)"),
     }
     out: dict[str, tuple[Path, str]] = {}
     for problem, (name, content, fragment) in files.items():
@@ -259,13 +266,17 @@ def _bad_files(folder: Path) -> dict[str, tuple[Path, str]]:
         path.write_text(content)
         out[problem] = (path, fragment)
     out["file not found"] = (folder / "missing.npz", "file not found")
+    mismatched = folder / "l.npz"
+    np.savez(mismatched, logits=np.zeros((3, 2)), labels=np.array([0, 1]))
+    out["mismatched lengths"] = (mismatched, "key 'labels' has shape (2,); expected (3,)")
     return out
 
 
 @pytest.mark.parametrize(
     "problem",
     ["non-finite logit", "bad label", "duplicate id", "missing column", "unreadable file", "unknown extension",
-     "file not found"],
+     "file not found", "probability not positive", "probabilities not summing to 1", "label not an integer",
+     "one class", "empty set", "mismatched lengths"],
 )
 @pytest.mark.parametrize("command", ["fit", "evaluate", "sweep", "qualify", "compare-fit", "compare-eval"])
 def test_bad_input_exits_2_with_the_message_on_stderr(

@@ -58,3 +58,10 @@ def test_settings_read_the_thermostat_prefix(monkeypatch: pytest.MonkeyPatch, tm
 def test_settings_refuse_bounds_that_exclude_one() -> None:
     with pytest.raises(ValidationError, match="must enclose T = 1"):
         ThermostatSettings(bounds_lower=1.5)
+
+
+@pytest.mark.parametrize(("field", "value"), [("gate_target_accuracy", 1.0), ("seed", -1), ("calibration_fraction", 1.0)])
+def test_settings_refuse_values_the_core_would_refuse_later(field: str, value: float) -> None:
+    """Refused when read, naming the field: not after acceptance and a fit, blaming the data."""
+    with pytest.raises(ValidationError, match=field):
+        ThermostatSettings(**{field: value})

@@ -51,6 +51,9 @@ def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         "PREFECT_API_URL": api_url,
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # `deploy --all` activates the monitor's hourly cron; a scheduled run crossing the hour
+        # would compete with the test's own run. The tests start every run themselves.
+        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
         "PREFECT_WORKER_QUERY_SECONDS": "1",
         "PREFECT_WORKER_PREFETCH_SECONDS": "1",
         "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),

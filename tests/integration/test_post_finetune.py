@@ -191,3 +191,38 @@ def test_model_lock_creates_its_limit_so_strict_mode_never_skips(prefect_api: No
             assert (limit.limit, limit.active_slots) == (1, 1)
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name(model_lock_name("lock-probe")).active_slots == 0
+
+
+def _qualification(store: Store, run_id: str) -> dict[str, object]:
+    import json
+
+    path = store.registry.client.download_artifacts(run_id, "evidence/qualification_report.json")
+    return dict(json.loads(Path(path).read_text()))
+
+
+def test_class_mix_is_checked_against_the_alias_holders_recent_traffic(store: Store) -> None:
+    """Rule 4(a): the calibration part must look like production, read from the prediction log."""
+    from datetime import UTC, datetime, timedelta
+
+    from monitoring import PredictionLog, log_predictions
+
+    first = post_finetune(**store.run_args("logistic"))
+    report = _qualification(store, first.run_id or "")
+    # No production traffic yet: the check is said not to have run, not silently passed.
+    assert report["tv_distance"] is None
+    assert any("reference" in str(w) for w in report["warnings"])  # type: ignore[union-attr]
+
+    # Production turns out to be nine tenths class 0: the balanced digits holdout no longer
+    # looks like it, so the next checkpoint's calibration part is refused, nothing registered.
+    rng = np.random.default_rng(0)
+    labels = np.where(rng.random(600) < 0.9, 0, rng.integers(1, 10, 600))
+    log = PredictionLog(store.settings.resolved_prediction_log_url())
+    log.create()
+    now = datetime.now(UTC)
+    log_predictions(log, "digits", "1", first.temperature, rng.normal(size=(600, 10)),
+                    [f"req-{i}" for i in range(600)], time=[now - timedelta(minutes=i) for i in range(600)],
+                    labels=labels)
+    log.dispose()
+    with pytest.raises(StepRefused, match=r"does not qualify.*total-variation|does not qualify.*class"):
+        post_finetune(**store.run_args("mlp"))
+    assert _versions(store.registry) == ["1"] and _alias(store.registry) == "1"

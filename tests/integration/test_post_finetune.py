@@ -226,3 +226,20 @@ def test_class_mix_is_checked_against_the_alias_holders_recent_traffic(store: St
     with pytest.raises(StepRefused, match=r"does not qualify.*total-variation|does not qualify.*class"):
         post_finetune(**store.run_args("mlp"))
     assert _versions(store.registry) == ["1"] and _alias(store.registry) == "1"
+
+
+def test_a_second_run_for_the_same_model_waits_for_the_first(store: Store) -> None:
+    """Two runs never interleave: while another holder has the model's slot, a run waits for
+    it and, past its timeout, fails having registered nothing. Then it goes through."""
+    from prefect.concurrency.sync import concurrency
+
+    from flows.locks import ensure_limit, model_lock_name
+
+    settings = store.settings.model_copy(update={"lock_timeout_seconds": 3.0})
+    name = model_lock_name("digits")
+    ensure_limit(name)
+    with concurrency(name, occupy=1, timeout_seconds=30, strict=True):  # "the other run"
+        with pytest.raises(TimeoutError):
+            post_finetune(**store.run_args("logistic", settings=settings))
+    assert _versions(store.registry) == []
+    assert post_finetune(**store.run_args("logistic", settings=settings)).version == "1"

@@ -15,8 +15,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import COMPILED_MIN_ELEMENTS, nearby_ratio, nll_expansion_sums
-from ._validation import check_bounds, check_labels, check_logits
+from ._kernels import COMPILED_MIN_ELEMENTS, cheap_ratio, nll_expansion_sums
+from ._validation import check_bounds, check_finite_logits, check_labels, check_logits
 
 __all__ = ["TemperatureFit", "fit_temperature", "minimise_nll", "DEFAULT_BOUNDS"]
 
@@ -56,6 +56,9 @@ _TOLERANCE = 1e-7
 _WARM_START_MIN_ROWS = 12_000
 _WARM_START_SHARE = 0.02
 _WARM_START_ROWS = (2_000, 4_000)
+# The sample is copied (contiguous) only up to this share of the input's bytes: memory
+# beyond the input stays under 10% (2,000 rows of K = 1,000 would be 10% of 20,000 rows).
+_WARM_START_COPY_SHARE = 0.03
 _MAX_PASSES = 100
 
 Expansion = Callable[[float, bool], NDArray[np.float64]]
@@ -110,17 +113,28 @@ def fit_temperature(
     >>> fit.at_bound is None and fit.nll_after < fit.nll_before
     True
     """
-    checked_logits = check_logits(logits)
+    checked_logits = check_logits(logits, check_finite=False)
     n_samples, n_classes = checked_logits.shape
-    checked_labels = check_labels(labels, n_samples, n_classes)
-    lower, upper = check_bounds(bounds)
+    # Large inputs: the finiteness check rides on the passes (a non-finite logit makes the
+    # sums NaN; then the scan names the row, with check_logits' own error, before anything
+    # is returned), which saves a whole read. Small or binary inputs are scanned up front.
+    folded = checked_logits.size >= COMPILED_MIN_ELEMENTS and n_classes > 2
+    if not folded:
+        check_finite_logits(checked_logits)
+    try:
+        checked_labels = check_labels(labels, n_samples, n_classes)
+        lower, upper = check_bounds(bounds)
+    except (TypeError, ValueError):
+        check_finite_logits(checked_logits)  # the logits' error first, as check_logits orders it
+        raise
     if n_classes == 2:
         _refuse_inverted_binary(checked_logits, checked_labels)
 
     start = _warm_start(checked_logits, checked_labels, (lower, upper))
     # Expand the full data at a ratio p/q of small integers near the warm start: there the
-    # NLL at T = 1 (nll_before, exact) comes almost free (see _kernels.nearby_ratio).
-    result = minimise_nll(_expansion(checked_logits, checked_labels), (lower, upper), start=nearby_ratio(start))
+    # NLL at T = 1 (nll_before, exact) comes cheap, the cheaper the fewer bits p and q have
+    # (see _kernels.cheap_ratio); the degree-6 model absorbs the few percent of distance.
+    result = minimise_nll(_expansion(checked_logits, checked_labels), (lower, upper), start=cheap_ratio(start))
     temperature = 1.0 / result.inverse_temperature
     nll_after = result.nll
     at_bound = result.at_bound
@@ -232,12 +246,29 @@ def _polynomial_minimum(derivatives: list[float], low: float, high: float) -> tu
 
 
 def _expansion(
-    logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], *, at_one: bool = True, compiled: bool | None = None
+    logits: NDArray[np.floating[Any]],
+    labels: NDArray[np.intp],
+    *,
+    at_one: bool = True,
+    compiled: bool | None = None,
+    scan: NDArray[np.floating[Any]] | None = None,
 ) -> Expansion:
-    """The pass over (logits, labels) that :func:`minimise_nll` calls."""
-    return lambda beta, first: nll_expansion_sums(
-        logits, labels, beta, with_nll_at_one=at_one and first, compiled=compiled
-    )
+    """The pass over (logits, labels) that :func:`minimise_nll` calls.
+
+    Non-finite sums mean a non-finite logit (any NaN or infinity in a row makes its
+    ``e * d`` NaN) unless the logits are finite but beyond float64's range of squares:
+    ``scan`` (the whole input, of which ``logits`` may be a subsample) is then searched
+    and the offending row refused with :func:`check_logits`' error.
+    """
+    whole = logits if scan is None else scan
+
+    def expand(beta: float, first: bool) -> NDArray[np.float64]:
+        sums = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one and first, compiled=compiled)
+        if not np.isfinite(sums).all():
+            check_finite_logits(whole)
+        return sums
+
+    return expand
 
 
 def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bounds: tuple[float, float]) -> float:
@@ -250,14 +281,24 @@ def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bou
     if n_samples <= _WARM_START_MIN_ROWS:
         return 1.0
     stride = n_samples // min(max(round(_WARM_START_SHARE * n_samples), _WARM_START_ROWS[0]), _WARM_START_ROWS[1])
-    sample, sample_labels = np.ascontiguousarray(logits[::stride]), labels[::stride]
-    # The subsamples take the path the full data will take (compiled for large data).
+    sample, sample_labels = logits[::stride], np.ascontiguousarray(labels[::stride])
+    coarse_sample = sample[::4]
+    if sample.nbytes <= _WARM_START_COPY_SHARE * logits.nbytes:
+        # Gathered once (the passes then read it from cache); a larger sample (few rows of
+        # many classes) stays a strided view that the kernels copy in bounded chunks.
+        sample = np.ascontiguousarray(sample)
+        coarse_sample = np.ascontiguousarray(sample[::4])
+    # The subsamples take the compiled kernels when the full data does, on the calling
+    # thread (they are below PARALLEL_MIN_ELEMENTS: no parallel region to wait for).
     compiled = logits.size >= COMPILED_MIN_ELEMENTS
+    coarse_labels = np.ascontiguousarray(sample_labels[::4])
     coarse = minimise_nll(
-        _expansion(sample[::4], sample_labels[::4], at_one=False, compiled=compiled), bounds, tolerance=1e-3
+        _expansion(coarse_sample, coarse_labels, at_one=False, compiled=compiled, scan=logits),
+        bounds,
+        tolerance=1e-3,
     )
     fine = minimise_nll(
-        _expansion(sample, sample_labels, at_one=False, compiled=compiled),
+        _expansion(sample, sample_labels, at_one=False, compiled=compiled, scan=logits),
         bounds,
         start=coarse.inverse_temperature,
         tolerance=1e-4,

@@ -15,8 +15,9 @@ whole, so a fit or an evaluation over partitions is one map and one reduce.
 
 Each dispatches by size. Below :data:`COMPILED_MIN_ELEMENTS` logits the plain numpy
 functions (``_reference_*``, the reference the tests hold the compiled kernels to) run;
-above it the fused, parallel numba kernels of :mod:`calibration._kernels_numba` (imported
-on first use, so small inputs never pay numba's import, compilation or thread start-up).
+above it the fused numba kernels of :mod:`calibration._kernels_numba` (imported on first
+use, so small inputs never pay numba's import, compilation or thread start-up), parallel
+from :data:`PARALLEL_MIN_ELEMENTS` logits and serial below (the expansion).
 Float32 logits are read as they are; the numpy path promotes them chunk by chunk, so
 the peak memory beyond the input is a few chunks whatever N.
 """
@@ -35,10 +36,12 @@ __all__ = [
     "calibration_sums",
     "chunk_rows",
     "nearby_ratio",
+    "cheap_ratio",
     "first_nonfinite_row",
     "exact_ratio",
     "N_EXPANSION_SUMS",
     "COMPILED_MIN_ELEMENTS",
+    "PARALLEL_MIN_ELEMENTS",
 ]
 
 # [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum, k6_sum]
@@ -47,6 +50,11 @@ _CHUNK_ELEMENTS = 1 << 20  # ~8 MB of float64 per temporary
 # Below this many logits the numpy path is used: the compiled one would cost more in
 # import and thread start-up (~0.5 s once per process) than it saves.
 COMPILED_MIN_ELEMENTS = 1 << 17
+# Below this many logits the compiled expansion runs on the calling thread (the serial
+# kernel: same blocks, same sums bit for bit). A parallel region must wait for the other
+# threads to be scheduled: on a loaded machine that wait (~10-20 ms) dwarfs a pass over a
+# warm-start subsample (~1 ms).
+PARALLEL_MIN_ELEMENTS = 1 << 20
 # Rows per block of the compiled kernels: ~16k logits, whose float64 row buffer is in L1.
 _BLOCK_ELEMENTS = 1 << 14
 # Blocks handed to a thread at a time: small, so that a core slowed by other work takes
@@ -78,8 +86,10 @@ def nll_expansion_sums(
     Returns ``[n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum,
     k6_sum]`` (``kj`` the j-th cumulant of d, the j-th derivative) where ``nll_at_one_sum``
     is the NLL sum at ``beta = 1`` (T = 1), or 0 when not asked for.
-    It costs almost nothing extra when ``beta`` is 1 or a ratio ``p / q`` of integers up to
-    256 (see :func:`nearby_ratio`); otherwise it costs a second ``exp`` per logit.
+    It costs nothing extra when ``beta`` is 1, little when ``beta`` is a ratio ``p / q`` of
+    integers up to 256 (one multiply-and-select stage per bit of max(p, q): ~12% of a pass
+    at 3 bits, ~22% at 5; see :func:`cheap_ratio`), otherwise a second ``exp`` per logit
+    (~35%).
     ``compiled`` forces the path (None: by size). Inputs are trusted.
     """
     if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
@@ -94,9 +104,11 @@ def nll_expansion_sums(
             mode, (p, q) = kernels.NLL_AT_ONE_RATIO, ratio
         else:
             mode = kernels.NLL_AT_ONE_EXP
+    kernel = kernels.expansion_sums if logits.size >= PARALLEL_MIN_ELEMENTS else kernels.expansion_sums_serial
     sums = np.zeros(N_EXPANSION_SUMS, dtype=np.float64)
     for part, part_labels in _compiled_parts(logits, labels):
-        sums += kernels.expansion_sums(part, part_labels, float(beta), mode, p, q, _block_rows(part))
+        sums += kernel(part, part_labels, float(beta), mode, p, q, _block_rows(part))
+        del part, part_labels  # a copied chunk is freed before the next one is made
     return sums
 
 
@@ -183,6 +195,35 @@ def nearby_ratio(beta: float, rtol: float = 5e-3) -> float:
         if not 1 <= p <= _MAX_RATIO_TERM or abs(p / q - beta) > rtol * beta:
             continue
         candidate = (max(p, q).bit_length(), abs(p / q - beta), p / q)
+        if best is None or candidate < best:
+            best = candidate
+    return beta if best is None else best[2]
+
+
+# How far from the requested beta cheap_ratio may go, by the bit length of max(p, q): the
+# ratio pass costs about one multiply-and-select stage per bit (the NLL at T = 1 costs ~12%
+# of a pass at 3 bits, ~22% at 5), and the degree-6 model of the fit stays exact well beyond
+# these distances (a single pass from 6% away on the synthetic sets measured).
+_CHEAP_RATIO_RTOL = {1: 0.03, 2: 0.03, 3: 0.03, 4: 0.02, 5: 0.01}
+
+
+def cheap_ratio(beta: float) -> float:
+    """A ratio p / q near ``beta`` trading distance for cost: :func:`nearby_ratio` with a
+    budget that grows as the bits of max(p, q) shrink (3% up to 3 bits, 2% at 4, 1% at 5,
+    0.5% beyond). Returns ``beta`` itself when nothing fits.
+
+    >>> cheap_ratio(0.40904), nearby_ratio(0.40904)
+    (0.4, 0.4090909090909091)
+    """
+    best: tuple[int, float, float] | None = None
+    for q in range(1, _MAX_RATIO_TERM + 1):
+        p = round(beta * q)
+        if not 1 <= p <= _MAX_RATIO_TERM:
+            continue
+        bits = max(p, q).bit_length()
+        if abs(p / q - beta) > _CHEAP_RATIO_RTOL.get(bits, 5e-3) * beta:
+            continue
+        candidate = (bits, abs(p / q - beta), p / q)
         if best is None or candidate < best:
             best = candidate
     return beta if best is None else best[2]

@@ -15,6 +15,7 @@ from ._kernels import first_nonfinite_row
 
 __all__ = [
     "check_logits",
+    "check_finite_logits",
     "check_labels",
     "check_temperature",
     "check_bounds",
@@ -28,11 +29,16 @@ __all__ = [
 SCHEMES = ("equal-width", "equal-mass")
 
 
-def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.floating[Any]]:
+def check_logits(logits: ArrayLike, *, name: str = "logits", check_finite: bool = True) -> NDArray[np.floating[Any]]:
     """Return ``logits`` as a 2-D float array (float32 kept as it is), or raise.
 
     Integer input is converted to float64. Refuses: not 2-D, no rows, fewer than two
     columns, non-finite values (the first offending row is named).
+
+    ``check_finite=False`` skips the finiteness scan (one read of the whole input) for a
+    caller that folds it into its own pass: that caller must call :func:`check_finite_logits`
+    (same error) as soon as its pass shows a non-finite value, before it returns or writes
+    anything.
     """
     if isinstance(logits, np.ndarray) and logits.dtype.kind == "f":
         array = logits
@@ -54,12 +60,18 @@ def check_logits(logits: ArrayLike, *, name: str = "logits") -> NDArray[np.float
         raise ValueError(f"{name} is empty (0 rows); at least one example is required")
     if n_classes < 2:
         raise ValueError(f"{name} has {n_classes} column(s); at least 2 classes are required (K >= 2)")
+    if check_finite:
+        check_finite_logits(array, name=name)
+    return array
+
+
+def check_finite_logits(array: NDArray[np.floating[Any]], *, name: str = "logits") -> None:
+    """Raise unless every value of the 2-D float ``array`` is finite (the first bad row named)."""
     # One parallel read without an N x K temporary (np.isfinite would add 25% of a float32 input).
     row = first_nonfinite_row(array)
     if row >= 0:
         bad = array[row][~np.isfinite(array[row])][0]
         raise ValueError(f"{name} row {row} contains {bad}; every logit must be finite")
-    return array
 
 
 def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str = "labels") -> NDArray[np.intp]:

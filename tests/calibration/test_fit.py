@@ -169,3 +169,42 @@ def test_real_logits_fit_the_float64_optimum(real_logits_dir: object, name: str)
     data = np.load(f"{real_logits_dir}/{name}.npz")
     fit = fit_temperature(data["logits"], data["labels"])
     assert fit.temperature == pytest.approx(_reference_temperature(data["logits"], data["labels"]), rel=1e-7)
+
+
+def _check_logits_message(logits: np.ndarray) -> str:
+    from calibration._validation import check_logits
+
+    with pytest.raises(ValueError) as info:
+        check_logits(logits)
+    return str(info.value)
+
+
+def test_non_finite_logits_in_a_large_set_are_refused_as_check_logits_refuses_them() -> None:
+    # Large sets fold the finiteness scan into the fit's passes: the error must be the same,
+    # wherever the bad value sits (in the warm-start subsample or not, first or last row).
+    rng = np.random.default_rng(21)
+    n, k = 20_000, 50
+    z = rng.standard_normal((n, k))
+    labels = sample_labels(rng, z)
+    base = (2.5 * z).astype(np.float32)
+    cases = [(0, 0, np.nan), (1, 3, np.inf), (n // 2 + 1, 49, -np.inf), (n - 1, 10, np.nan), (400, 0, np.inf)]
+    for row, column, value in cases:
+        logits = base.copy()
+        logits[row, column] = value
+        logits[-1, 0] = np.nan  # a later bad row: the first one is named
+        with pytest.raises(ValueError) as info:
+            fit_temperature(logits, labels)
+        assert str(info.value) == _check_logits_message(logits) == f"logits row {row} contains {value}; every logit must be finite"
+    all_minus_inf = base.copy()
+    all_minus_inf[123] = -np.inf
+    with pytest.raises(ValueError, match=r"^logits row 123 contains -inf; every logit must be finite$"):
+        fit_temperature(all_minus_inf, labels)
+    # The logits' error comes before the labels' and the bounds', as before.
+    bad = base.copy()
+    bad[7, 7] = np.nan
+    with pytest.raises(ValueError, match=r"logits row 7 contains nan"):
+        fit_temperature(bad, np.full(n, k))
+    with pytest.raises(ValueError, match=r"logits row 7 contains nan"):
+        fit_temperature(bad, labels, bounds=(2.0, 1.0))
+    # Finite data still fits (the folded check costs nothing then).
+    assert fit_temperature(base, labels).at_bound is None

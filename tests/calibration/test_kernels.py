@@ -17,6 +17,7 @@ from calibration import _kernels, fit_temperature
 from calibration._kernels import (
     COMPILED_MIN_ELEMENTS,
     calibration_sums,
+    cheap_ratio,
     exact_ratio,
     first_nonfinite_row,
     nearby_ratio,
@@ -211,3 +212,69 @@ def test_the_fit_is_within_1e6_of_the_float64_optimum(dtype: Any) -> None:
         assert abs(fit.temperature / _optimum(logits, labels) - 1) <= 1e-6, (n, k)
         exact_before = nll_expansion_sums(logits, labels, 1.0, compiled=False)
         assert fit.nll_before == pytest.approx(exact_before[1] / n, rel=1e-12)
+
+
+def test_ratio_path_matches_the_reference_for_every_bit_count() -> None:
+    # beta = p / q with max(p, q) from 1 to 9 bits (256): each specialised powers loop.
+    rng = np.random.default_rng(13)
+    n, k = 2_001, 67
+    for dtype in (np.float32, np.float64):
+        logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+        for beta in (1.0, 0.5, 3.0, 5 / 7, 2 / 15, 9 / 22, 100 / 63, 255 / 128, 1 / 256, 255 / 256):
+            ratio = exact_ratio(beta)
+            assert ratio is not None and max(ratio) <= 256
+            compiled = nll_expansion_sums(logits, labels, beta, compiled=True)
+            reference = nll_expansion_sums(logits, labels, beta, compiled=False)
+            _assert_sums_close(compiled, reference)
+
+
+def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit() -> None:
+    # Above PARALLEL_MIN_ELEMENTS the parallel kernel runs, below it the serial one: the
+    # blocks and their order are the same, so are the sums (and so the fit).
+    rng = np.random.default_rng(14)
+    k = 100
+    n = _kernels.PARALLEL_MIN_ELEMENTS // k + 501
+    logits, labels = _logits(rng, n, k, np.float32), _labels(rng, n, k)
+    kernels = _kernels._compiled()
+    block = _kernels._block_rows(logits)
+    for beta, mode, p, q in ((0.40213, 0, 1, 1), (1.0, 1, 1, 1), (9 / 22, 2, 9, 22), (0.7, 3, 1, 1)):
+        parallel = kernels.expansion_sums(logits, labels, beta, mode, p, q, block)
+        serial = kernels.expansion_sums_serial(logits, labels, beta, mode, p, q, block)
+        np.testing.assert_array_equal(parallel, serial)
+    large = nll_expansion_sums(logits, labels, 9 / 22)
+    _assert_sums_close(large, nll_expansion_sums(logits, labels, 9 / 22, compiled=False))
+
+
+def test_any_non_finite_logit_makes_the_expansion_sums_non_finite() -> None:
+    # fit_temperature folds the finiteness check into its passes on this guarantee.
+    rng = np.random.default_rng(15)
+    n, k = 300, 30
+    for dtype in (np.float32, np.float64):
+        base, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+        for value in (np.nan, np.inf, -np.inf):
+            for column in (0, 7, k - 1):
+                logits = base.copy()
+                logits[5, column] = value
+                for beta in (0.40213, 1.0, 0.4, 20.0):
+                    for compiled in (True, False):
+                        with np.errstate(invalid="ignore", over="ignore"):
+                            sums = nll_expansion_sums(logits, labels, beta, with_nll_at_one=False, compiled=compiled)
+                        assert not np.isfinite(sums[2]), (dtype, value, column, beta, compiled)
+        flat = base.copy()
+        flat[9] = -np.inf  # a row of -inf only
+        for compiled in (True, False):
+            with np.errstate(invalid="ignore"):
+                assert not np.isfinite(nll_expansion_sums(flat, labels, 0.5, compiled=compiled)[2])
+
+
+def test_cheap_ratio_trades_distance_for_fewer_bits_within_its_budget() -> None:
+    budget = {1: 0.03, 2: 0.03, 3: 0.03, 4: 0.02, 5: 0.01}
+    for beta in np.geomspace(1 / 20.0, 20.0, 400):
+        near = cheap_ratio(float(beta))
+        ratio = exact_ratio(near)
+        assert ratio is not None and ratio[0] / ratio[1] == near
+        bits = max(ratio).bit_length()
+        assert abs(near / beta - 1) <= budget.get(bits, 5e-3) + 1e-15
+        # Never more bits than the closest ratio nearby_ratio would take.
+        assert bits <= max(exact_ratio(nearby_ratio(float(beta))) or (0,)).bit_length()
+    assert cheap_ratio(0.40904) == 0.4 and cheap_ratio(1.01) == 1.0

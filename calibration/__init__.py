@@ -33,6 +33,7 @@ from ._metrics import (
     negative_log_likelihood,
     reliability_table,
 )
+from ._probabilities import calibrated_probabilities, top_label_confidence
 from ._qualify import QualificationReport, qualify_calibration_set
 from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
 from ._stats import CalibrationStats, ReliabilityTable
@@ -54,6 +55,7 @@ __all__ = [
     "TemperatureFit",
     "accuracy",
     "brier_score",
+    "calibrated_probabilities",
     "choose_threshold",
     "classwise_calibration_error",
     "consistency_resampling_from_stats",
@@ -70,5 +72,6 @@ __all__ = [
     "read_scored_set",
     "reliability_table",
     "sweep_thresholds",
+    "top_label_confidence",
     "write_scored_set",
 ]

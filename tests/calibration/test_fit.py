@@ -208,3 +208,41 @@ def test_non_finite_logits_in_a_large_set_are_refused_as_check_logits_refuses_th
         fit_temperature(bad, labels, bounds=(2.0, 1.0))
     # Finite data still fits (the folded check costs nothing then).
     assert fit_temperature(base, labels).at_bound is None
+
+
+def _full_passes(monkeypatch: pytest.MonkeyPatch, logits: np.ndarray, labels: np.ndarray) -> tuple[float, int]:
+    """Fit, counting the passes over the whole input (warm-start passes read a subsample)."""
+    import calibration._fit as fit_module
+
+    passes = []
+    original = fit_module.nll_expansion_sums
+
+    def counting(part: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        passes.append(part.shape[0] == logits.shape[0])
+        return original(part, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fit_module, "nll_expansion_sums", counting)
+    fit = fit_temperature(logits, labels)
+    monkeypatch.undo()
+    return fit.temperature, sum(passes)
+
+
+@pytest.mark.parametrize(("n", "k"), [(200_000, 100), (20_000, 1_000), (10_000, 100)])
+def test_one_full_pass_on_synthetic_shapes(monkeypatch: pytest.MonkeyPatch, n: int, k: int) -> None:
+    """The warm-start policy: from 1,000 sample rows up, the full data is read once (no timing)."""
+    rng = np.random.default_rng(n + k)
+    z = rng.standard_normal((n, k))
+    labels = sample_labels(rng, z)
+    logits = (2.5 * z).astype(np.float32)
+    temperature, passes = _full_passes(monkeypatch, logits, labels)
+    assert passes == 1
+    assert temperature == pytest.approx(_reference_temperature(logits, labels), rel=1e-7)
+
+
+@pytest.mark.parametrize("name", ["cifar100_densenet-bc-100_netcal", "cifar100_lenet5_netcal", "cifar100_wrn16-4_netcal"])
+def test_one_full_pass_on_the_real_cifar100_files(monkeypatch: pytest.MonkeyPatch, real_logits_dir: object, name: str) -> None:
+    """10,000 rows take a 1,000-row warm start (3 full passes from T = 1 before), and stay exact."""
+    data = np.load(f"{real_logits_dir}/{name}.npz")
+    temperature, passes = _full_passes(monkeypatch, data["logits"], data["labels"])
+    assert passes == 1
+    assert temperature == pytest.approx(_reference_temperature(data["logits"], data["labels"]), rel=1e-7)

@@ -42,6 +42,19 @@ def _stop(process: subprocess.Popen[bytes], sig: int, grace: float) -> None:
             process.wait(timeout=10)
 
 
+
+def _deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Create the process pool, `prefect deploy --all` from the repo root, start a worker."""
+    prefect = str(VENV_BIN / "prefect")
+    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
+                    [prefect, "--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    # The worker writes to worker.log through its own descriptor; ours closes at once.
+    with (tmp_path / "worker.log").open("wb") as worker_log:
+        return subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
+                                stdout=worker_log, stderr=subprocess.STDOUT)
+
 @pytest.fixture
 def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     port = _free_port()
@@ -86,15 +99,7 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
     state = Path(env["THERMOSTAT_STATE_DIR"])
     state.mkdir()
     shutil.copyfile(template.db, state / "mlflow.db")
-    prefect = str(VENV_BIN / "prefect")
-    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
-                    [prefect, "--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    worker_log = (tmp_path / "worker.log").open("wb")
-    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
-                              stdout=worker_log, stderr=subprocess.STDOUT)
+    worker = _deploy_all_and_start_worker(env, tmp_path)
     try:
         from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
@@ -117,7 +122,6 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
         )
     finally:
         _stop(worker, signal.SIGINT, 15)
-        worker_log.close()
 
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     holder = registry.alias_holder("digits", "champion")
@@ -147,15 +151,7 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
         log_predictions(log, "digits", "1", registered.temperature, registered.noisy_logits[:1200],
                         [f"noisy-{i}" for i in range(1200)], time=[start + timedelta(seconds=i / 4) for i in range(1200)],
                         labels=np.asarray(registered.noisy_labels[:1200]))
-    prefect = str(VENV_BIN / "prefect")
-    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
-                    [prefect, "--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    worker_log = (tmp_path / "worker.log").open("wb")
-    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
-                              stdout=worker_log, stderr=subprocess.STDOUT)
+    worker = _deploy_all_and_start_worker(env, tmp_path)
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     try:
         from prefect.client.schemas.objects import FlowRun
@@ -177,7 +173,6 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
         assert holder is not None and str(holder.version) == "2", (tmp_path / "worker.log").read_text()[-6000:]
     finally:
         _stop(worker, signal.SIGINT, 15)
-        worker_log.close()
 
     parent = registry.get_version("digits", "1")
     assert holder.tags["refit_parent_version"] == "1"

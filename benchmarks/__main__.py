@@ -31,7 +31,7 @@ from scipy.optimize import minimize_scalar
 
 from calibration import CalibrationStats, fit_temperature
 from calibration._fit import _expansion, _warm_start, minimise_nll
-from calibration._kernels import _reference_nll_expansion_sums, cheap_ratio, nll_expansion_sums
+from calibration._kernels import _reference_nll_expansion_sums, nll_expansion_sums
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-logits" / "cifar100_densenet-bc-100_netcal.npz"
 
@@ -199,7 +199,7 @@ def floor_fused(logits: NDArray[Any], labels: NDArray[np.intp]) -> None:
 def full_pass_of_the_fit(logits: NDArray[Any], labels: NDArray[np.intp]) -> None:
     """What fit_temperature's full pass costs: the expansion at the p/q near the warm start,
     with the NLL at T = 1 (a component of the fit, shown to break its time down)."""
-    start = cheap_ratio(_warm_start(logits, labels, (0.05, 20.0)))
+    start = _warm_start(logits, labels, (0.05, 20.0))
     nll_expansion_sums(logits, labels, start, with_nll_at_one=True)
 
 
@@ -290,7 +290,7 @@ def map_reduce_demo(logits: NDArray[Any], labels: NDArray[np.intp]) -> None:
     whole = fit_temperature(logits, labels)
     parts = np.array_split(np.arange(len(labels)), 4)
 
-    start = cheap_ratio(_warm_start(logits, labels, (0.05, 20.0)))  # each partition can compute its share
+    start = _warm_start(logits, labels, (0.05, 20.0))  # each partition can compute its share
 
     def expand(beta: float, at_one: bool) -> NDArray[np.float64]:
         return sum(nll_expansion_sums(logits[p], labels[p], beta, with_nll_at_one=at_one) for p in parts)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, cheap_ratio, nll_expansion_sums
+from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, cheap_ratio, closest_ratios, nll_expansion_sums
 from ._validation import check_bounds, check_finite_logits, check_labels, check_logits
 
 __all__ = ["TemperatureFit", "fit_temperature", "minimise_nll", "DEFAULT_BOUNDS"]
@@ -51,7 +51,8 @@ class TemperatureFit:
 # quartic: so the warm start may be ~5% off and one full pass still ends the search.
 _TOLERANCE = 1e-7
 # The warm start: strided subsamples find it first, a quarter of the sample from T = 1,
-# then the whole sample. Its rows, not its logits, set how close its optimum lands: the
+# then, unless that is provably close enough (_expansion_point), the whole sample. Its
+# rows, not its logits, set how close its optimum lands: the
 # relative SD of a sample's 1/T is ~1 / sqrt(rows) whatever K (measured on the synthetic
 # sets and the six real CIFAR files: 1,000 rows 1.8-4.1%, 2,000 rows 1.6-3.4%, 4,000 rows
 # 1.2-1.5%), and its cost is its share of the rows. The sample takes 2% of the rows, 1,000
@@ -64,6 +65,13 @@ _WARM_START_MAX_ROW_SHARE = 0.2
 # beyond the input stays under 10% (1,000 rows of K = 1,000 are 5% of 20,000 rows: the
 # sample stays a strided view, its quarter is gathered).
 _WARM_START_COPY_SHARE = 0.03
+# The coarse sample's optimum ends the warm start when the full pass from it would still
+# end the search with the full data's optimum this many standard errors away (3: 0.3% of
+# random samples fall further; see _expansion_point). Measured: the synthetic K = 100 and
+# K = 1,000 sets pass from the coarse quarter (1,000 and 250 rows); the six CIFAR files
+# and a synthetic K = 10 set go on to the fine stage.
+_WARM_START_REACH = 3.0
+_WARM_START_FROM = 0.5  # 1/T where the coarse stage starts
 _MAX_PASSES = 100
 
 Expansion = Callable[[float, bool], NDArray[np.float64]]
@@ -135,11 +143,11 @@ def fit_temperature(
     if n_classes == 2:
         _refuse_inverted_binary(checked_logits, checked_labels)
 
-    start = _warm_start(checked_logits, checked_labels, (lower, upper))
-    # Expand the full data at a ratio p/q of small integers near the warm start: there the
+    # The full pass expands at a ratio p/q of small integers near the warm start: there the
     # NLL at T = 1 (nll_before, exact) comes cheap, the cheaper the fewer bits p and q have
-    # (see _kernels.cheap_ratio); the degree-6 model absorbs the few percent of distance.
-    result = minimise_nll(_expansion(checked_logits, checked_labels), (lower, upper), start=cheap_ratio(start))
+    # (see _kernels.closest_ratios); the degree-6 model absorbs the distance.
+    start = _warm_start(checked_logits, checked_labels, (lower, upper))
+    result = minimise_nll(_expansion(checked_logits, checked_labels), (lower, upper), start=start)
     temperature = 1.0 / result.inverse_temperature
     nll_after = result.nll
     at_bound = result.at_bound
@@ -159,13 +167,21 @@ def fit_temperature(
 
 @dataclass(frozen=True, slots=True)
 class NllMinimum:
-    """Where :func:`minimise_nll` stopped: 1/T, mean NLL there and at T = 1, passes used."""
+    """Where :func:`minimise_nll` stopped: 1/T, mean NLL there and at T = 1, passes used.
+
+    ``expanded_at`` is the 1/T of the last pass, ``derivatives`` the mean NLL's first six
+    derivatives there, and ``standard_error`` the sampling error of the optimum's 1/T had
+    the rows been drawn at random (row gradients' SD / sqrt(n) / curvature).
+    """
 
     inverse_temperature: float
     nll: float
     nll_at_one: float
     at_bound: Literal["lower", "upper"] | None
     passes: int
+    expanded_at: float = float("nan")
+    derivatives: tuple[float, ...] = ()
+    standard_error: float = float("inf")
 
 
 def minimise_nll(
@@ -188,16 +204,25 @@ def minimise_nll(
         # The NLL's derivatives in 1/T: the mean gradient, then the mean cumulants 2..6.
         derivatives = [sums[index] / n for index in (2, 3, 4, 5, 7, 8)]
         gradient, curvature = derivatives[0], derivatives[1]
+
+        def found(
+            inverse_temperature: float, nll: float, at_bound: Literal["lower", "upper"] | None
+        ) -> NllMinimum:
+            spread = max(sums[9] / n - gradient * gradient, 0.0)
+            error = math.sqrt(spread / n) / curvature if curvature > 0.0 else float("inf")
+            return NllMinimum(
+                inverse_temperature, nll, nll_at_one, at_bound, passes, beta, tuple(derivatives), error
+            )
+
         if curvature <= 1e-300 and abs(gradient) <= 1e-15:
             # Every row is flat (all logits equal): the NLL does not depend on T.
-            return NllMinimum(beta, sums[1] / n, nll_at_one, None, passes)
+            return found(beta, sums[1] / n, None)
         # Trust region: at most double 1/T, or halve it, per pass.
         low_step, high_step = max(-0.5 * beta, beta_low - beta), min(beta, beta_high - beta)
         step, model = _polynomial_minimum(derivatives, low_step, high_step)
         on_edge = step in (low_step, high_step) and step not in (beta_low - beta, beta_high - beta)
         if step == 0.0 and beta in (beta_low, beta_high):
-            at_bound: Literal["lower", "upper"] = "lower" if beta == beta_high else "upper"
-            return NllMinimum(beta, sums[1] / n, nll_at_one, at_bound, passes)
+            return found(beta, sums[1] / n, "lower" if beta == beta_high else "upper")
         if not on_edge and _truncation_error(step, derivatives) <= tolerance * beta:
             new_beta = beta + step
             bound: Literal["lower", "upper"] | None = None
@@ -205,7 +230,7 @@ def minimise_nll(
                 bound = "lower"
             elif new_beta <= beta_low:
                 bound = "upper"
-            return NllMinimum(new_beta, sums[1] / n + model, nll_at_one, bound, passes)
+            return found(new_beta, sums[1] / n + model, bound)
         beta = min(max(beta + step, beta_low), beta_high)
     raise RuntimeError(
         f"temperature search did not converge in {_MAX_PASSES} passes (last 1/T = {beta!r}); "
@@ -296,32 +321,71 @@ def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bou
     if rows == 0:
         return 1.0
     stride = n_samples // rows
-    sample, sample_labels = logits[::stride], np.ascontiguousarray(labels[::stride])
-    coarse_sample = sample[::4]
-    if sample.nbytes <= _WARM_START_COPY_SHARE * logits.nbytes:
-        # Gathered once (the passes then read it from cache); a larger sample (few rows of
-        # many classes) stays a strided view that the kernels copy in bounded chunks.
-        sample = np.ascontiguousarray(sample)
-    if coarse_sample.nbytes <= _WARM_START_COPY_SHARE * logits.nbytes:
-        coarse_sample = np.ascontiguousarray(coarse_sample)  # read by two or three passes
+    sample, sample_labels = logits[::stride], labels[::stride]
     # The subsamples take the compiled kernels when the full data does, on the calling
     # thread (they are below PARALLEL_MIN_ELEMENTS: no parallel region to wait for).
     compiled = logits.size >= COMPILED_MIN_ELEMENTS
-    coarse_labels = np.ascontiguousarray(sample_labels[::4])
-    coarse = minimise_nll(
-        _expansion(coarse_sample, coarse_labels, at_one=False, compiled=compiled, scan=logits),
-        bounds,
-        tolerance=1e-3,
-    )
-    del coarse_sample, coarse_labels  # a gathered quarter is not held through the fine passes
-    piece_rows = None if sample.flags.c_contiguous else int(_WARM_START_COPY_SHARE * logits.nbytes) // sample[0].nbytes
+    # First a quarter of the sample (gathered, so its passes read it from cache), from
+    # T = 2: fine-tuned nets are overconfident, and T in [1, 4] is one trust-region step
+    # away. Then, unless its last pass was already within a standard error of the optimum,
+    # one more pass there: its derivatives and standard error say whether the full pass
+    # can start from it.
+    coarse_expansion = _subsample_expansion(logits, sample[::4], sample_labels[::4], compiled)
+    coarse = minimise_nll(coarse_expansion, bounds, start=_WARM_START_FROM, tolerance=1e-3)
+    if coarse.at_bound is None and abs(coarse.inverse_temperature - coarse.expanded_at) > coarse.standard_error:
+        coarse = minimise_nll(coarse_expansion, bounds, start=coarse.inverse_temperature, tolerance=1e-3)
+    del coarse_expansion
+    point = _expansion_point(coarse)
+    if point is not None:
+        return point
+    # Then the whole sample, from there (one pass, as a rule).
     fine = minimise_nll(
-        _expansion(sample, sample_labels, at_one=False, compiled=compiled, scan=logits, piece_rows=piece_rows),
+        _subsample_expansion(logits, sample, sample_labels, compiled),
         bounds,
         start=coarse.inverse_temperature,
         tolerance=1e-4,
     )
-    return fine.inverse_temperature
+    point = _expansion_point(fine)
+    return cheap_ratio(fine.inverse_temperature) if point is None else point
+
+
+def _subsample_expansion(
+    logits: NDArray[np.floating[Any]], sample: NDArray[np.floating[Any]], labels: NDArray[np.intp], compiled: bool
+) -> Expansion:
+    """The pass over a strided subsample of ``logits``: gathered once when it is small against
+    the input; else (few rows of many classes) a strided view the kernels copy in bounded
+    pieces, so memory beyond the input stays under _WARM_START_COPY_SHARE of its bytes."""
+    labels = np.ascontiguousarray(labels)
+    if sample.nbytes <= _WARM_START_COPY_SHARE * logits.nbytes:
+        return _expansion(np.ascontiguousarray(sample), labels, at_one=False, compiled=compiled, scan=logits)
+    piece_rows = int(_WARM_START_COPY_SHARE * logits.nbytes) // sample[0].nbytes
+    return _expansion(sample, labels, at_one=False, compiled=compiled, scan=logits, piece_rows=piece_rows)
+
+
+def _expansion_point(warm: NllMinimum) -> float | None:
+    """Where the full pass should expand, given a sample's optimum ``warm``: the cheapest ratio
+    (fewest bits, :func:`_kernels.closest_ratios`) from which that pass will end the search, or
+    None when even ``warm``'s own 1/T is not provably close enough.
+
+    The full data's optimum is taken to lie within _WARM_START_REACH standard errors of the
+    sample's; the step from the expansion point to anywhere in that interval must pass the
+    full pass's own truncation test, judged on the sample's derivatives. Data whose NLL is
+    nearly polynomial in 1/T (a wide convergence radius, as on the synthetic sets) pass
+    from the coarse sample, at a ratio of few bits; data with a nearby singularity
+    (overconfident nets with many near-zero losses: the CIFAR files) do not, and get the
+    fine stage. A wrong call costs a second full pass, never exactness: the full pass runs
+    the test again on the full data.
+    """
+    if warm.at_bound is not None or len(warm.derivatives) < 6 or not math.isfinite(warm.standard_error):
+        return None
+    beta = warm.inverse_temperature
+    slack = abs(beta - warm.expanded_at) + _WARM_START_REACH * warm.standard_error
+    derivatives = list(warm.derivatives)
+    for _, ratio in [*closest_ratios(beta), (0, beta)]:
+        reach = abs(ratio - beta) + slack
+        if max(_truncation_error(reach, derivatives), _truncation_error(-reach, derivatives)) <= _TOLERANCE * beta:
+            return ratio
+    return None
 
 
 def _warm_start_rows(n_samples: int) -> int:

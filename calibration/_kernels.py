@@ -37,6 +37,7 @@ __all__ = [
     "chunk_rows",
     "nearby_ratio",
     "cheap_ratio",
+    "closest_ratios",
     "first_nonfinite_row",
     "exact_ratio",
     "N_EXPANSION_SUMS",
@@ -44,8 +45,8 @@ __all__ = [
     "PARALLEL_MIN_ELEMENTS",
 ]
 
-# [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum, k6_sum]
-N_EXPANSION_SUMS = 9
+# [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum, k6_sum, gradient_square_sum]
+N_EXPANSION_SUMS = 10
 _CHUNK_ELEMENTS = 1 << 20  # ~8 MB of float64 per temporary
 # Below this many logits the numpy path is used: the compiled one would cost more in
 # import and thread start-up (~0.5 s once per process) than it saves.
@@ -84,12 +85,14 @@ def nll_expansion_sums(
     """Sums over rows of the NLL at ``beta`` and its first six ``beta``-derivatives.
 
     Returns ``[n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum,
-    k6_sum]`` (``kj`` the j-th cumulant of d, the j-th derivative) where ``nll_at_one_sum``
-    is the NLL sum at ``beta = 1`` (T = 1), or 0 when not asked for.
+    k6_sum, gradient_square_sum]`` (``kj`` the j-th cumulant of d, the j-th derivative) where
+    ``nll_at_one_sum`` is the NLL sum at ``beta = 1`` (T = 1), or 0 when not asked for, and
+    ``gradient_square_sum`` sums each row's squared gradient (its spread gives the standard
+    error of a sample's optimum).
     It costs nothing extra when ``beta`` is 1, little when ``beta`` is a ratio ``p / q`` of
-    integers up to 256 (one multiply-and-select stage per bit of max(p, q): ~12% of a pass
-    at 3 bits, ~22% at 5; see :func:`cheap_ratio`), otherwise a second ``exp`` per logit
-    (~35%).
+    integers up to 256 (one multiply-and-select stage per bit of max(p, q): ~8% of a pass
+    at 2 bits, ~13% at 3, ~19% at 5; see :func:`closest_ratios`), otherwise a second ``exp``
+    per logit (~30%).
     ``compiled`` forces the path (None: by size). Inputs are trusted.
     """
     if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
@@ -178,55 +181,59 @@ def exact_ratio(beta: float) -> tuple[int, int] | None:
     return None
 
 
-def nearby_ratio(beta: float, rtol: float = 5e-3) -> float:
-    """The ratio p / q within ``rtol`` of ``beta`` that is cheapest for the compiled pass.
+def closest_ratios(beta: float) -> list[tuple[int, float]]:
+    """For each bit length of max(p, q) (p, q <= 256), the ratio p / q closest to ``beta``:
+    ``(bits, ratio)`` pairs, fewest bits (cheapest for the compiled pass) first.
 
     At ``beta = p / q`` one ``v = exp(d / q)`` per logit gives both ``exp(beta * d) = v**p``
-    and ``exp(d) = v**q`` (the NLL at T = 1) by one pass over a row buffer per bit of
-    max(p, q); cheapest means the fewest bits, then the closest. Returns ``beta`` itself
-    when no such ratio exists.
+    and ``exp(d) = v**q`` (the NLL at T = 1) by one multiply-and-select stage per bit of
+    max(p, q).
+
+    >>> closest_ratios(0.41)[:3]
+    [(2, 0.3333333333333333), (3, 0.4), (4, 0.4166666666666667)]
+    """
+    q = np.arange(1, _MAX_RATIO_TERM + 1)
+    p = np.rint(beta * q)
+    keep = (p >= 1) & (p <= _MAX_RATIO_TERM)
+    p, q = p[keep].astype(np.int64), q[keep]
+    ratio = p / q
+    bits = np.maximum(p, q).astype(np.uint64)
+    bits = np.floor(np.log2(bits)).astype(np.int64) + 1
+    # Closest within each bit count (ties: the smaller q, as a loop over q would keep).
+    order = np.lexsort((q, np.abs(ratio - beta), bits))
+    first = np.unique(bits[order], return_index=True)[1]
+    return [(int(bits[order][i]), float(ratio[order][i])) for i in first]
+
+
+def nearby_ratio(beta: float, rtol: float = 5e-3) -> float:
+    """The ratio p / q within ``rtol`` of ``beta`` with the fewest bits (then the closest): the
+    cheapest for the compiled pass (see :func:`closest_ratios`). ``beta`` itself when none is.
 
     >>> nearby_ratio(0.39987)
     0.4
     """
-    best: tuple[int, float, float] | None = None
-    for q in range(1, _MAX_RATIO_TERM + 1):
-        p = round(beta * q)
-        if not 1 <= p <= _MAX_RATIO_TERM or abs(p / q - beta) > rtol * beta:
-            continue
-        candidate = (max(p, q).bit_length(), abs(p / q - beta), p / q)
-        if best is None or candidate < best:
-            best = candidate
-    return beta if best is None else best[2]
+    return next((ratio for _, ratio in closest_ratios(beta) if abs(ratio - beta) <= rtol * beta), beta)
 
 
 # How far from the requested beta cheap_ratio may go, by the bit length of max(p, q): the
-# ratio pass costs about one multiply-and-select stage per bit (the NLL at T = 1 costs ~12%
-# of a pass at 3 bits, ~22% at 5), and the degree-6 model of the fit stays exact well beyond
-# these distances (a single pass from 6% away on the synthetic sets measured).
+# ratio pass costs about one multiply-and-select stage per bit (the NLL at T = 1 costs ~8%
+# of a pass at 2 bits, ~13% at 3, ~19% at 5), and the degree-6 model of the fit stays exact
+# at these distances (the fit widens them when the data allow: _fit._expansion_point).
 _CHEAP_RATIO_RTOL = {1: 0.03, 2: 0.03, 3: 0.03, 4: 0.02, 5: 0.01}
 
 
 def cheap_ratio(beta: float) -> float:
-    """A ratio p / q near ``beta`` trading distance for cost: :func:`nearby_ratio` with a
+    """A ratio p / q near ``beta`` trading distance for cost: the fewest bits within a
     budget that grows as the bits of max(p, q) shrink (3% up to 3 bits, 2% at 4, 1% at 5,
     0.5% beyond). Returns ``beta`` itself when nothing fits.
 
     >>> cheap_ratio(0.40904), nearby_ratio(0.40904)
     (0.4, 0.4090909090909091)
     """
-    best: tuple[int, float, float] | None = None
-    for q in range(1, _MAX_RATIO_TERM + 1):
-        p = round(beta * q)
-        if not 1 <= p <= _MAX_RATIO_TERM:
-            continue
-        bits = max(p, q).bit_length()
-        if abs(p / q - beta) > _CHEAP_RATIO_RTOL.get(bits, 5e-3) * beta:
-            continue
-        candidate = (bits, abs(p / q - beta), p / q)
-        if best is None or candidate < best:
-            best = candidate
-    return beta if best is None else best[2]
+    return next(
+        (ratio for bits, ratio in closest_ratios(beta) if abs(ratio - beta) <= _CHEAP_RATIO_RTOL.get(bits, 5e-3) * beta),
+        beta,
+    )
 
 
 def _block_rows(logits: NDArray[np.floating[Any]]) -> int:
@@ -312,6 +319,7 @@ def _reference_nll_expansion_sums(
         sums[5] += float(k4.sum())
         sums[7] += float(k5.sum())
         sums[8] += float(k6.sum())
+        sums[9] += float(np.sum((mean - d_label) ** 2))
         if not with_nll_at_one:
             continue
         if beta == 1.0:

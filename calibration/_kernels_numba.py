@@ -8,14 +8,18 @@ thread start-up. Compiled once per input dtype (float32, float64) and cached on 
 Why it is fast and still exact (the numpy functions in :mod:`calibration._kernels` are
 the reference the tests hold these to, at 1e-12 relative):
 
-- Each row is read once. It is shifted by its maximum in float64 into a small buffer
-  that stays in L1, and every later loop runs over that buffer: ``d = z - max z <= 0``,
-  so ``exp(beta * d)`` never overflows, whatever the logits (±1e4 and beyond).
-- ``exp`` is :func:`_exp_nonpositive`: a reduction by ln 2 and a degree-13 Taylor
-  polynomial evaluated with explicit fused multiply-adds, written without branches so
-  that LLVM vectorises it (numba's ``math.exp`` is a scalar libm call here: no SVML).
-  It is within about one ulp of ``np.exp`` (tested) and returns 0 below ``exp(-708)``, a
-  term 1e-308 times the row's largest one (which is exactly 1).
+- Each row is read twice (the second time from L1): once for its maximum, once
+  by a loop that forms ``d = z - max z <= 0`` in float64 and ``e = exp(beta * d)`` and
+  stores both in small row buffers; the sums then run over those buffers. ``d <= 0``, so
+  ``exp(beta * d)`` never overflows, whatever the logits (±1e4 and beyond).
+- ``exp`` is :func:`_exp`: a reduction by ln 2 and a degree-13 Taylor polynomial
+  evaluated with explicit fused multiply-adds, and the power of two built in a register
+  from its bits (an LLVM bitcast): straight-line code, so the loop calling it vectorises
+  (numba's ``math.exp`` is a scalar libm call here: no SVML). It is within about one ulp
+  of ``np.exp`` (tested) and returns 0 below ``exp(-708)``, a term 1e-308 times the
+  row's largest one (which is exactly 1). Loops that store are kept apart from loops
+  that add up: with ``fastmath=False`` a loop carrying a sum does not vectorise its
+  ``exp`` (one fused loop measured ~1.7x slower).
 - The expansion kernels use numba's ``error_model="numpy"``: a non-finite logit makes its
   row's sums NaN (IEEE arithmetic, no exception), which is how ``fit_temperature`` detects
   one without a separate scan.
@@ -24,8 +28,9 @@ the reference the tests hold these to, at 1e-12 relative):
   partial sums are added in block order, so results do not depend on the thread count.
 - The NLL at T = 1 (``nll_before``) comes cheap when 1/T is a ratio p/q of small
   integers: one ``v = exp(d / q)`` gives ``exp(beta * d) = v**p`` and ``exp(d) = v**q`` by
-  a few multiplications in one vectorised pass (the fit expands at such a ratio, a few
-  percent at most from its warm start, with few bits: ``_kernels.cheap_ratio``).
+  a few multiplications in the same vectorised loop, and Σ exp(d) is added inside the
+  centred-moment loop, whose arithmetic hides it (~8% of a pass at 2 bits, ~12% at 3;
+  the fit expands at such a ratio: ``_fit._expansion_point``).
 - Two drivers share one block body: ``expansion_sums`` runs the blocks in parallel,
   ``expansion_sums_serial`` on the calling thread (small inputs: no parallel region to
   wait for); same blocks, same order, the same sums bit for bit.
@@ -70,50 +75,55 @@ def _fma_intrinsic(typingctx: Any, a: Any, b: Any, c: Any) -> Any:  # pragma: no
 _fma: Any = intrinsic(_fma_intrinsic)
 
 
-@njit(fastmath=False, cache=True, inline="always")
-def _exp_nonpositive(x, c, out, scale, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """out[:k] = exp(c * x[:k]) for c * x <= 0, 0 below -708 (``out`` may be ``x``; ``scale``: scratch).
+def _bits_as_double_intrinsic(typingctx: Any, bits: Any) -> Any:  # pragma: no cover - compiled
+    """The float64 whose IEEE bits are the int64 ``bits`` (a register bitcast, no memory)."""
+    signature = types.float64(types.int64)
 
-    The product ``c * x[j]`` is rounded once, as a separate ``t = c * x`` pass would round it.
-    """
-    scale_bits = scale.view(np.int64)
-    for j in range(k):
-        x_j = c * x[j]
-        v = x_j if x_j > _EXP_FLOOR else _EXP_FLOOR
-        n = (v * _LOG2E + _ROUND) - _ROUND
-        r = _fma(n, -_LN2_LO, _fma(n, -_LN2_HI, v))
-        p = 1.0 / 6227020800.0
-        p = _fma(p, r, 1.0 / 479001600.0)
-        p = _fma(p, r, 1.0 / 39916800.0)
-        p = _fma(p, r, 1.0 / 3628800.0)
-        p = _fma(p, r, 1.0 / 362880.0)
-        p = _fma(p, r, 1.0 / 40320.0)
-        p = _fma(p, r, 1.0 / 5040.0)
-        p = _fma(p, r, 1.0 / 720.0)
-        p = _fma(p, r, 1.0 / 120.0)
-        p = _fma(p, r, 1.0 / 24.0)
-        p = _fma(p, r, 1.0 / 6.0)
-        p = _fma(p, r, 0.5)
-        p = _fma(p, r, 1.0)
-        out[j] = _fma(p, r, 1.0)
-        # 2**n from its bits (n is an integer in [-1022, 0]: a normal double); a zero
-        # scale below the floor. Decided here, so that ``out`` may be ``x`` itself.
-        scale_bits[j] = (np.int64(n) + 1023) << 52 if x_j > _EXP_FLOOR else 0
-    for j in range(k):
-        out[j] = out[j] * scale[j]
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return signature, codegen
+
+
+_bits_as_double: Any = intrinsic(_bits_as_double_intrinsic)
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _exp(x):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """exp(x) for x <= 0, 0 below -708: straight-line code, so a loop calling it vectorises."""
+    v = x if x > _EXP_FLOOR else _EXP_FLOOR
+    n = (v * _LOG2E + _ROUND) - _ROUND
+    r = _fma(n, -_LN2_LO, _fma(n, -_LN2_HI, v))
+    p = 1.0 / 6227020800.0
+    p = _fma(p, r, 1.0 / 479001600.0)
+    p = _fma(p, r, 1.0 / 39916800.0)
+    p = _fma(p, r, 1.0 / 3628800.0)
+    p = _fma(p, r, 1.0 / 362880.0)
+    p = _fma(p, r, 1.0 / 40320.0)
+    p = _fma(p, r, 1.0 / 5040.0)
+    p = _fma(p, r, 1.0 / 720.0)
+    p = _fma(p, r, 1.0 / 120.0)
+    p = _fma(p, r, 1.0 / 24.0)
+    p = _fma(p, r, 1.0 / 6.0)
+    p = _fma(p, r, 0.5)
+    p = _fma(p, r, 1.0)
+    # 2**n from its bits (n is an integer in [-1022, 0]: a normal double); 0 below the floor.
+    scale = _bits_as_double((np.int64(n) + 1023) << 52) if x > _EXP_FLOOR else 0.0
+    return _fma(p, r, 1.0) * scale
 
 
 @njit(fastmath=False, cache=True)
 def exp_nonpositive(x):  # type: ignore[no-untyped-def]  # pragma: no cover
     """exp(x) of a 1-D float64 array of values <= 0, as the kernels compute it (for tests)."""
     out = np.empty_like(x)
-    _exp_nonpositive(x, 1.0, out, np.empty_like(x), x.shape[0])
+    for j in range(x.shape[0]):
+        out[j] = _exp(x[j])
     return out
 
 
 @njit(fastmath=False, cache=True, inline="always")
-def _shift_row(row, d, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """d[:k] = row - max(row) in float64 (a row maximum in four lanes: vectorised)."""
+def _row_max(row, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """max(row) in float64, in four lanes (vectorised)."""
     m0 = m1 = m2 = m3 = row[0]
     k4 = k - k % 4
     for j in range(0, k4, 4):
@@ -123,9 +133,7 @@ def _shift_row(row, d, k):  # type: ignore[no-untyped-def]  # pragma: no cover
         m3 = max(m3, row[j + 3])
     for j in range(k4, k):
         m0 = max(m0, row[j])
-    top = np.float64(max(max(m0, m1), max(m2, m3)))
-    for j in range(k):
-        d[j] = np.float64(row[j]) - top
+    return np.float64(max(max(m0, m1), max(m2, m3)))
 
 
 @njit(fastmath=False, cache=True, inline="always")
@@ -135,6 +143,15 @@ def _first_top(d, k):  # type: ignore[no-untyped-def]  # pragma: no cover
         if d[j] == 0.0:
             return j
     return 0
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _row_exp(row, top, beta, d, e, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """d = row - top in float64 and e = exp(beta * d), stored: one loop, vectorised."""
+    for j in range(k):
+        d_j = np.float64(row[j]) - top
+        d[j] = d_j
+        e[j] = _exp(beta * d_j)
 
 
 @njit(fastmath=False, cache=True, inline="always")
@@ -159,54 +176,72 @@ def _sums_e_ed(e, d, k):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(fastmath=False, cache=True, inline="always")
-def _sums_e_ed_e1(e, d, e1, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """(Σ e, Σ e·d, Σ e1) in four interleaved partial sums each: one loop for the three."""
-    a0 = a1 = a2 = a3 = 0.0
-    b0 = b1 = b2 = b3 = 0.0
-    c0 = c1 = c2 = c3 = 0.0
-    k4 = k - k % 4
-    for j in range(0, k4, 4):
-        a0 += e[j]
-        a1 += e[j + 1]
-        a2 += e[j + 2]
-        a3 += e[j + 3]
-        b0 += e[j] * d[j]
-        b1 += e[j + 1] * d[j + 1]
-        b2 += e[j + 2] * d[j + 2]
-        b3 += e[j + 3] * d[j + 3]
-        c0 += e1[j]
-        c1 += e1[j + 1]
-        c2 += e1[j + 2]
-        c3 += e1[j + 3]
-    for j in range(k4, k):
-        a0 += e[j]
-        b0 += e[j] * d[j]
-        c0 += e1[j]
-    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3), (c0 + c1) + (c2 + c3)
+def _powers(w, p, q, bits):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """(w**p, w**q) by square-and-multiply from the lowest bit (p, q < 2**bits).
 
-
-@njit(fastmath=False, cache=True, inline="always")
-def _sum(x, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Σ x[:k] in four interleaved partial sums."""
-    a0 = a1 = a2 = a3 = 0.0
-    k4 = k - k % 4
-    for j in range(0, k4, 4):
-        a0 += x[j]
-        a1 += x[j + 1]
-        a2 += x[j + 2]
-        a3 += x[j + 3]
-    for j in range(k4, k):
-        a0 += x[j]
-    return (a0 + a1) + (a2 + a3)
-
-
-@njit(fastmath=False, cache=True, inline="always")
-def _centred_sums(e, d, mean, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """(Σ e u², Σ e u³, ..., Σ e u⁶) with u = d - mean: centred, so no cancellation.
-
-    Two interleaved partial sums each (five sums in flight already fill the pipeline).
+    Inlined where ``bits`` is a literal: the bit loop unrolls and each multiply is a
+    select on a loop-invariant flag, so the loop around it vectorises; no squaring goes
+    beyond the top bit (it could only make subnormals).
     """
-    a0 = a1 = b0 = b1 = c0 = c1 = f0 = f1 = g0 = g1 = 0.0
+    a = w if p & 1 else 1.0
+    b = w if q & 1 else 1.0
+    for s in range(1, bits):
+        w = w * w
+        a = a * w if (p >> s) & 1 else a
+        b = b * w if (q >> s) & 1 else b
+    return a, b
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _row_ratio_exp(row, top, inverse_q, p, q, bits, d, e, e1, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """At beta = p / q, one vectorised loop: d = row - top, v = exp(d / q), e = v**p = exp(beta * d)
+    and e1 = v**q = exp(d), all stored."""
+    for j in range(k):
+        d_j = np.float64(row[j]) - top
+        d[j] = d_j
+        e[j], e1[j] = _powers(_exp(inverse_q * d_j), p, q, bits)
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _ratio_exp(row, top, inverse_q, p, q, d, e, e1, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_row_ratio_exp` specialised on the bit count of max(p, q) (1 to 9: p, q <= 256).
+
+    The branches are the point: each passes its bit count as a literal, so each inlined
+    copy has a fixed number of square-and-multiply steps, unrolled, and vectorises.
+    """
+    bits = 1
+    while (max(p, q) >> bits) > 0:
+        bits += 1
+    if bits == 1:
+        _row_ratio_exp(row, top, inverse_q, p, q, 1, d, e, e1, k)
+    elif bits == 2:
+        _row_ratio_exp(row, top, inverse_q, p, q, 2, d, e, e1, k)
+    elif bits == 3:
+        _row_ratio_exp(row, top, inverse_q, p, q, 3, d, e, e1, k)
+    elif bits == 4:
+        _row_ratio_exp(row, top, inverse_q, p, q, 4, d, e, e1, k)
+    elif bits == 5:
+        _row_ratio_exp(row, top, inverse_q, p, q, 5, d, e, e1, k)
+    elif bits == 6:
+        _row_ratio_exp(row, top, inverse_q, p, q, 6, d, e, e1, k)
+    elif bits == 7:
+        _row_ratio_exp(row, top, inverse_q, p, q, 7, d, e, e1, k)
+    elif bits == 8:
+        _row_ratio_exp(row, top, inverse_q, p, q, 8, d, e, e1, k)
+    else:
+        _row_ratio_exp(row, top, inverse_q, p, q, 9, d, e, e1, k)
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _centred_sums(e, d, mean, e1, with_one, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """(Σ e u², Σ e u³, ..., Σ e u⁶, Σ e1) with u = d - mean: centred, so no cancellation.
+
+    Σ e1 only when ``with_one`` (a literal at each call site: the other copy has no load
+    of e1), else 0: here it is nearly free, the loop being bound by the moments'
+    arithmetic (a separate loop or a third sum beside Σ e, Σ e·d measured ~3% of a pass
+    slower). Two interleaved partial sums each (five sums in flight fill the pipeline).
+    """
+    a0 = a1 = b0 = b1 = c0 = c1 = f0 = f1 = g0 = g1 = h0 = h1 = 0.0
     k2 = k - k % 2
     for j in range(0, k2, 2):
         u0 = d[j] - mean
@@ -229,6 +264,9 @@ def _centred_sums(e, d, mean, k):  # type: ignore[no-untyped-def]  # pragma: no 
         f1 += w1
         g0 += w0 * u0
         g1 += w1 * u1
+        if with_one:
+            h0 += e1[j]
+            h1 += e1[j + 1]
     for j in range(k2, k):
         u = d[j] - mean
         w = e[j] * u * u
@@ -240,131 +278,14 @@ def _centred_sums(e, d, mean, k):  # type: ignore[no-untyped-def]  # pragma: no 
         w *= u
         f0 += w
         g0 += w * u
-    return a0 + a1, b0 + b1, c0 + c1, f0 + f1, g0 + g1
-
-
-@njit(fastmath=False, cache=True, inline="always")
-def _square_step(w, a, b, p_bit, q_bit):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """One step of square-and-multiply for two exponents at once (w -> w**2)."""
-    w = w * w
-    return w, (a * w if p_bit else a), (b * w if q_bit else b)
-
-
-@njit(fastmath=False, cache=True, inline="always")
-def _powers(v, e, e1, p, q, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """e = v**p and e1 = v**q (1 <= p, q <= 256: up to 9 bits) by square-and-multiply from the lowest bit.
-
-    One pass over the row with everything in registers: the loop is specialised on the
-    number of bits (no squaring beyond the top bit, which could only make subnormals), and
-    a bit's multiply is a select on a loop-invariant flag, so the loop vectorises.
-    """
-    bits = 1
-    while (max(p, q) >> bits) > 0:
-        bits += 1
-    if bits == 1:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            e[j] = a
-            e1[j] = b
-    elif bits == 2:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 3:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 4:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 5:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 4) & 1, (q >> 4) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 6:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 4) & 1, (q >> 4) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 5) & 1, (q >> 5) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 7:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 4) & 1, (q >> 4) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 5) & 1, (q >> 5) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 6) & 1, (q >> 6) & 1)
-            e[j] = a
-            e1[j] = b
-    elif bits == 8:
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 4) & 1, (q >> 4) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 5) & 1, (q >> 5) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 6) & 1, (q >> 6) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 7) & 1, (q >> 7) & 1)
-            e[j] = a
-            e1[j] = b
-    else:  # 9 bits: p or q is 256
-        for j in range(k):
-            w = v[j]
-            a = w if p & 1 else 1.0
-            b = w if q & 1 else 1.0
-            w, a, b = _square_step(w, a, b, (p >> 1) & 1, (q >> 1) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 2) & 1, (q >> 2) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 3) & 1, (q >> 3) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 4) & 1, (q >> 4) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 5) & 1, (q >> 5) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 6) & 1, (q >> 6) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 7) & 1, (q >> 7) & 1)
-            w, a, b = _square_step(w, a, b, (p >> 8) & 1, (q >> 8) & 1)
-            e[j] = a
-            e1[j] = b
+        if with_one:
+            h0 += e1[j]
+    return a0 + a1, b0 + b1, c0 + c1, f0 + f1, g0 + g1, h0 + h1
 
 
 @njit(fastmath=False, cache=True, error_model="numpy")
 def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """out[:9] = the expansion sums of rows [start, stop) (one block; see ``expansion_sums``).
+    """out[:10] = the expansion sums of rows [start, stop) (one block; see ``expansion_sums``).
 
     Not inlined: both drivers call it once per block, so it is compiled once (inlining its
     body into the parallel driver made the first compilation ~9 times slower).
@@ -372,12 +293,11 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
     k = logits.shape[1]
     inverse_q = 1.0 / q
     d = np.empty(k)
-    t = np.empty(k)
     e = np.empty(k)
     e1 = np.empty(k)
-    scale = np.empty(k)
     nll = 0.0
     gradient = 0.0
+    gradient_square = 0.0
     k2_sum = 0.0
     k3_sum = 0.0
     k4_sum = 0.0
@@ -391,34 +311,38 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
     product_one = 1.0
     in_product = 0
     for i in range(start, stop):
-        _shift_row(logits[i], d, k)
-        s_one = 1.0
+        row = logits[i]
+        top = _row_max(row, k)
         if mode == NLL_AT_ONE_RATIO:
-            _exp_nonpositive(d, inverse_q, t, scale, k)
-            _powers(t, e, e1, p, q, k)
-            s0, s1, s_one = _sums_e_ed_e1(e, d, e1, k)
+            _ratio_exp(row, top, inverse_q, p, q, d, e, e1, k)
         else:
-            _exp_nonpositive(d, beta, e, scale, k)
-            s0, s1 = _sums_e_ed(e, d, k)
+            _row_exp(row, top, beta, d, e, k)
+            if mode == NLL_AT_ONE_EXP:
+                for j in range(k):
+                    e1[j] = _exp(d[j])
+        s0, s1 = _sums_e_ed(e, d, k)
         mean = s1 / s0
-        m2, m3, m4, m5, m6 = _centred_sums(e, d, mean, k)
+        if mode == NLL_AT_ONE_RATIO or mode == NLL_AT_ONE_EXP:
+            m2, m3, m4, m5, m6, s_one = _centred_sums(e, d, mean, e1, True, k)
+        else:
+            m2, m3, m4, m5, m6, s_one = _centred_sums(e, d, mean, e1, False, k)
         mu2 = m2 / s0
         mu3 = m3 / s0
         mu4 = m4 / s0
         d_label = d[labels[i]]
         nll -= beta * d_label
         gradient += mean - d_label
+        gradient_square += (mean - d_label) * (mean - d_label)
         # Cumulants from central moments.
         k2_sum += mu2
         k3_sum += mu3
         k4_sum += mu4 - 3.0 * mu2 * mu2
         k5_sum += m5 / s0 - 10.0 * mu3 * mu2
         k6_sum += m6 / s0 - 15.0 * mu4 * mu2 - 10.0 * mu3 * mu3 + 30.0 * mu2 * mu2 * mu2
-        if mode == NLL_AT_ONE_EXP:
-            _exp_nonpositive(d, 1.0, e1, scale, k)
-            s_one = _sum(e1, k)
         if mode == NLL_AT_ONE_RATIO or mode == NLL_AT_ONE_EXP:
             nll_one -= d_label
+        else:
+            s_one = 1.0
         product *= s0
         product_one *= s_one
         in_product += 1
@@ -443,6 +367,7 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
     out[6] = nll_one
     out[7] = k5_sum
     out[8] = k6_sum
+    out[9] = gradient_square
 
 
 @njit(fastmath=False, cache=True, inline="always")
@@ -457,7 +382,7 @@ def _add_blocks(partial):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 @njit(parallel=True, fastmath=False, cache=True, error_model="numpy")
 def expansion_sums(logits, labels, beta, mode, p, q, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """[n, nll, gradient, k2, k3, k4, nll_at_one, k5, k6] sums; see ``_kernels.nll_expansion_sums``.
+    """[n, nll, gradient, k2, k3, k4, nll_at_one, k5, k6, gradient²] sums; see ``_kernels.nll_expansion_sums``.
 
     ``mode`` says how nll_at_one is obtained: 0 not at all, 1 it is the NLL (beta == 1),
     2 from ``v = exp(d / q)`` with ``beta == p / q``, 3 by a second exp. Blocks of
@@ -465,7 +390,7 @@ def expansion_sums(logits, labels, beta, mode, p, q, block_rows):  # type: ignor
     """
     n = logits.shape[0]
     n_blocks = (n + block_rows - 1) // block_rows
-    partial = np.zeros((n_blocks, 9))
+    partial = np.zeros((n_blocks, 10))
     for b in prange(n_blocks):
         start = b * block_rows
         _expansion_block(logits, labels, start, min(n, start + block_rows), beta, mode, p, q, partial[b])
@@ -481,7 +406,7 @@ def expansion_sums_serial(logits, labels, beta, mode, p, q, block_rows):  # type
     """
     n = logits.shape[0]
     n_blocks = (n + block_rows - 1) // block_rows
-    partial = np.zeros((n_blocks, 9))
+    partial = np.zeros((n_blocks, 10))
     for b in range(n_blocks):
         start = b * block_rows
         _expansion_block(logits, labels, start, min(n, start + block_rows), beta, mode, p, q, partial[b])
@@ -504,14 +429,13 @@ def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: i
         stop = min(n, start + block_rows)
         d = np.empty(k)
         e = np.empty(k)
-        scale = np.empty(k)
         nll = 0.0
         brier = 0.0
         for i in range(start, stop):
-            _shift_row(logits[i], d, k)
-            top = _first_top(d, k)
-            _exp_nonpositive(d, beta, e, scale, k)
+            row = logits[i]
+            _row_exp(row, _row_max(row, k), beta, d, e, k)
             s0, squares = _sums_e_ed(e, e, k)
+            top = _first_top(d, k)
             label = labels[i]
             # The top class has d = 0, so its probability is exactly 1 / s0.
             confidence = 1.0 / s0

@@ -89,9 +89,9 @@ def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str
     elif array.dtype.kind not in "biu":
         raise TypeError(f"{name} must be integers in [0, {n_classes}); got dtype {array.dtype}")
     ints = array.astype(np.intp, copy=False)
-    inside = (ints >= 0) & (ints < n_classes)
-    if not inside.all():
-        row = int(np.argmin(inside))
+    # Two reductions, no temporaries: the row is looked for only when one is out of range.
+    if ints.size and (int(ints.min()) < 0 or int(ints.max()) >= n_classes):
+        row = int(np.argmin((ints >= 0) & (ints < n_classes)))
         raise ValueError(f"{name} row {row} is {ints[row]}; labels must be integers in [0, {n_classes})")
     return ints
 

@@ -246,3 +246,65 @@ def test_one_full_pass_on_the_real_cifar100_files(monkeypatch: pytest.MonkeyPatc
     temperature, passes = _full_passes(monkeypatch, data["logits"], data["labels"])
     assert passes == 1
     assert temperature == pytest.approx(_reference_temperature(data["logits"], data["labels"]), rel=1e-7)
+
+
+def _subsample_reads(monkeypatch: pytest.MonkeyPatch, logits: np.ndarray, labels: np.ndarray) -> list[int]:
+    """Fit, recording the rows of every pass (full passes read all of them)."""
+    import calibration._fit as fit_module
+
+    rows: list[int] = []
+    original = fit_module.nll_expansion_sums
+
+    def recording(part: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        rows.append(part.shape[0])
+        return original(part, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fit_module, "nll_expansion_sums", recording)
+    fit_temperature(logits, labels)
+    monkeypatch.undo()
+    return rows
+
+
+def test_the_fine_warm_start_stage_runs_only_when_the_coarse_one_is_not_provably_close(
+    monkeypatch: pytest.MonkeyPatch, real_logits_dir: object
+) -> None:
+    """Synthetic T = 2.5 data (a wide convergence radius): a quarter of the 2% sample (1,000
+    rows) read twice, then the full pass. The CIFAR-100 DenseNet file (a narrow radius): the
+    whole 1,000-row sample is read too, once; the full data once in both."""
+    rng = np.random.default_rng(21)
+    z = rng.standard_normal((200_000, 100))
+    logits = (2.5 * z).astype(np.float32)
+    rows = _subsample_reads(monkeypatch, logits, sample_labels(rng, z))
+    assert rows == [1_000, 1_000, 200_000]
+
+    data = np.load(f"{real_logits_dir}/cifar100_densenet-bc-100_netcal.npz")
+    rows = _subsample_reads(monkeypatch, data["logits"], data["labels"])
+    # The coarse quarter twice, the sample once (in bounded pieces: it is 10% of the input's
+    # bytes), the full data once.
+    assert rows[:2] == [250, 250] and sum(rows[2:-1]) == 1_000 and rows[-1] == 10_000
+
+
+def test_the_standard_error_is_the_spread_of_optima_over_disjoint_samples() -> None:
+    """minimise_nll's standard error of 1/T (row gradients' SD / sqrt(n) / curvature) against
+    the SD of the optima of 40 disjoint strided samples of 5,000 rows: the same to sampling
+    error (the SD of an SD from 40 draws is ~11%)."""
+    from calibration._fit import _expansion, minimise_nll
+
+    rng = np.random.default_rng(22)
+    z = rng.standard_normal((200_000, 30))
+    logits, labels = 2.5 * z, sample_labels(rng, z)
+    optima, errors = [], []
+    for offset in range(40):
+        part = minimise_nll(_expansion(logits[offset::40], labels[offset::40], at_one=False), (0.05, 20.0))
+        optima.append(part.inverse_temperature)
+        errors.append(part.standard_error)
+    assert 0.7 < np.std(optima, ddof=1) / np.mean(errors) < 1.4
+
+    # And it is the formula, from the sums at the last expansion point.
+    part = minimise_nll(_expansion(logits[:5_000], labels[:5_000], at_one=False), (0.05, 20.0))
+    d = logits[:5_000] - logits[:5_000].max(axis=1, keepdims=True)
+    p = np.exp(part.expanded_at * d)
+    p /= p.sum(axis=1, keepdims=True)
+    gradients = (p * d).sum(axis=1) - d[np.arange(5_000), labels[:5_000]]
+    curvature = ((p * d * d).sum(axis=1) - (p * d).sum(axis=1) ** 2).mean()
+    assert part.standard_error == pytest.approx(np.std(gradients) / np.sqrt(5_000) / curvature, rel=1e-9)

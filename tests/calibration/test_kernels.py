@@ -278,3 +278,22 @@ def test_cheap_ratio_trades_distance_for_fewer_bits_within_its_budget() -> None:
         # Never more bits than the closest ratio nearby_ratio would take.
         assert bits <= max(exact_ratio(nearby_ratio(float(beta))) or (0,)).bit_length()
     assert cheap_ratio(0.40904) == 0.4 and cheap_ratio(1.01) == 1.0
+
+
+def test_closest_ratios_are_the_closest_per_bit_count() -> None:
+    from calibration._kernels import closest_ratios
+
+    for beta in [*np.geomspace(1 / 20.0, 20.0, 300), 0.4, 1.0, 1 / 3, 0.05, 20.0, 255 / 256]:
+        ratios = closest_ratios(float(beta))
+        assert [bits for bits, _ in ratios] == sorted({bits for bits, _ in ratios})
+        for bits, ratio in ratios:
+            pair = exact_ratio(ratio)
+            assert pair is not None and max(pair).bit_length() <= bits
+            # Brute force over every p/q with that many bits: none is closer.
+            closest = min(
+                abs(p / q - beta)
+                for q in range(1, 257)
+                for p in (int(np.floor(beta * q)), int(np.ceil(beta * q)))
+                if 1 <= p <= 256 and max(p, q).bit_length() == bits
+            )
+            assert abs(ratio - beta) <= closest + 1e-15

@@ -50,14 +50,14 @@ class TemperatureFit:
 # from 3% (5%) away is within 1e-8 (1.2e-7) of the optimum, against 3e-6 (3e-5) for a
 # quartic: so the warm start may be ~5% off and one full pass still ends the search.
 _TOLERANCE = 1e-7
-# The warm start: strided subsamples find it first, a quarter of the sample from T = 1,
+# The warm start: strided subsamples find it first, a quarter of the sample from T = 2,
 # then, unless that is provably close enough (_expansion_point), the whole sample. Its
-# rows, not its logits, set how close its optimum lands: the
-# relative SD of a sample's 1/T is ~1 / sqrt(rows) whatever K (measured on the synthetic
-# sets and the six real CIFAR files: 1,000 rows 1.8-4.1%, 2,000 rows 1.6-3.4%, 4,000 rows
-# 1.2-1.5%), and its cost is its share of the rows. The sample takes 2% of the rows, 1,000
-# to 4,000 of them, at most a fifth of the data (smaller sets start from T = 1): from
-# 5,000 rows up, one full pass is the rule (2 at most; 3 from T = 1 on the CIFAR files).
+# rows, not its logits, set how close its optimum lands: the relative SD of a sample's
+# 1/T is ~1 / sqrt(rows) whatever K (measured on the synthetic sets and the six real CIFAR
+# files: 1,000 rows 1.8-4.1%, 2,000 rows 1.6-3.4%, 4,000 rows 1.2-1.5%), and its cost is
+# its share of the rows. The sample takes 2% of the rows, 1,000 to 4,000 of them, at most
+# a fifth of the data (smaller sets start from T = 1): from 5,000 rows up, one full pass
+# is the rule (2 at most; 3 from T = 1 on the CIFAR files).
 _WARM_START_SHARE = 0.02
 _WARM_START_ROWS = (1_000, 4_000)
 _WARM_START_MAX_ROW_SHARE = 0.2
@@ -67,9 +67,10 @@ _WARM_START_MAX_ROW_SHARE = 0.2
 _WARM_START_COPY_SHARE = 0.03
 # The coarse sample's optimum ends the warm start when the full pass from it would still
 # end the search with the full data's optimum this many standard errors away (3: 0.3% of
-# random samples fall further; see _expansion_point). Measured: the synthetic K = 100 and
-# K = 1,000 sets pass from the coarse quarter (1,000 and 250 rows); the six CIFAR files
-# and a synthetic K = 10 set go on to the fine stage.
+# random samples fall further; see _expansion_point). Measured: synthetic sets of
+# 200,000x100, 20,000x1,000 and 200,000x10 and the CIFAR-100 LeNet file pass from the
+# coarse quarter; a 50,000x100 synthetic set (a 250-row quarter) and the other five CIFAR
+# files go on to the fine stage.
 _WARM_START_REACH = 3.0
 _WARM_START_FROM = 0.5  # 1/T where the coarse stage starts
 _MAX_PASSES = 100
@@ -311,7 +312,8 @@ def _expansion(
 
 
 def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bounds: tuple[float, float]) -> float:
-    """1/T minimising the NLL of a strided subsample (1.0 for small data: no warm start).
+    """The 1/T where the full pass should expand: near the optimum of a strided subsample, at
+    a ratio of few bits (see :func:`_expansion_point`); 1.0 for small data (no warm start).
 
     Strided, not random: deterministic, and reproducible by a partitioned dataset (each
     partition takes the rows whose global index the stride divides).
@@ -372,8 +374,8 @@ def _expansion_point(warm: NllMinimum) -> float | None:
     full pass's own truncation test, judged on the sample's derivatives. Data whose NLL is
     nearly polynomial in 1/T (a wide convergence radius, as on the synthetic sets) pass
     from the coarse sample, at a ratio of few bits; data with a nearby singularity
-    (overconfident nets with many near-zero losses: the CIFAR files) do not, and get the
-    fine stage. A wrong call costs a second full pass, never exactness: the full pass runs
+    (overconfident nets with many near-zero losses: five of the six CIFAR files) do not,
+    and get the fine stage. A wrong call costs a second full pass, never exactness: the full pass runs
     the test again on the full data.
     """
     if warm.at_bound is not None or len(warm.derivatives) < 6 or not math.isfinite(warm.standard_error):

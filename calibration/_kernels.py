@@ -36,7 +36,6 @@ __all__ = [
     "calibration_sums",
     "chunk_rows",
     "nearby_ratio",
-    "cheap_ratio",
     "closest_ratios",
     "first_nonfinite_row",
     "exact_ratio",
@@ -213,27 +212,6 @@ def nearby_ratio(beta: float, rtol: float = 5e-3) -> float:
     0.4
     """
     return next((ratio for _, ratio in closest_ratios(beta) if abs(ratio - beta) <= rtol * beta), beta)
-
-
-# How far from the requested beta cheap_ratio may go, by the bit length of max(p, q): the
-# ratio pass costs about one multiply-and-select stage per bit (the NLL at T = 1 costs ~8%
-# of a pass at 2 bits, ~13% at 3, ~19% at 5), and the degree-6 model of the fit stays exact
-# at these distances (the fit widens them when the data allow: _fit._expansion_point).
-_CHEAP_RATIO_RTOL = {1: 0.03, 2: 0.03, 3: 0.03, 4: 0.02, 5: 0.01}
-
-
-def cheap_ratio(beta: float) -> float:
-    """A ratio p / q near ``beta`` trading distance for cost: the fewest bits within a
-    budget that grows as the bits of max(p, q) shrink (3% up to 3 bits, 2% at 4, 1% at 5,
-    0.5% beyond). Returns ``beta`` itself when nothing fits.
-
-    >>> cheap_ratio(0.40904), nearby_ratio(0.40904)
-    (0.4, 0.4090909090909091)
-    """
-    return next(
-        (ratio for bits, ratio in closest_ratios(beta) if abs(ratio - beta) <= _CHEAP_RATIO_RTOL.get(bits, 5e-3) * beta),
-        beta,
-    )
 
 
 def _block_rows(logits: NDArray[np.floating[Any]]) -> int:

@@ -17,7 +17,6 @@ from calibration import _kernels, fit_temperature
 from calibration._kernels import (
     COMPILED_MIN_ELEMENTS,
     calibration_sums,
-    cheap_ratio,
     exact_ratio,
     first_nonfinite_row,
     nearby_ratio,
@@ -265,19 +264,6 @@ def test_any_non_finite_logit_makes_the_expansion_sums_non_finite() -> None:
         for compiled in (True, False):
             with np.errstate(invalid="ignore"):
                 assert not np.isfinite(nll_expansion_sums(flat, labels, 0.5, compiled=compiled)[2])
-
-
-def test_cheap_ratio_trades_distance_for_fewer_bits_within_its_budget() -> None:
-    budget = {1: 0.03, 2: 0.03, 3: 0.03, 4: 0.02, 5: 0.01}
-    for beta in np.geomspace(1 / 20.0, 20.0, 400):
-        near = cheap_ratio(float(beta))
-        ratio = exact_ratio(near)
-        assert ratio is not None and ratio[0] / ratio[1] == near
-        bits = max(ratio).bit_length()
-        assert abs(near / beta - 1) <= budget.get(bits, 5e-3) + 1e-15
-        # Never more bits than the closest ratio nearby_ratio would take.
-        assert bits <= max(exact_ratio(nearby_ratio(float(beta))) or (0,)).bit_length()
-    assert cheap_ratio(0.40904) == 0.4 and cheap_ratio(1.01) == 1.0
 
 
 def test_closest_ratios_are_the_closest_per_bit_count() -> None:

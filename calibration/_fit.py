@@ -180,9 +180,9 @@ class NllMinimum:
     nll_at_one: float
     at_bound: Literal["lower", "upper"] | None
     passes: int
-    expanded_at: float = float("nan")
-    derivatives: tuple[float, ...] = ()
-    standard_error: float = float("inf")
+    expanded_at: float
+    derivatives: tuple[float, ...]
+    standard_error: float
 
 
 def minimise_nll(
@@ -384,7 +384,7 @@ def _expansion_point(warm: NllMinimum) -> float | None:
     and get the fine stage. A wrong call costs a second full pass, never exactness: the full pass runs
     the test again on the full data.
     """
-    if warm.at_bound is not None or len(warm.derivatives) < 6 or not math.isfinite(warm.standard_error):
+    if warm.at_bound is not None or not math.isfinite(warm.standard_error):
         return None
     beta = warm.inverse_temperature
     slack = abs(beta - warm.expanded_at) + _WARM_START_REACH * warm.standard_error

@@ -33,7 +33,7 @@ from calibration import CalibrationStats, fit_temperature
 from calibration._fit import _expansion, _warm_start, minimise_nll
 from calibration._kernels import _reference_nll_expansion_sums, nll_expansion_sums
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-logits" / "cifar100_densenet-bc-100_netcal.npz"
+REAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "real-logits" / "cifar100_densenet-bc-100_netcal.npz"
 
 
 @dataclass

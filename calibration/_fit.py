@@ -46,7 +46,7 @@ class TemperatureFit:
 # A pass ends the search once the model's own error estimate (the size of the neglected
 # seventh-order term, extrapolated from how fast the terms decay) moves 1/T by less than
 # this share: 100 times below the 1e-6 the fit promises. The model is the degree-6 Taylor
-# polynomial of the NLL in 1/T; on the real CIFAR logits in ../shared/data its minimiser
+# polynomial of the NLL in 1/T; on the real CIFAR logits in tests/data its minimiser
 # from 3% (5%) away is within 1e-8 (1.2e-7) of the optimum, against 3e-6 (3e-5) for a
 # quartic: so the warm start may be ~5% off and one full pass still ends the search.
 _TOLERANCE = 1e-7

@@ -19,11 +19,13 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-REAL_LOGITS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-logits"
+# Real classifier outputs (CIFAR test sets of published models), shipped with the tests;
+# origins, licences and reference figures in tests/data/real-logits/README.md.
+REAL_LOGITS = Path(__file__).resolve().parent / "data" / "real-logits"
 
 
 @pytest.fixture(scope="session")
 def real_logits_dir() -> Path:
     if not REAL_LOGITS.is_dir():
-        pytest.fail(f"real logits folder not found at {REAL_LOGITS}; it ships beside the checkout in ../shared")
+        pytest.fail(f"real logits folder not found at {REAL_LOGITS}; it is part of the repository (git checkout it)")
     return REAL_LOGITS

@@ -13,7 +13,7 @@ from sklearn.metrics import log_loss
 
 from calibration import evaluate, fit_temperature
 
-# From ../shared/data/real-logits/README.md: accuracy, ECE (15 equal-width bins), NLL, oracle T.
+# From tests/data/real-logits/README.md: accuracy, ECE (15 equal-width bins), NLL, oracle T.
 README_TABLE = {
     "cifar10_wrn16-4_netcal": (0.9109, 0.05372, 0.3782, 2.0525),
     "cifar10_lenet5_netcal": (0.5308, 0.10789, 1.3699, 1.3968),

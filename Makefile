@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/thermostat demo
 
+# The PostgreSQL tests need the server binaries: installed here when missing (as root; without
+# root, .ci/postgres.sh says how, and those tests skip with that reason).
 test: $(STAMP)
+	bash .ci/postgres.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 typecheck: $(STAMP)

@@ -34,6 +34,7 @@ import argparse
 import logging
 import tempfile
 import time
+import traceback
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,6 +53,7 @@ from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]
 from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
 from flows.holdout import write_features, write_ids
+from flows.local_only import stay_local
 from flows.monitor import VersionCheck, monitor, open_prediction_log
 from flows.pipeline import Registration, post_finetune
 from flows.refit import RefitOutcome, refit
@@ -77,6 +79,13 @@ CHAMPION_ROWS = 1200
 CHALLENGER_ROWS = 600
 # Pixel noise (digits are 0..16) that makes the champion over-confident in a way one T mostly fixes.
 NOISE_SIGMA = 1.75
+# The router serves a phase in batches, each stamped with its own serving time, so that the
+# refit's split by time (older rows fit T, newer rows verify it) falls between real batches.
+BATCH_ROWS = 50
+LOG_FILE_NAME = "demo.log"
+# Loggers that write to the terminal: the root (Prefect's console handler, where flow and task
+# run logs propagate), MLflow's own, and the Prefect server's uvicorn/fastapi.
+_CONSOLE_LOGGERS = ("", "mlflow", "alembic", "uvicorn", "fastapi")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -202,16 +211,56 @@ def _report(registration: Registration, seconds: float) -> str:
     ])
 
 
+def _logs_to_file(path: Path) -> None:
+    """Send every log record (Prefect's flow and task runs, MLflow, warnings) to ``path``
+    instead of the terminal, which keeps the story, for the rest of the process (the
+    in-process Prefect server is stopped at exit, and says so in the log)."""
+    from prefect.logging.formatters import PrefectFormatter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(PrefectFormatter(
+        format="%(asctime)s | %(levelname)-7s | %(name)s - %(message)s",
+        flow_run_fmt="%(asctime)s | %(levelname)-7s | Flow run %(flow_run_name)r - %(message)s",
+        task_run_fmt="%(asctime)s | %(levelname)-7s | Task run %(task_run_name)r - %(message)s",
+    ))
+    for name in _CONSOLE_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not _writes_to_terminal(h)] + [handler]
+    logging.captureWarnings(True)
+
+
+def _writes_to_terminal(handler: logging.Handler) -> bool:
+    return isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; returns the process exit code."""
+    """Run the demo; returns the process exit code.
+
+    The terminal gets the story; the flow logs go to ``demo.log`` in the state folder. Nothing
+    leaves the machine (:func:`flows.local_only.stay_local`).
+    """
+    stay_local()
     parser = argparse.ArgumentParser(prog="thermostat demo", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--state-dir", type=Path, help="state folder (default: THERMOSTAT_STATE_DIR or ./.thermostat)")
     args = parser.parse_args(argv)
-    started = time.perf_counter()
     settings = ThermostatSettings() if args.state_dir is None else ThermostatSettings(state_dir=args.state_dir)
+    log_path = settings.state_dir.absolute() / LOG_FILE_NAME
+    _logs_to_file(log_path)
+    try:
+        return _run(settings, log_path)
+    except Exception as error:  # noqa: BLE001 - the story ends with one line; the log keeps the traceback
+        logging.getLogger("thermostat.demo").error("the demo failed:\n%s", traceback.format_exc())
+        print(f"\nThe demo failed: {type(error).__name__}: {error}\nThe full traceback is in {log_path}")
+        return 1
+
+
+def _run(settings: ThermostatSettings, log_path: Path) -> int:
+    started = time.perf_counter()
     fresh = not (settings.state_dir / "mlflow.db").exists() if settings.tracking_uri is None else False
-    registry = MlflowRegistry.from_settings(settings)
     print(f"Thermostat demo — state in {settings.state_dir.absolute()} ({'fresh' if fresh else 'existing'})")
+    print(f"Flow logs (Prefect flow and task runs, MLflow): {log_path}")
+    registry = MlflowRegistry.from_settings(settings)
 
     split = digits_split(seed=settings.seed)
     data_dir = settings.state_dir / "demo"
@@ -249,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         print("This state folder already held the demo's checkpoints and their calibrated versions, so post-finetune "
               "registered nothing new (idempotent repeat); the monitor story ran on new traffic. Delete "
               f"{settings.state_dir} to start over.")
+    print(f"Flow logs: {log_path}")
     print(f"Demo finished in {time.perf_counter() - started:.1f} s.")
     return 0
 
@@ -304,14 +354,21 @@ def _serve_phase(
     Returns the phase's window [start, end) of serving times.
     """
     start = datetime.now(UTC)
-    for alias, n in (("champion", CHAMPION_ROWS), ("challenger", CHALLENGER_ROWS)):
-        model = served[alias]
-        features, labels = digits_traffic(split, n, rng, noise_sigma=noise_sigma)
-        ids = [f"demo-{token}-{phase}-{alias}-{i:05d}" for i in range(n)]
-        model.predict_and_log(features, ids, log, groups="camera" if alias == "champion" else "scanner")
-        report = log.attach_labels(ids, labels)  # the labels arrive after the predictions were served
-        if not report.complete:
-            raise RuntimeError(f"labels of phase {phase} were not all attached: {report}")
+    rows = {"champion": CHAMPION_ROWS, "challenger": CHALLENGER_ROWS}
+    traffic = {alias: digits_traffic(split, n, rng, noise_sigma=noise_sigma) for alias, n in rows.items()}
+    # Batch by batch, the router alternates between the aliases; each batch is stamped with the
+    # time it was served, so a phase spans real time and the rows of a window are ordered by it.
+    for first in range(0, max(rows.values()), BATCH_ROWS):
+        for alias, n in rows.items():
+            if first >= n:
+                continue
+            batch = slice(first, min(first + BATCH_ROWS, n))
+            features, labels = traffic[alias][0][batch], traffic[alias][1][batch]
+            ids = [f"demo-{token}-{phase}-{alias}-{i:05d}" for i in range(batch.start, batch.stop)]
+            served[alias].predict_and_log(features, ids, log, groups="camera" if alias == "champion" else "scanner")
+            report = log.attach_labels(ids, labels)  # the labels arrive after the predictions were served
+            if not report.complete:
+                raise RuntimeError(f"labels of phase {phase} were not all attached: {report}")
     end = datetime.now(UTC) + timedelta(microseconds=1)
     return start, end
 

@@ -4,9 +4,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+
 # Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# No telemetry or analytics leaves the machine from a test run either.
+os.environ.update(LOCAL_ONLY_ENVIRONMENT)
 
 import pytest
 from hypothesis import HealthCheck, settings

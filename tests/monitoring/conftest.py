@@ -61,7 +61,7 @@ def postgres_server() -> Iterator[str]:
     if bin_dir is None:
         message = (
             "PostgreSQL binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; "
-            "run .ci/postgres.sh (Debian: apt-get install postgresql)"
+            "`make test` installs them as root (.ci/postgres.sh); otherwise: sudo apt-get install postgresql"
         )
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)

@@ -6,27 +6,35 @@ aligned report, or with ``--json`` exactly one JSON object on stdout. Nothing is
 written to disk. NaN and infinities print as JSON ``null`` (undefined, e.g. the accuracy of
 an empty bin), so the output is always valid JSON.
 
-Exit status
------------
+Exit status (one contract for every command)
+---------------------------------------------
 0
-    Success (``qualify``: the set qualified).
+    The command ran and its result passed its check.
 1
-    The command ran but the outcome is a failure: ``qualify`` found the set does not
-    qualify (the failures are in the report), or a numerical routine failed.
+    The command ran and printed its report, but the result did not pass: ``qualify`` found
+    the set does not qualify; ``sweep`` found no threshold that meets the target; ``fit`` or
+    ``compare`` fitted a temperature on a search bound (such a fit must never be
+    registered); ``compare`` could not establish an improvement. The reason is on stderr as
+    ``thermostat: warning: <message>`` (``qualify``: in the report).
 2
-    Bad input: an unreadable or refused scored set, an option value the core refuses, a
-    usage error. The message is on stderr as ``thermostat: error: <message>``; nothing is
-    printed on stdout and nothing is written.
+    Bad input: an unreadable or refused scored set, an option value out of range, a usage
+    error. The message is on stderr as ``thermostat: error: <message>`` and names the file,
+    the column or row, or the flag; nothing is printed on stdout and nothing is written.
+3
+    The computation itself failed (a numerical routine gave up); the message is on stderr.
 
-Warnings (e.g. a fitted temperature on a search bound, which must not be registered) go to
-stderr as ``thermostat: warning: <message>`` and do not change the exit status.
+Refusals name the command-line flags (``--max-tv``), not the Python API's arguments. Work
+that takes more than a few seconds says on stderr what it is doing (the first large fit
+also compiles the numeric kernels, about half a minute, once per installation).
 
 JSON keys
 ---------
 ``fit``
-    data, temperature, at_bound (null, "lower" or "upper"), bounds ([lower, upper]),
+    data, temperature, at_bound (false, "lower" or "upper"), bounds ([lower, upper]),
     nll_before, nll_after (mean NLL in nats at T = 1 and at T), nll_reduction ("mean"),
-    ece_before, ece_after, n_bins, scheme, accuracy, n, n_classes.
+    ece_before, ece_after, n_bins, scheme, accuracy, n, n_classes, in_sample (true: the
+    "after" figures are measured on the rows T was fitted on, so they flatter T; measure
+    on held-out rows with ``compare``).
 ``evaluate``
     data, n, n_classes, temperature, accuracy, nll, ece, mce, brier, mean_confidence,
     n_bins, scheme, min_count, bins (a list of {lower, upper, count, mean_confidence,
@@ -44,7 +52,7 @@ JSON keys
     id_overlap, tv_distance (null without ``--reference``), min_total, min_per_class,
     max_tv_distance.
 ``compare``
-    fit_data, eval_data, temperature, at_bound, bounds, fit_n, eval_n, n_classes, n_bins,
+    fit_data, eval_data, temperature, at_bound (false, "lower" or "upper"), bounds, fit_n, eval_n, n_classes, n_bins,
     scheme, before and after (each {temperature, nll, ece, mce, brier, accuracy,
     mean_confidence} on EVAL_DATA), nll_difference ({estimate, low, high,
     confidence_level, n_resamples, seed}: mean NLL after - before, paired bootstrap
@@ -62,7 +70,11 @@ import argparse
 import importlib
 import json
 import math
+import os
+import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -88,12 +100,30 @@ from calibration import (
 from calibration._metrics import CalibrationReport
 from calibration._softmax import top_label
 from calibration._validation import check_temperature
+from flows.local_only import stay_local
 
 __all__ = ["main"]
 
 EXIT_OK = 0
-EXIT_FAILED = 1
+EXIT_DID_NOT_PASS = 1
 EXIT_BAD_INPUT = 2
+EXIT_COMPUTATION_FAILED = 3
+
+# The core names its Python arguments in refusals; the command line names its flags.
+_FLAG_WORDING = (
+    (re.compile(r"\bpass ids and training_ids\b"), "pass --training-ids FILE"),
+    (re.compile(r"\bpass reference_labels\b"), "pass --reference DATA"),
+    (re.compile(r"\bmax_tv_distance\b"), "--max-tv"),
+    (re.compile(r"\bmin_per_class\b"), "--min-per-class"),
+    (re.compile(r"\bmin_total\b"), "--min-total"),
+    (re.compile(r"\bmin_count\b"), "--min-count"),
+    (re.compile(r"\bn_bins\b"), "--bins"),
+    (re.compile(r"\bn_resamples\b"), "--resamples"),
+    (re.compile(r"\btarget_accuracy\b"), "--target-accuracy"),
+    (re.compile(r"\bconfidence_level\b"), "--confidence-level"),
+    (re.compile(r"\bseed must\b"), "--seed must"),
+    (re.compile(r"\bbounds must satisfy\b"), "--lower and --upper must satisfy"),
+)
 
 _SCHEMES = ("equal-width", "equal-mass")
 _SWEEP_COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
@@ -108,6 +138,50 @@ class _Outcome:
     text: str
     warnings: tuple[str, ...] = ()
     status: int = EXIT_OK
+
+
+def _in_flags(message: str) -> str:
+    """A core message with its Python argument names replaced by the command's flags.
+
+    >>> _in_flags("class 2 has 4 examples; at least 30 are required (set min_per_class to change)")
+    'class 2 has 4 examples; at least 30 are required (set --min-per-class to change)'
+    """
+    for pattern, flag in _FLAG_WORDING:
+        message = pattern.sub(flag, message)
+    return message
+
+
+class _Progress:
+    """Says on stderr what a command is doing once it has run for more than a few seconds.
+
+    Quiet for fast commands; a large fit (and the first one, which compiles the numeric
+    kernels) gets a line after ``first`` seconds and another every ``every`` seconds.
+    """
+
+    def __init__(self, first: float = 3.0, every: float = 15.0) -> None:
+        self._first, self._every = first, every
+        self._stage = "starting"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._report, name="thermostat-progress", daemon=True)
+        self._started = time.monotonic()
+
+    def stage(self, text: str) -> None:
+        self._stage = text
+
+    def __enter__(self) -> _Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _report(self) -> None:
+        wait, compiling = self._first, " (the first large fit also compiles the numeric kernels, once: ~30 s)"
+        while not self._done.wait(wait):
+            print(f"thermostat: still working after {time.monotonic() - self._started:.0f} s: {self._stage}"
+                  f"{compiling}", file=sys.stderr, flush=True)
+            wait, compiling = self._every, ""
 
 
 # --------------------------------------------------------------------------- formatting
@@ -152,6 +226,7 @@ def _bounds_text(bounds: Sequence[float]) -> str:
 
 
 def _at_bound_warning(temperature: float, at_bound: str | None, bounds: Sequence[float]) -> tuple[str, ...]:
+    """The warning (and so exit 1) for a fit on a search bound; none for an interior fit."""
     if at_bound is None:
         return ()
     why = (
@@ -168,13 +243,21 @@ def _at_bound_warning(temperature: float, at_bound: str | None, bounds: Sequence
 # --------------------------------------------------------------------------- commands
 
 
-def _read(path: str) -> ScoredSet:
+def _read(path: str, progress: _Progress) -> ScoredSet:
+    progress.stage(f"reading {path}")
     return read_scored_set(path)
 
 
+def _status(*warnings: tuple[str, ...]) -> int:
+    """Exit 1 when any check did not pass (each failure is one warning line), else 0."""
+    return EXIT_DID_NOT_PASS if any(warnings) else EXIT_OK
+
+
 def _fit(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data)
+    scored = _read(args.data, args.progress)
+    args.progress.stage(f"fitting T on {scored.n_samples:,} x {scored.n_classes:,} logits")
     fit = fit_temperature(scored.logits, scored.labels, bounds=(args.lower, args.upper))
+    args.progress.stage("measuring ECE before and after")
     ece_before = expected_calibration_error(
         scored.logits, scored.labels, temperature=1.0, n_bins=args.bins, scheme=args.scheme
     )
@@ -185,7 +268,7 @@ def _fit(args: argparse.Namespace) -> _Outcome:
     payload = {
         "data": args.data,
         "temperature": fit.temperature,
-        "at_bound": fit.at_bound,
+        "at_bound": fit.at_bound or False,
         "bounds": list(fit.bounds),
         "nll_before": fit.nll_before,
         "nll_after": fit.nll_after,
@@ -197,6 +280,7 @@ def _fit(args: argparse.Namespace) -> _Outcome:
         "accuracy": top_accuracy,
         "n": fit.n,
         "n_classes": fit.n_classes,
+        "in_sample": True,
     }
     flag = f"  ON THE {fit.at_bound.upper()} BOUND" if fit.at_bound else ""
     rows = [
@@ -209,10 +293,14 @@ def _fit(args: argparse.Namespace) -> _Outcome:
             f"{args.data}: {fit.n} examples, {fit.n_classes} classes",
             f"fitted temperature {fit.temperature:.6g} (search bounds {_bounds_text(fit.bounds)}){flag}",
             "",
-            _table(["", "T = 1", f"T = {fit.temperature:.4g}"], rows),
+            _table(["", "T = 1", f"T = {fit.temperature:.4g} (in-sample)"], rows),
+            "",
+            "in-sample: the T column is measured on the rows T was fitted on, which flatters it; measure on "
+            "held-out rows with `thermostat compare FIT_DATA EVAL_DATA`",
         ]
     )
-    return _Outcome(payload, text, _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds))
+    warnings = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
+    return _Outcome(payload, text, warnings, _status(warnings))
 
 
 def _report_payload(report: CalibrationReport) -> dict[str, Any]:
@@ -247,7 +335,7 @@ def _report_payload(report: CalibrationReport) -> dict[str, Any]:
 
 
 def _evaluate(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data)
+    scored = _read(args.data, args.progress)
     if args.by_group and scored.groups is None:
         raise ValueError(
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), "
@@ -306,7 +394,7 @@ def _evaluate(args: argparse.Namespace) -> _Outcome:
 
 
 def _sweep(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data)
+    scored = _read(args.data, args.progress)
     temperature = check_temperature(args.temperature)
     predictions, confidence = top_label(scored.logits, temperature)
     correct = predictions == scored.labels
@@ -369,7 +457,8 @@ def _sweep(args: argparse.Namespace) -> _Outcome:
             choice.reason,
         ]
     )
-    return _Outcome(payload, text)
+    warnings = () if choice.met else (f"no threshold meets the target: {choice.reason}",)
+    return _Outcome(payload, text, warnings, _status(warnings))
 
 
 def _read_training_ids(path: str) -> list[str]:
@@ -392,11 +481,11 @@ def _same_classes(first: ScoredSet, first_name: str, second: ScoredSet, second_n
 
 
 def _qualify(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data)
+    scored = _read(args.data, args.progress)
     training_ids = None if args.training_ids is None else _read_training_ids(args.training_ids)
     reference_labels = None
     if args.reference is not None:
-        reference = _read(args.reference)
+        reference = _read(args.reference, args.progress)
         _same_classes(scored, args.data, reference, args.reference)
         reference_labels = reference.labels
     report = qualify_calibration_set(
@@ -414,8 +503,8 @@ def _qualify(args: argparse.Namespace) -> _Outcome:
         "training_ids": args.training_ids,
         "reference": args.reference,
         "passed": report.passed,
-        "failures": list(report.failures),
-        "warnings": list(report.warnings),
+        "failures": [_in_flags(failure) for failure in report.failures],
+        "warnings": [_in_flags(warning) for warning in report.warnings],
         "n": report.n,
         "n_classes": report.n_classes,
         "class_counts": report.class_counts,
@@ -440,9 +529,9 @@ def _qualify(args: argparse.Namespace) -> _Outcome:
         "",
         _table(["check", "value", "required"], checks, align="lrl"),
     ]
-    lines += [f"failure: {failure}" for failure in report.failures]
-    lines += [f"warning: {warning}" for warning in report.warnings]
-    return _Outcome(payload, "\n".join(lines), status=EXIT_OK if report.passed else EXIT_FAILED)
+    lines += [f"failure: {failure}" for failure in payload["failures"]]
+    lines += [f"warning: {warning}" for warning in payload["warnings"]]
+    return _Outcome(payload, "\n".join(lines), status=EXIT_OK if report.passed else EXIT_DID_NOT_PASS)
 
 
 def _is_row_index(ids: np.ndarray[Any, Any]) -> bool:
@@ -450,8 +539,8 @@ def _is_row_index(ids: np.ndarray[Any, Any]) -> bool:
 
 
 def _compare(args: argparse.Namespace) -> _Outcome:
-    fit_set = _read(args.fit_data)
-    eval_set = _read(args.eval_data)
+    fit_set = _read(args.fit_data, args.progress)
+    eval_set = _read(args.eval_data, args.progress)
     _same_classes(fit_set, args.fit_data, eval_set, args.eval_data)
     fit_path, eval_path = Path(args.fit_data), Path(args.eval_data)
     if fit_path.resolve() == eval_path.resolve():
@@ -468,7 +557,9 @@ def _compare(args: argparse.Namespace) -> _Outcome:
                 f"{id_overlap} ids of {args.eval_data} also appear in {args.fit_data} (e.g. {str(shared[0])!r}); "
                 f"evaluate on examples not used to fit T, or the improvement is flattered"
             )
+    args.progress.stage(f"fitting T on {fit_set.n_samples:,} x {fit_set.n_classes:,} logits")
     fit = fit_temperature(fit_set.logits, fit_set.labels, bounds=(args.lower, args.upper))
+    args.progress.stage(f"evaluating on {args.eval_data} and bootstrapping the NLL change")
     reports = [
         evaluate(eval_set.logits, eval_set.labels, temperature=temperature, n_bins=args.bins, scheme=args.scheme)
         for temperature in (1.0, fit.temperature)
@@ -498,7 +589,7 @@ def _compare(args: argparse.Namespace) -> _Outcome:
         "fit_data": args.fit_data,
         "eval_data": args.eval_data,
         "temperature": fit.temperature,
-        "at_bound": fit.at_bound,
+        "at_bound": fit.at_bound or False,
         "bounds": list(fit.bounds),
         "fit_n": fit.n,
         "eval_n": eval_set.n_samples,
@@ -540,12 +631,15 @@ def _compare(args: argparse.Namespace) -> _Outcome:
             f"verdict: {comparison.verdict}",
         ]
     )
-    warnings.extend(_at_bound_warning(fit.temperature, fit.at_bound, fit.bounds))
-    return _Outcome(payload, text, tuple(warnings))
+    failed = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
+    if comparison.verdict != "improved":
+        failed += (f"the improvement is not established on {args.eval_data}: verdict {comparison.verdict!r}",)
+    return _Outcome(payload, text, (*warnings, *failed), _status(failed))
 
 
 def _demo(argv: list[str]) -> int:
     """Hand over to ``flows.demo.main``, imported only when asked for (it pulls MLflow and Prefect)."""
+    stay_local()  # before MLflow and Prefect are imported: nothing may leave the machine
     try:
         demo = importlib.import_module("flows.demo")
     except ModuleNotFoundError as exc:
@@ -563,14 +657,16 @@ def _demo(argv: list[str]) -> int:
 # --------------------------------------------------------------------------- parser
 
 _EXIT_TEXT = """\
-exit status: 0 success (qualify: the set qualified); 1 the command ran but failed
-(qualify: the set does not qualify; or a numerical routine failed); 2 bad input
-(unreadable or refused data, a bad option value): the message is on stderr,
-nothing is printed on stdout and nothing is written."""
+exit status (every command): 0 ran and passed; 1 ran and printed its report, but the
+result did not pass (qualify: not qualified; sweep: no threshold meets the target;
+fit/compare: T on a search bound; compare: improvement not established), the reason
+on stderr; 2 bad input (unreadable or refused data, an option out of range): the
+message on stderr names the file, column, row or flag, nothing is printed on stdout
+and nothing is written; 3 the computation failed."""
 
 _KEYS = {
-    "fit": "data, temperature, at_bound, bounds, nll_before, nll_after, nll_reduction, ece_before, "
-    "ece_after, n_bins, scheme, accuracy, n, n_classes",
+    "fit": "data, temperature, at_bound (false|lower|upper), bounds, nll_before, nll_after, nll_reduction, "
+    "ece_before, ece_after (in-sample), n_bins, scheme, accuracy, n, n_classes, in_sample",
     "evaluate": "data, n, n_classes, temperature, accuracy, nll, ece, mce, brier, mean_confidence, "
     "n_bins, scheme, min_count, bins [{lower, upper, count, mean_confidence, accuracy, gap, sparse}]; "
     "with --by-group also groups [{group, n, ece, accuracy, mean_confidence}] and group_weighted_ece",
@@ -579,7 +675,7 @@ _KEYS = {
     "accepted_count, accepted_accuracy, accuracy_lower_bound}]",
     "qualify": "data, training_ids, reference, passed, failures, warnings, n, n_classes, class_counts, "
     "n_errors, id_overlap, tv_distance, min_total, min_per_class, max_tv_distance",
-    "compare": "fit_data, eval_data, temperature, at_bound, bounds, fit_n, eval_n, n_classes, n_bins, "
+    "compare": "fit_data, eval_data, temperature, at_bound (false|lower|upper), bounds, fit_n, eval_n, n_classes, n_bins, "
     "scheme, before {temperature, nll, ece, mce, brier, accuracy, mean_confidence}, after {same}, "
     "nll_difference {estimate, low, high, confidence_level, n_resamples, seed}, verdict, id_overlap",
 }
@@ -689,8 +785,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 success; 1 ran but failed (``qualify``: not qualified); 2 bad input (message on
-        stderr, nothing on stdout, nothing written).
+        0 ran and passed; 1 ran, but the result did not pass its check; 2 bad input (message
+        on stderr, nothing on stdout, nothing written); 3 the computation failed.
 
     Examples
     --------
@@ -706,19 +802,28 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
-        outcome: _Outcome = args.run(args)
+        with _Progress() as args.progress:
+            outcome: _Outcome = args.run(args)
         rendered = (
             json.dumps(_jsonable(outcome.payload), allow_nan=False, indent=2) if args.json else outcome.text
         )
     except (ScoredSetError, ValueError, TypeError) as exc:
-        print(f"thermostat: error: {exc}", file=sys.stderr)
+        print(f"thermostat: error: {_in_flags(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError as exc:  # the readers and the core refuse sizes they can tell in advance
+        print(f"thermostat: error: the input needs more memory than this machine has ({exc})", file=sys.stderr)
         return EXIT_BAD_INPUT
     except NotImplementedError:
         raise
     except (RuntimeError, ArithmeticError) as exc:
         print(f"thermostat: error: the computation failed: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_COMPUTATION_FAILED
     for warning in outcome.warnings:
-        print(f"thermostat: warning: {warning}", file=sys.stderr)
-    print(rendered)
+        print(f"thermostat: warning: {_in_flags(warning)}", file=sys.stderr)
+    try:
+        print(rendered, flush=True)
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): not an error of ours. Point stdout at devnull so
+        # that Python's own flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return outcome.status

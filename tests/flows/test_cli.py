@@ -83,7 +83,8 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: object) -> dict[str, Any
 def test_fit_json_has_the_documented_keys(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     payload = run_json(capsys, "fit", data / "fit.npz")
     assert FIT_KEYS <= payload.keys()
-    assert payload["at_bound"] is None
+    assert payload["at_bound"] is False
+    assert payload["in_sample"] is True
     assert payload["bounds"] == [0.05, 20.0]
     assert (payload["n"], payload["n_classes"], payload["n_bins"], payload["scheme"]) == (500, 3, 15, "equal-width")
     assert 2.5 < payload["temperature"] < 6.0  # the logits are 4x too sharp
@@ -95,11 +96,12 @@ def test_fit_prints_a_table_by_default(data: Path, capsys: pytest.CaptureFixture
     code, out, err = run(capsys, "fit", data / "fit.npz", "--bins", "10")
     assert code == 0 and err == ""
     assert "fitted temperature" in out and "ECE (10 equal-width bins)" in out and "NLL (mean, nats)" in out
+    assert "(in-sample)" in out and "thermostat compare" in out
 
 
-def test_fit_on_a_bound_warns_on_stderr(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fit_on_a_bound_warns_and_does_not_pass(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "fit", data / "fit.npz", "--lower", "0.5", "--upper", "1.5", "--json")
-    assert code == 0
+    assert code == 1  # ran, printed its report, but such a fit must never be registered
     payload = json.loads(out)
     assert payload["at_bound"] == "upper"
     assert payload["temperature"] == pytest.approx(1.5)
@@ -169,9 +171,10 @@ def test_sweep_json(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_sweep_unreachable_target_prints_null(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "sweep", data / "eval.csv", "--temperature", "4", "--target-accuracy", "0.999",
-                       "--json")
-    assert code == 0
+    code, out, err = run(capsys, "sweep", data / "eval.csv", "--temperature", "4", "--target-accuracy", "0.999",
+                         "--json")
+    assert code == 1  # ran, but no threshold passes: the same contract as qualify
+    assert err.startswith("thermostat: warning: no threshold meets the target")
     payload = json.loads(out)
     assert payload["met"] is False and payload["threshold"] is None and payload["accepted_accuracy"] is None
 
@@ -304,10 +307,10 @@ def test_bad_input_exits_2_with_the_message_on_stderr(
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (["evaluate", "DATA", "--bins", "0"], "n_bins"),
+        (["evaluate", "DATA", "--bins", "0"], "--bins must be >= 1"),
         (["evaluate", "DATA", "--temperature", "-1"], "temperature"),
-        (["fit", "DATA", "--lower", "3", "--upper", "2"], "bounds"),
-        (["sweep", "DATA", "--temperature", "1", "--target-accuracy", "1.5"], "target_accuracy"),
+        (["fit", "DATA", "--lower", "3", "--upper", "2"], "--lower and --upper must satisfy 0 < lower < upper"),
+        (["sweep", "DATA", "--temperature", "1", "--target-accuracy", "1.5"], "--target-accuracy"),
         (["evaluate", "DATA", "--bins", "many"], "invalid int value"),
         (["evaluate", "DATA", "--scheme", "quantile"], "invalid choice"),
         (["frobnicate"], "invalid choice"),
@@ -324,7 +327,7 @@ def test_help_documents_keys_and_exit_status(capsys: pytest.CaptureFixture[str])
     code, out, _ = run(capsys, "evaluate", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert "group_weighted_ece" in flat and "exit status: 0 success" in flat and "2 bad input" in flat
+    assert "group_weighted_ece" in flat and "exit status (every command): 0 ran and passed" in flat and "2 bad input" in flat
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "demo" in out and "compare" in out
 
@@ -379,3 +382,77 @@ def test_console_script(data: Path) -> None:
                              check=False)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("thermostat: error: ")
+
+
+# --------------------------------------------------------------------------- one contract, flags, pipes
+
+
+def test_refusals_name_the_flags_not_the_python_arguments(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = run_json(capsys, "qualify", data / "fit.npz", "--min-per-class", "1", "--min-total", "10")
+    warnings = " ".join(payload["warnings"])
+    assert "pass --training-ids FILE" in warnings and "pass --reference DATA" in warnings
+    assert "training_ids" not in warnings and "reference_labels" not in warnings
+    code, out, _ = run(capsys, "qualify", data / "fit.npz", "--min-per-class", "400")
+    assert code == 1 and "set --min-per-class to change" in out and "min_per_class" not in out
+    code, out, err = run(capsys, "qualify", data / "fit.npz", "--reference", data / "eval.csv", "--max-tv", "2")
+    assert (code, out) == (2, "") and "--max-tv" in err and "max_tv_distance" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("evaluate", "eval.csv", "--min-count", "-1"), "--min-count must be >= 0; got -1"),
+        (("evaluate", "eval.csv", "--bins", "2000000000"), "--bins must be at most 100,000; got 2,000,000,000"),
+        (("fit", "fit.npz", "--bins", "0"), "--bins must be >= 1; got 0"),
+        (("compare", "fit.npz", "eval.csv", "--resamples", "1000000000"),
+         "--resamples must be at most 1,000,000; got 1,000,000,000"),
+    ],
+)
+def test_out_of_range_flags_are_bad_input_before_any_allocation(
+    data: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], flag: str
+) -> None:
+    command, *rest = args
+    resolved = [str(data / arg) if arg.endswith((".csv", ".npz")) else arg for arg in rest]
+    code, out, err = run(capsys, command, *resolved)
+    assert (code, out) == (2, "")
+    assert flag in err and err.count("\n") == 1
+
+
+def test_compare_that_establishes_nothing_does_not_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(5)
+    for name in ("fit", "eval"):  # calibrated logits: T stays near 1, the change is not established
+        logits = rng.normal(size=(400, 3))
+        probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        labels = np.array([rng.choice(3, p=row) for row in probabilities])
+        write_scored_set(ScoredSet.from_arrays(logits, labels, ids=[f"{name}-{i}" for i in range(400)]),
+                         tmp_path / f"{name}.npz")
+    code, out, err = run(capsys, "compare", tmp_path / "fit.npz", tmp_path / "eval.npz", "--resamples", "300", "--json")
+    assert code == 1 and json.loads(out)["verdict"] != "improved"
+    assert "the improvement is not established" in err
+
+
+def test_a_reader_that_stops_early_is_not_an_error(data: Path) -> None:
+    script = Path(sys.executable).parent / "thermostat"
+    if not script.exists():
+        script = ROOT / ".venv" / "bin" / "thermostat"
+    # `thermostat evaluate DATA | head -4`: the reader closes the pipe after four lines.
+    with subprocess.Popen([script, "evaluate", data / "eval.csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        head = [process.stdout.readline() for _ in range(4)]
+        process.stdout.close()
+        err = process.stderr.read()
+        code = process.wait(timeout=120)
+    assert head[0].startswith(str(data / "eval.csv"))
+    assert code == 0 and "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_help_states_one_exit_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("fit", "evaluate", "sweep", "qualify", "compare"):
+        code, out, _ = run(capsys, command, "--help")
+        flat = " ".join(out.split())
+        assert code == 0
+        assert "1 ran and printed its report, but the result did not pass" in flat
+        assert "2 bad input" in flat and "3 the computation failed" in flat

@@ -60,7 +60,7 @@ from flows.refit import RefitOutcome, refit
 from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
-from monitoring import PredictionLog
+from monitoring import PredictionLog, mask_url
 
 __all__ = [
     "DemoCheckpoint",
@@ -289,11 +289,11 @@ def _run(settings: ThermostatSettings, log_path: Path) -> int:
     _monitor_story(settings, registry, split, {"champion": registration_versions[0],
                                                "challenger": registration_versions[1]})
     print("\nLoad a calibrated model:  mlflow.pyfunc.load_model('models:/digits@champion')  "
-          f"with MLFLOW_TRACKING_URI={settings.resolved_tracking_uri()}")
+          f"with MLFLOW_TRACKING_URI={mask_url(settings.resolved_tracking_uri())}")
     print(f"Look at runs, versions, tags and the reliability diagrams (experiments '{settings.experiment_name}' "
           f"and '{settings.monitoring_experiment_name}'; the monitoring runs chart ece, nll, drift, ... over time):\n"
-          f"  mlflow ui --backend-store-uri {settings.resolved_tracking_uri()}")
-    print(f"Prediction log (SQL, one row per served prediction): {settings.resolved_prediction_log_url()}")
+          f"  mlflow ui --backend-store-uri {mask_url(settings.resolved_tracking_uri())}")
+    print(f"Prediction log (SQL, one row per served prediction): {mask_url(settings.resolved_prediction_log_url())}")
     if not any(created for created in registrations):
         print("This state folder already held the demo's checkpoints and their calibrated versions, so post-finetune "
               "registered nothing new (idempotent repeat); the monitor story ran on new traffic. Delete "

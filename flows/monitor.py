@@ -52,6 +52,7 @@ from monitoring import (
     drift_metrics,
     drift_payload,
     drift_table_rows,
+    mask_url,
     reliability_figure,
     summarise_window,
 )
@@ -259,7 +260,7 @@ def _markdown(
         body = drift_markdown(report)
     where = f"[{run_id}]({run_url})" if run_url else (
         f"`{run_id}` (experiment `{settings.monitoring_experiment_name}`; "
-        f"`mlflow ui --backend-store-uri {settings.resolved_tracking_uri()}`)" if run_id else "none (no traffic)"
+        f"`mlflow ui --backend-store-uri {mask_url(settings.resolved_tracking_uri())}`)" if run_id else "none (no traffic)"
     )
     if event_id is not None:
         event = f"`{DRIFT_EVENT}` emitted (id `{event_id}`): a refit of this version is requested"

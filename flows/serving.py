@@ -30,7 +30,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from flows.model import calibrated_frame
 from flows.registry import MlflowRegistry
-from monitoring import PredictionLog, log_predictions
+from monitoring import PredictionLog, log_predictions, mask_url
 
 __all__ = ["CalibratedModel", "ServedModel", "parse_model_uri", "predict_and_log"]
 
@@ -90,7 +90,7 @@ class ServedModel:
         if alias is not None:
             holder = registry.alias_holder(name, alias)
             if holder is None:
-                raise LookupError(f"{name}@{alias} does not exist in {registry.registry_uri}")
+                raise LookupError(f"{name}@{alias} does not exist in {mask_url(registry.registry_uri)}")
             version = str(holder.version)
         assert version is not None  # one of alias and version is set by the pattern
         if cache_dir is None:

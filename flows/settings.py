@@ -3,6 +3,12 @@
 Every field reads from an environment variable with the ``THERMOSTAT_`` prefix
 (``THERMOSTAT_STATE_DIR``, ``THERMOSTAT_GATE_TARGET_ACCURACY``, ...). The defaults put
 MLflow's SQLite store and artifacts under a local state folder, so nothing has to run first.
+
+Credentials: the URL fields (tracking and registry URI, artifact location, prediction log URL,
+MLflow UI URL) may carry ``user:password@``. Their JSON form — what Prefect stores as the
+flow run's parameters when settings are passed to a flow — has the password masked
+(``***``), and a URL with a masked password is refused on the way in: a worker reads the real
+secrets from its own environment (``THERMOSTAT_*``), never from a flow parameter.
 """
 
 from __future__ import annotations
@@ -10,10 +16,15 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from monitoring import URL_MASK, mask_url
+
 __all__ = ["ThermostatSettings"]
+
+# Fields that hold a URL, which may carry credentials (masked in the settings' JSON form).
+_URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_log_url", "mlflow_ui_url")
 
 
 class ThermostatSettings(BaseSettings):
@@ -134,6 +145,23 @@ class ThermostatSettings(BaseSettings):
             raise ValueError(f"drift_cooldown must be >= 0; got {self.drift_cooldown} (e.g. THERMOSTAT_DRIFT_COOLDOWN=PT6H)")
         return self
 
+    @field_serializer(*_URL_FIELDS, when_used="json")
+    def _mask_credentials(self, value: str | None) -> str | None:
+        # Prefect stores flow parameters as this JSON: it never holds a password.
+        return None if value is None else mask_url(value)
+
+    @field_validator(*_URL_FIELDS)
+    @classmethod
+    def _refuse_masked_credentials(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and (f":{URL_MASK}@" in value or f"={URL_MASK}" in value):
+            variable = f"THERMOSTAT_{(info.field_name or '').upper()}"
+            raise ValueError(
+                f"{info.field_name} {value!r} holds a masked password ({URL_MASK}): the stored form of settings never "
+                f"carries credentials; leave settings out of the flow's parameters and set {variable} in the "
+                "worker's environment"
+            )
+        return value
+
     @property
     def bounds(self) -> tuple[float, float]:
         return (self.bounds_lower, self.bounds_upper)
@@ -152,11 +180,14 @@ class ThermostatSettings(BaseSettings):
         return f"sqlite:///{self.state_dir.absolute() / 'predictions.db'}"
 
     def resolved_mlflow_ui_url(self) -> str | None:
-        """Where links to MLflow runs point; None when there is no UI to link to (SQLite store)."""
+        """Where links to MLflow runs point; None when there is no UI to link to (SQLite store).
+
+        Links are shown and stored (reports, Prefect artifacts), so the password is masked.
+        """
         if self.mlflow_ui_url:
-            return self.mlflow_ui_url.rstrip("/")
+            return mask_url(self.mlflow_ui_url.rstrip("/"))
         uri = self.resolved_tracking_uri()
-        return uri.rstrip("/") if uri.startswith(("http://", "https://")) else None
+        return mask_url(uri.rstrip("/")) if uri.startswith(("http://", "https://")) else None
 
     def resolved_artifact_location(self) -> str | None:
         """Artifact root for new experiments: ``<state_dir>/artifacts`` with the embedded SQLite

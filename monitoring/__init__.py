@@ -10,6 +10,7 @@ The pieces, in the order a monitor uses them (DESIGN.md rules 6, 7 and 10):
   reasons; :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
   :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
+* :func:`mask_url` — a URL as it may be shown or stored (its password masked).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from .prediction_log import (
     log_predictions,
 )
 from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .urls import URL_MASK, mask_url
 from .window import GateCounts, WindowSummary, summarise_arrays, summarise_window
 
 __all__ = [
     "MAX_NAME_LENGTH",
+    "URL_MASK",
     "DriftReport",
     "GateCounts",
     "GroupDrift",
@@ -49,6 +52,7 @@ __all__ = [
     "drift_payload",
     "drift_table_rows",
     "log_predictions",
+    "mask_url",
     "reliability_figure",
     "summarise_arrays",
     "summarise_window",

@@ -20,11 +20,16 @@ Design decisions
   and writes it in one transaction; a bad row raises :class:`PredictionRowError` naming its
   index in the batch and its request id, and nothing from the batch is written.
 * **The number of classes of a version is fixed** by its first logged batch (table
-  ``prediction_log_versions``); a later row with another K is refused.
+  ``prediction_log_versions``); a later row with another K is refused. Recording a version's
+  K is an upsert (``INSERT ... ON CONFLICT DO NOTHING``, then read back): replicas logging
+  the first batches of a new version at once are all logged, each checked against the K
+  that won.
 * **Labels are write-once.** :meth:`PredictionLog.attach_labels` is idempotent for the same
   label; a *different* label for an already-labelled request is not applied and is reported
   as a conflict (a window that was evaluated must stay reproducible); unknown request ids
   are reported. Both are in the returned :class:`LabelAttachReport`, never silently dropped.
+  The report counts what the database applied (``UPDATE ... WHERE label IS NULL ...
+  RETURNING``), so of two callers racing on the same ids only one is told a row was attached.
 * **Reading streams.** :meth:`PredictionLog.iter_labelled` pages with a keyset on
   ``(served_at, id)`` (``WHERE (served_at, id) > (last) ORDER BY served_at, id LIMIT n``) on
   the index ``(model_name, model_version, served_at, id)``, one short read transaction per
@@ -56,7 +61,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
-    bindparam,
+    case,
     create_engine,
     event,
     func,
@@ -65,12 +70,16 @@ from sqlalchemy import (
     type_coerce,
     update,
 )
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.types import TypeDecorator
 
 from calibration._softmax import top_label
 from calibration._validation import check_logits, check_temperature
+
+from .urls import mask_url
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -219,10 +228,12 @@ class LabelConflict:
 class LabelAttachReport:
     """What :meth:`PredictionLog.attach_labels` did with each requested id.
 
-    ``attached`` rows got their label now; ``unchanged`` already had that same label
-    (idempotent re-delivery); ``conflicts`` already had a different label, or were given two
-    different labels in one call, and were left as they were; ``unknown_request_ids`` are not
-    in the log (a label that arrived before its prediction, or a wrong id).
+    ``attached`` rows got their label now (as the database reports the rows it updated);
+    ``unchanged`` already had that same label (idempotent re-delivery); ``conflicts`` already
+    had a different label, or were given two different labels in one call, and were left as
+    they were; ``unknown_request_ids`` are not in the log (a label that arrived before its
+    prediction, or a wrong id). A row labelled by a concurrent call first is unchanged or a
+    conflict, never attached twice.
     """
 
     n_requested: int
@@ -612,7 +623,7 @@ class PredictionLog:
         self.dispose()
 
     def __repr__(self) -> str:
-        return f"PredictionLog({self._engine.url.render_as_string(hide_password=True)!r})"
+        return f"PredictionLog({mask_url(self._engine.url.render_as_string(hide_password=False))!r})"
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -669,19 +680,8 @@ class PredictionLog:
             with self._engine.begin() as conn:
                 # The K of each version: fixed by its first batch, recorded in the same transaction.
                 for (name, version), (k, first_row) in columns.versions.items():
-                    known = conn.execute(
-                        select(versions.c.n_classes).where(
-                            versions.c.model_name == name, versions.c.model_version == version
-                        )
-                    ).scalar_one_or_none()
-                    if known is None:
-                        conn.execute(
-                            versions.insert().values(
-                                model_name=name, model_version=version, n_classes=k,
-                                first_logged_at=columns.time[first_row],
-                            )
-                        )  # fmt: skip
-                    elif known != k:
+                    known = self._register_version(conn, name, version, k, columns.time[first_row])
+                    if known != k:
                         raise _row_error(
                             first_row, columns.request_id[first_row],
                             f"logits have {k} classes but {name!r} version {version!r} has {known} in the log; "
@@ -703,13 +703,41 @@ class PredictionLog:
                     )  # fmt: skip
                 conn.execute(table.insert(), columns.rows())
         except IntegrityError as exc:
-            # A concurrent writer got in between the checks and the insert (same request id,
-            # or the first batch of the same new version): the transaction was rolled back.
+            # A concurrent writer logged one of the same request ids between the check and the
+            # insert (a version's K cannot clash: it is an upsert): the transaction was rolled back.
             raise ValueError(
                 f"the batch of {n_rows} rows was refused by the database and nothing was written "
-                f"(a concurrent writer logged the same request id or version): {exc.orig}"
+                f"(a concurrent writer logged the same request id): {exc.orig}"
             ) from exc
         return n_rows
+
+    def _register_version(self, conn: Connection, name: str, version: str, k: int, first_logged_at: datetime) -> int:
+        """The K of a version in the log, recording ``k`` as its K when it has none yet.
+
+        Several replicas start serving a new version at once, so its first batches race: the
+        row is inserted with ``ON CONFLICT DO NOTHING`` (SQLite, PostgreSQL; elsewhere an
+        insert in a savepoint whose duplicate-key error is swallowed) and then read back, so
+        the loser of the race gets the winner's K to check its rows against, never an error.
+        """
+        versions = self._versions
+        key = and_(versions.c.model_name == name, versions.c.model_version == version)
+        known = conn.execute(select(versions.c.n_classes).where(key)).scalar_one_or_none()
+        if known is not None:
+            return int(known)
+        row = {"model_name": name, "model_version": version, "n_classes": k, "first_logged_at": first_logged_at}
+        dialect = conn.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            upsert = (sqlite_insert if dialect == "sqlite" else postgresql_insert)(versions).values(**row)
+            conn.execute(upsert.on_conflict_do_nothing(index_elements=[versions.c.model_name, versions.c.model_version]))
+        else:
+            try:
+                with conn.begin_nested():
+                    conn.execute(versions.insert().values(**row))
+            except IntegrityError:
+                pass  # another writer registered the version first: its K is read back below
+        # In PostgreSQL (READ COMMITTED) a new statement sees the winner's committed row; in
+        # SQLite this transaction now holds the write lock, taken after the winner committed.
+        return int(conn.execute(select(versions.c.n_classes).where(key)).scalar_one())
 
     def attach_labels(
         self, request_ids: Sequence[str], labels: ArrayLike, *, labelled_at: datetime | None = None
@@ -797,7 +825,7 @@ class PredictionLog:
                 )
                 found.update((rid, (row_id, k, label)) for rid, row_id, k, label in rows)
             unknown = tuple(rid for rid in keys if rid not in found)
-            pending: list[dict[str, Any]] = []
+            pending: dict[int, tuple[str, int]] = {}  # row id -> (request id, label), unlabelled when read
             unchanged = 0
             for rid, (row_id, k, existing) in found.items():
                 value = wanted[rid]
@@ -807,26 +835,67 @@ class PredictionLog:
                         "nothing was written"
                     )
                 if existing is None:
-                    pending.append({"row_id": row_id, "new_label": value, "at": when})
+                    pending[row_id] = (rid, value)
                 elif existing == value:
                     unchanged += 1
                 else:
                     conflicts.append(LabelConflict(rid, int(existing), value))
-            if pending:
-                # ``label IS NULL`` keeps a label written meanwhile by another process.
-                statement = (
-                    update(table)
-                    .where(table.c.id == bindparam("row_id"), table.c.label.is_(None))
-                    .values(label=bindparam("new_label"), labelled_at=bindparam("at"))
-                )
-                conn.execute(statement, pending)
+            # The report says what the database did: a row another caller labelled since the
+            # read above is not updated (``label IS NULL``) and is re-read, then counted as
+            # unchanged (same label) or a conflict (another label) like any labelled row.
+            applied = self._write_labels(conn, pending, when) if pending else set()
+            lost = sorted(set(pending) - applied)
+            for offset in range(0, len(lost), _IN_CHUNK):
+                lost_part = lost[offset : offset + _IN_CHUNK]
+                reread = select(table.c.id, table.c.label).where(table.c.id.in_(lost_part))
+                for row_id, existing in conn.execute(reread):
+                    rid, value = pending[row_id]
+                    if existing == value:
+                        unchanged += 1
+                    else:
+                        conflicts.append(LabelConflict(rid, int(existing), value))
         return LabelAttachReport(
             n_requested=len(ids),
-            attached=len(pending),
+            attached=len(applied),
             unchanged=unchanged,
             conflicts=tuple(conflicts),
             unknown_request_ids=unknown,
         )
+
+    def _write_labels(self, conn: Connection, pending: dict[int, tuple[str, int]], when: datetime) -> set[int]:
+        """Label the rows of ``pending`` that are still unlabelled; the ids of the rows updated.
+
+        ``UPDATE ... WHERE label IS NULL`` keeps a label written meanwhile by another caller,
+        and the rows it updated are taken from the database (``RETURNING``, or the rowcount
+        of a one-row update where the dialect has no ``UPDATE ... RETURNING``), never from
+        what was asked. Rows are updated in ascending id chunks, one statement per chunk, so
+        two callers labelling overlapping ids reach them in the same order (as deadlock
+        avoidance in PostgreSQL asks).
+        """
+        table = self._table
+        row_ids = sorted(pending)
+        applied: set[int] = set()
+        if not conn.dialect.update_returning:
+            for row_id in row_ids:
+                result = conn.execute(
+                    update(table)
+                    .where(table.c.id == row_id, table.c.label.is_(None))
+                    .values(label=pending[row_id][1], labelled_at=when)
+                )
+                if result.rowcount == 1:
+                    applied.add(row_id)
+            return applied
+        for offset in range(0, len(row_ids), _IN_CHUNK):
+            part = row_ids[offset : offset + _IN_CHUNK]
+            statement = (
+                update(table)
+                .where(table.c.id.in_(part), table.c.label.is_(None))
+                .values(label=case({row_id: pending[row_id][1] for row_id in part}, value=table.c.id),
+                        labelled_at=when)
+                .returning(table.c.id)
+            )  # fmt: skip
+            applied.update(conn.execute(statement).scalars())
+        return applied
 
     # -- reading -----------------------------------------------------------------------------
 

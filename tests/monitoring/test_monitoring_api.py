@@ -10,7 +10,7 @@ import pytest
 
 import monitoring
 
-MODULES = ["monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report"]
+MODULES = ["monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls"]
 
 
 def test_all_names_exist_are_unique_and_documented() -> None:

@@ -1,0 +1,67 @@
+"""Credentials in settings: masked in their stored (JSON) form and in reports (issue 9, defect 6)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from flows.monitor import _markdown, monitor
+from flows.refit import refit
+from flows.settings import ThermostatSettings
+from flows.versions import registered_version
+
+SECRET = "pw-Q7x"
+TAGS = {
+    "temperature": "1.0", "gate_threshold": "0.9", "checkpoint_uri": "runs:/r/checkpoint", "checkpoint_digest": "d" * 64,
+    "checkpoint_output": "logits", "holdout_ece_after": "0.02", "holdout_nll_after": "0.5",
+    "ece_binning": "equal-width, 15 bins, top-label confidence", "train_steps": "7", "train_data_version": "v1",
+}  # fmt: skip
+
+
+@pytest.fixture
+def credentialed() -> ThermostatSettings:
+    return ThermostatSettings(
+        tracking_uri=f"http://alice:{SECRET}@mlflow.internal:5000",
+        registry_uri=f"postgresql://mlflow:{SECRET}@db.internal/mlflow",
+        prediction_log_url=f"postgresql+psycopg://thermostat:{SECRET}@db.internal/thermostat",
+        mlflow_ui_url=f"https://bob:{SECRET}@mlflow.example.internal/",
+    )
+
+
+def test_the_settings_json_form_masks_every_url_and_python_keeps_the_real_ones(credentialed: ThermostatSettings) -> None:
+    stored = credentialed.model_dump_json()
+    assert SECRET not in stored
+    assert json.loads(stored)["prediction_log_url"] == "postgresql+psycopg://thermostat:***@db.internal/thermostat"
+    assert credentialed.resolved_prediction_log_url().endswith(f":{SECRET}@db.internal/thermostat"), "connects for real"
+    assert credentialed.resolved_tracking_uri() == f"http://alice:{SECRET}@mlflow.internal:5000"
+
+
+@pytest.mark.parametrize("flow", [monitor, refit], ids=["monitor", "refit"])
+def test_flow_parameters_as_prefect_stores_them_hold_no_password(flow: object, credentialed: ThermostatSettings) -> None:
+    parameters = flow.serialize_parameters({"model_name": "m", "settings": credentialed})  # type: ignore[attr-defined]
+    text = json.dumps(parameters)
+    assert SECRET not in text and "alice:***@mlflow.internal" in text
+
+
+def test_masked_settings_are_refused_with_where_the_secret_belongs(credentialed: ThermostatSettings) -> None:
+    with pytest.raises(ValidationError, match=r"tracking_uri 'http://alice:\*\*\*@mlflow.internal:5000' holds a masked "
+                                              r"password .*set THERMOSTAT_TRACKING_URI in the worker's environment"):
+        ThermostatSettings.model_validate_json(credentialed.model_dump_json())
+
+
+def test_run_links_are_masked(credentialed: ThermostatSettings) -> None:
+    assert credentialed.resolved_mlflow_ui_url() == "https://bob:***@mlflow.example.internal"
+    no_ui = ThermostatSettings(tracking_uri=f"https://alice:{SECRET}@mlflow.internal")
+    assert no_ui.resolved_mlflow_ui_url() == "https://alice:***@mlflow.internal"
+
+
+def test_the_monitor_report_names_a_database_tracking_uri_without_its_password() -> None:
+    settings = ThermostatSettings(tracking_uri=f"postgresql://mlflow:{SECRET}@db.internal/mlflow")
+    version = registered_version("digits", "1", TAGS, ["champion"])
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    markdown = _markdown(version, None, "run-1", settings.resolved_mlflow_ui_url(), None, settings, t, t)
+    assert SECRET not in markdown
+    assert "`mlflow ui --backend-store-uri postgresql://mlflow:***@db.internal/mlflow`" in markdown

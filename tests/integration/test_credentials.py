@@ -1,0 +1,170 @@
+"""Credentials never reach stored outputs (issue 9, defect 6).
+
+The monitor runs against a real ``mlflow server`` on loopback reached through a tracking URI
+with ``user:password@`` (the server ignores the basic-auth header; an authenticating proxy
+would check it), with an MLflow UI URL that carries another password, and the settings passed
+in as the flow's parameter. Neither password may appear in what is shown or stored: the
+logs, the markdown report, the artifact link, the drift event, the flow run's parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from flows.monitor import VersionCheck, artifact_key, monitor, open_prediction_log
+from flows.settings import ThermostatSettings
+from monitoring import log_predictions
+from tests.integration.conftest import Registered
+
+pytestmark = pytest.mark.integration
+
+TRACKING_PASSWORD = "tracking-s3cret-Q7"
+UI_PASSWORD = "ui-hunter2-Z9"
+VENV_BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def mlflow_server(registered: Registered, tmp_path: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on loopback over a copy of the registered store; yields its base URL."""
+    root = tmp_path / "server"
+    root.mkdir()
+    shutil.copyfile(registered.db, root / "mlflow.db")
+    port = _free_port()
+    env = os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    with (root / "server.log").open("wb") as server_log:
+        server = subprocess.Popen(
+            [str(VENV_BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+             "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+             "--workers", "1"],
+            cwd=root, env=env, stdout=server_log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def _stored_logs(flow_run_id: Any) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+
+    APILogHandler().flush()
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+    return [log.message for log in logs]
+
+
+def _events_of(resource_id: str, since: datetime) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventOccurredFilter, EventResourceFilter
+
+    deadline = time.monotonic() + 30
+    while True:
+        with get_client(sync_client=True) as client:
+            page = client.read_events(limit=50, filter=EventFilter(
+                occurred=EventOccurredFilter(since=since, until=datetime.now(UTC) + timedelta(minutes=5)),
+                resource=EventResourceFilter(id=[resource_id]),
+            ))
+        if page.events or time.monotonic() > deadline:
+            return [event.model_dump_json() for event in page.events]
+        time.sleep(0.5)
+
+
+def _artifacts(key: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    return [json.dumps(artifact.data) if not isinstance(artifact.data, str) else artifact.data for artifact in found]
+
+
+def test_the_monitor_stores_and_shows_no_password(
+    registered: Registered, mlflow_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.INFO)
+    host = mlflow_server.removeprefix("http://")
+    settings = ThermostatSettings(
+        state_dir=tmp_path, bootstrap_resamples=300,
+        tracking_uri=f"http://alice:{TRACKING_PASSWORD}@{host}",
+        mlflow_ui_url=f"https://bob:{UI_PASSWORD}@mlflow.example.internal/",
+    )
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
+    n = 1200
+    with open_prediction_log(settings) as log:
+        log_predictions(log, "digits", "1", registered.temperature, registered.noisy_logits[:n],
+                        [f"cred-{i}" for i in range(n)], groups="camera",
+                        time=[start + timedelta(seconds=60 * i / n) for i in range(n)],
+                        labels=np.asarray(registered.noisy_labels[:n]))
+    since = datetime.now(UTC) - timedelta(seconds=5)
+
+    state = monitor("digits", window_start=start, window_end=start + timedelta(minutes=1), settings=settings,
+                    return_state=True)
+    [check] = state.result()
+    assert isinstance(check, VersionCheck)
+    assert check.verdict == "drift" and check.event_id is not None, "the check drifts and emits its event"
+    assert check.run_url is not None and check.run_url.startswith("https://bob:***@mlflow.example.internal/#/")
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        parameters = json.dumps(client.read_flow_run(state.state_details.flow_run_id).parameters)
+    assert "alice:***@" in parameters and "bob:***@" in parameters, "the parameters still say where things are"
+
+    report = _artifacts(artifact_key("digits", "1", "report"))
+    assert report and check.run_url in report[-1], "the report links the run (masked)"
+    stored = {
+        "logs (captured)": caplog.text,
+        "console": "".join(capfd.readouterr()),
+        "logs (Prefect API)": "\n".join(_stored_logs(state.state_details.flow_run_id)),
+        "flow run parameters": parameters,
+        "markdown report and table": "\n".join(report + _artifacts(artifact_key("digits", "1", "table"))),
+        "drift event": "\n".join(_events_of("mlmodel.digits.v1", since)),
+        "returned check": repr(check),
+    }
+    assert stored["drift event"], "the drift event was read back"
+    leaks = {
+        where: text[max(0, text.index(secret) - 200) : text.index(secret) + 40]
+        for where, text in stored.items() for secret in (TRACKING_PASSWORD, UI_PASSWORD) if secret in text
+    }
+    assert not leaks, f"a password appears in: {leaks}"

@@ -1,6 +1,9 @@
 """Thermostat's pure numeric core: temperature scaling, calibration metrics, the gate.
 
 numpy, scipy and pandas only (pandas to read and write tables): no MLflow, no Prefect.
+Everything outside this package uses the names below; the ``_*`` modules are private.
+The validators (:func:`check_logits`, :func:`check_temperature`, :func:`check_n_bins`) are
+public so that the packages built on this one refuse bad input with the same words.
 
 References
 ----------
@@ -35,11 +38,12 @@ from ._metrics import (
 )
 from ._probabilities import calibrated_probabilities, top_label_confidence
 from ._qualify import QualificationReport, qualify_calibration_set
-from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, write_scored_set
 from ._stats import CalibrationStats, ReliabilityTable
 
 __all__ = [
     "DEFAULT_BOUNDS",
+    "MAX_CLASSES",
     "BootstrapComparison",
     "CalibrationReport",
     "CalibrationStats",
@@ -53,9 +57,13 @@ __all__ = [
     "ScoredSet",
     "ScoredSetError",
     "TemperatureFit",
+    "TopLabelScores",
     "accuracy",
     "brier_score",
     "calibrated_probabilities",
+    "check_logits",
+    "check_n_bins",
+    "check_temperature",
     "choose_threshold",
     "classwise_calibration_error",
     "consistency_resampling_from_stats",

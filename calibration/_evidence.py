@@ -31,7 +31,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._softmax import label_log_probability, top_label
 from ._stats import equal_width_bin_index
-from ._validation import check_confidence_level, check_labels, check_logits, check_n_bins, check_temperature
+from ._validation import (
+    MAX_RESAMPLES,
+    check_confidence_level,
+    check_count,
+    check_labels,
+    check_logits,
+    check_n_bins,
+    check_temperature,
+)
 
 __all__ = [
     "BootstrapComparison",
@@ -90,18 +98,13 @@ class ConsistencyTest:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_int_at_least(value: int, *, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an int >= ``minimum``, or raise (bool is refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value}")
-    return int(value)
+def _check_resamples(n_resamples: int) -> int:
+    return check_count(n_resamples, name="n_resamples", maximum=MAX_RESAMPLES)
 
 
 def _check_seed(seed: int) -> int:
     """Return ``seed`` as a non-negative int (what ``np.random.default_rng`` accepts), or raise."""
-    return _check_int_at_least(seed, name="seed", minimum=0)
+    return check_count(seed, name="seed", minimum=0)
 
 
 def _check_bin_sums(
@@ -238,7 +241,7 @@ def paired_bootstrap_nll(
     labels_ = check_labels(labels, n, n_classes)
     before = check_temperature(temperature_before, name="temperature_before")
     after = check_temperature(temperature_after, name="temperature_after")
-    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
+    n_resamples = _check_resamples(n_resamples)
     level = check_confidence_level(confidence_level)
     seed = _check_seed(seed)
 
@@ -344,7 +347,7 @@ def consistency_resampling_test(
     labels_ = check_labels(labels, n, n_classes)
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
-    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
+    n_resamples = _check_resamples(n_resamples)
     seed = _check_seed(seed)
 
     predictions, confidence = top_label(logits_, temperature)
@@ -434,8 +437,8 @@ def consistency_resampling_from_stats(
     True
     """
     gap, variance = _check_bin_sums(bin_gap_sum, bin_variance_sum)
-    n = _check_int_at_least(n, name="n")
-    n_resamples = _check_int_at_least(n_resamples, name="n_resamples")
+    n = check_count(n, name="n")
+    n_resamples = _check_resamples(n_resamples)
     seed = _check_seed(seed)
 
     n_bins = gap.shape[0]

@@ -288,9 +288,11 @@ def _expansion(
     """The pass over (logits, labels) that :func:`minimise_nll` calls.
 
     Non-finite sums mean a non-finite logit (any NaN or infinity in a row makes its
-    ``e * d`` NaN) unless the logits are finite but beyond float64's range of squares:
-    ``scan`` (the whole input, of which ``logits`` may be a subsample) is then searched
-    and the offending row refused with :func:`check_logits`' error.
+    ``e * d`` NaN) or a row spanning more than the spread limit (the passes make its sums
+    NaN): ``scan`` (the whole input, of which ``logits`` may be a subsample) is then
+    searched and the offending row refused with :func:`check_logits`' error. Sums that
+    overflow on accepted logits mean a temperature bound far outside any sensible range;
+    that is refused too, never handed to the polynomial search.
     """
     whole = logits if scan is None else scan
     # A strided subsample is read in pieces of at most piece_rows rows: the kernels copy a
@@ -306,6 +308,11 @@ def _expansion(
             )
         if not np.isfinite(sums).all():
             check_finite_logits(whole)
+            raise ValueError(
+                f"the NLL and its derivatives overflow float64 at T = {1.0 / beta:.6g}; the logits are finite and "
+                "within the spread limit, so the bounds on T reach too far: keep them within a few decades of 1 "
+                f"(the default is {DEFAULT_BOUNDS})"
+            )
         return sums
 
     return expand

@@ -24,6 +24,7 @@ the peak memory beyond the input is a few chunks whatever N.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -38,10 +39,12 @@ __all__ = [
     "nearby_ratio",
     "closest_ratios",
     "first_nonfinite_row",
+    "first_refused_row",
     "exact_ratio",
     "N_EXPANSION_SUMS",
     "COMPILED_MIN_ELEMENTS",
     "PARALLEL_MIN_ELEMENTS",
+    "MAX_LOGIT_SPREAD",
 ]
 
 # [n, nll_sum, gradient_sum, k2_sum, k3_sum, k4_sum, nll_at_one_sum, k5_sum, k6_sum, gradient_square_sum]
@@ -62,6 +65,15 @@ _BLOCK_ELEMENTS = 1 << 14
 _PARALLEL_CHUNK_BLOCKS = 4
 # Largest numerator and denominator of the ratio p/q that stands for beta (see below).
 _MAX_RATIO_TERM = 256
+#: The largest spread max − min of the logits within a row that is accepted. Only
+#: differences within a row matter (softmax is shift-invariant); a row spanning 1e100 is
+#: already one-hot at any temperature below 1e97, and the bound keeps every sum the
+#: passes accumulate finite in float64: a row's NLL is at most its spread over T, its
+#: squared gradient at most the spread squared (1e200), leaving 1e108 for the sum over
+#: rows. Rows beyond it (and rows whose max − min overflows float64, as at logits of
+#: ±1.7e308) are refused by :func:`first_refused_row`'s scan; the fit's pass folds the
+#: part of the rule its sums depend on (see :func:`nll_expansion_sums`).
+MAX_LOGIT_SPREAD = 1e100
 
 CalibrationSums = tuple[
     NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], float, float
@@ -92,10 +104,16 @@ def nll_expansion_sums(
     integers up to 256 (one multiply-and-select stage per bit of max(p, q): ~8% of a pass
     at 2 bits, ~13% at 3, ~19% at 5; see :func:`closest_ratios`), otherwise a second ``exp``
     per logit (~30%).
-    ``compiled`` forces the path (None: by size). Inputs are trusted.
+    Inputs are trusted, but a non-finite logit, a row whose max − min overflows, or a label
+    whose logit lies more than :data:`MAX_LOGIT_SPREAD` below its row's maximum makes the
+    sums non-finite, so a caller can fold those checks into the pass (the spread of the
+    other logits does not reach the sums). ``compiled`` forces the path (None: by size).
     """
     if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
-        return _reference_nll_expansion_sums(logits, labels, beta, with_nll_at_one=with_nll_at_one)
+        # Overflow (only at temperatures far outside any sensible bounds) shows as non-finite
+        # sums, as in the kernels, not as numpy warnings.
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _reference_nll_expansion_sums(logits, labels, beta, with_nll_at_one=with_nll_at_one)
     kernels = _compiled()
     mode, p, q = kernels.NLL_AT_ONE_SKIP, 1, 1
     if with_nll_at_one:
@@ -109,7 +127,7 @@ def nll_expansion_sums(
     kernel = kernels.expansion_sums if logits.size >= PARALLEL_MIN_ELEMENTS else kernels.expansion_sums_serial
     sums = np.zeros(N_EXPANSION_SUMS, dtype=np.float64)
     for part, part_labels in _compiled_parts(logits, labels):
-        sums += kernel(part, part_labels, float(beta), mode, p, q, _block_rows(part))
+        sums += kernel(part, part_labels, float(beta), mode, p, q, MAX_LOGIT_SPREAD, _block_rows(part))
         del part, part_labels  # a copied chunk is freed before the next one is made
     return sums
 
@@ -155,12 +173,22 @@ def first_nonfinite_row(logits: NDArray[np.floating[Any]]) -> int:
     >>> first_nonfinite_row(np.array([[0.0, 1.0], [np.inf, 0.0], [np.nan, 0.0]]))
     1
     """
+    return first_refused_row(logits, math.inf)
+
+
+def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX_LOGIT_SPREAD) -> int:
+    """The first row holding a NaN or an infinity or whose max − min (in float64) is above
+    ``max_spread``, or -1: one read, no temporary beyond a chunk.
+
+    >>> first_refused_row(np.array([[0.0, 1.0], [-1e200, 1e200], [np.nan, 0.0]]))
+    1
+    """
     if logits.size < COMPILED_MIN_ELEMENTS or logits.dtype not in (np.float32, np.float64):
-        return _reference_first_nonfinite_row(logits)
+        return _reference_first_refused_row(logits, max_spread)
     kernels = _compiled()
     offset = 0
     for part, _ in _compiled_parts(logits, np.zeros(logits.shape[0], dtype=np.intp)):
-        row: int = int(kernels.first_nonfinite_row(part, _block_rows(part)))
+        row: int = int(kernels.first_refused_row(part, float(max_spread), _block_rows(part)))
         if row >= 0:
             return offset + row
         offset += part.shape[0]
@@ -262,6 +290,7 @@ def _shifted(chunk: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
     return block
 
 
+
 def _reference_nll_expansion_sums(
     logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, *, with_nll_at_one: bool = True
 ) -> NDArray[np.float64]:
@@ -298,6 +327,8 @@ def _reference_nll_expansion_sums(
         sums[7] += float(k5.sum())
         sums[8] += float(k6.sum())
         sums[9] += float(np.sum((mean - d_label) ** 2))
+        if not d_label.min() >= -MAX_LOGIT_SPREAD:  # as the kernels: a label too far below its row's max
+            sums[1] = np.nan
         if not with_nll_at_one:
             continue
         if beta == 1.0:
@@ -307,13 +338,16 @@ def _reference_nll_expansion_sums(
     return sums
 
 
-def _reference_first_nonfinite_row(logits: NDArray[np.floating[Any]]) -> int:
-    """:func:`first_nonfinite_row` in chunked numpy (a bool temporary of one chunk)."""
+def _reference_first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float) -> int:
+    """:func:`first_refused_row` in chunked numpy (temporaries of one chunk)."""
     step = chunk_rows(logits.shape[1])
     for start in range(0, logits.shape[0], step):
-        finite = np.isfinite(logits[start : start + step]).all(axis=1)
-        if not finite.all():
-            return start + int(np.argmin(finite))
+        chunk = logits[start : start + step]
+        accepted = np.isfinite(chunk).all(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # max - min may overflow: refused below
+            accepted &= chunk.max(axis=1).astype(np.float64) - chunk.min(axis=1) <= max_spread
+        if not accepted.all():
+            return start + int(np.argmin(accepted))
     return -1
 
 

@@ -22,7 +22,13 @@ the reference the tests hold these to, at 1e-12 relative):
   ``exp`` (one fused loop measured ~1.7x slower).
 - The expansion kernels use numba's ``error_model="numpy"``: a non-finite logit makes its
   row's sums NaN (IEEE arithmetic, no exception), which is how ``fit_temperature`` detects
-  one without a separate scan.
+  one without a separate scan. Finite logits too far apart for float64 do the same: a
+  row whose max − min overflows has ``e * d = 0 * -inf``, NaN; and a block in which a
+  label's logit lies more than ``max_spread`` below its row's maximum gets a NaN NLL (a
+  running minimum of the labels' d, compared once per block). The label's d is the only
+  one whose size reaches the sums (the other logits enter weighted by ``e``, 0 that far
+  down), so this is what keeps them finite; a per-logit check or a row minimum measured
+  3-7% of a pass, this nothing measurable.
 - ``fastmath=False``: nothing is reassociated. Sums over a row use four interleaved
   partial sums in an order fixed by the code; rows are grouped into fixed blocks whose
   partial sums are added in block order, so results do not depend on the thread count.
@@ -46,7 +52,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-__all__ = ["expansion_sums", "expansion_sums_serial", "calibration_bin_sums", "first_nonfinite_row", "exp_nonpositive"]
+__all__ = ["expansion_sums", "expansion_sums_serial", "calibration_bin_sums", "first_refused_row", "exp_nonpositive"]
 
 _LOG2E = 1.4426950408889634
 # ln 2 split in two so that n * _LN2_HI is exact for |n| < 2**11 (Cody and Waite).
@@ -134,6 +140,27 @@ def _row_max(row, k):  # type: ignore[no-untyped-def]  # pragma: no cover
     for j in range(k4, k):
         m0 = max(m0, row[j])
     return np.float64(max(max(m0, m1), max(m2, m3)))
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _row_range(row, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """(max(row), min(row)) in float64, in four lanes each (vectorised, one read of the row)."""
+    m0 = m1 = m2 = m3 = row[0]
+    n0 = n1 = n2 = n3 = row[0]
+    k4 = k - k % 4
+    for j in range(0, k4, 4):
+        m0 = max(m0, row[j])
+        m1 = max(m1, row[j + 1])
+        m2 = max(m2, row[j + 2])
+        m3 = max(m3, row[j + 3])
+        n0 = min(n0, row[j])
+        n1 = min(n1, row[j + 1])
+        n2 = min(n2, row[j + 2])
+        n3 = min(n3, row[j + 3])
+    for j in range(k4, k):
+        m0 = max(m0, row[j])
+        n0 = min(n0, row[j])
+    return np.float64(max(max(m0, m1), max(m2, m3))), np.float64(min(min(n0, n1), min(n2, n3)))
 
 
 @njit(fastmath=False, cache=True, inline="always")
@@ -284,11 +311,12 @@ def _centred_sums(e, d, mean, e1, with_one, k):  # type: ignore[no-untyped-def] 
 
 
 @njit(fastmath=False, cache=True, error_model="numpy")
-def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _expansion_block(logits, labels, start, stop, beta, mode, p, q, max_spread, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """out[:10] = the expansion sums of rows [start, stop) (one block; see ``expansion_sums``).
 
     Not inlined: both drivers call it once per block, so it is compiled once (inlining its
-    body into the parallel driver made the first compilation ~9 times slower).
+    body into the parallel driver made the first compilation ~9 times slower). A label's
+    logit more than ``max_spread`` below its row's maximum makes the block's NLL NaN.
     """
     k = logits.shape[1]
     inverse_q = 1.0 / q
@@ -304,6 +332,7 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
     k5_sum = 0.0
     k6_sum = 0.0
     nll_one = 0.0
+    lowest_label = 0.0
     # The log-sum-exp terms: every row's s0 (and s_one) is in [1, k] (its largest term is
     # exactly 1), so the product of 16 of them stays far from overflow and one log of the
     # product replaces 16 logs (relative error ~16 ulp of the product: ~1e-16 of the sum).
@@ -330,6 +359,7 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
         mu3 = m3 / s0
         mu4 = m4 / s0
         d_label = d[labels[i]]
+        lowest_label = min(lowest_label, d_label)
         nll -= beta * d_label
         gradient += mean - d_label
         gradient_square += (mean - d_label) * (mean - d_label)
@@ -354,6 +384,10 @@ def _expansion_block(logits, labels, start, stop, beta, mode, p, q, out):  # typ
             in_product = 0
     nll += math.log(product)
     nll_one += math.log(product_one)
+    if lowest_label < -max_spread:
+        # A label's logit lies more than the spread limit below its row's maximum: its NLL
+        # and gradient would leave float64's comfortable range, so the block's sums are NaN.
+        nll = np.nan
     if mode == NLL_AT_ONE_SAME:
         nll_one = nll
     elif mode == NLL_AT_ONE_SKIP:
@@ -381,24 +415,27 @@ def _add_blocks(partial):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(parallel=True, fastmath=False, cache=True, error_model="numpy")
-def expansion_sums(logits, labels, beta, mode, p, q, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+def expansion_sums(logits, labels, beta, mode, p, q, max_spread, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
     """[n, nll, gradient, k2, k3, k4, nll_at_one, k5, k6, gradient²] sums; see ``_kernels.nll_expansion_sums``.
 
     ``mode`` says how nll_at_one is obtained: 0 not at all, 1 it is the NLL (beta == 1),
-    2 from ``v = exp(d / q)`` with ``beta == p / q``, 3 by a second exp. Blocks of
-    ``block_rows`` rows run in parallel.
+    2 from ``v = exp(d / q)`` with ``beta == p / q``, 3 by a second exp. Rows spanning
+    more than ``max_spread`` (its label's logit that far below its maximum) make the NLL NaN.
+    Blocks of ``block_rows`` rows run in parallel.
     """
     n = logits.shape[0]
     n_blocks = (n + block_rows - 1) // block_rows
     partial = np.zeros((n_blocks, 10))
     for b in prange(n_blocks):
         start = b * block_rows
-        _expansion_block(logits, labels, start, min(n, start + block_rows), beta, mode, p, q, partial[b])
+        _expansion_block(
+            logits, labels, start, min(n, start + block_rows), beta, mode, p, q, max_spread, partial[b]
+        )
     return _add_blocks(partial)
 
 
 @njit(fastmath=False, cache=True, error_model="numpy")
-def expansion_sums_serial(logits, labels, beta, mode, p, q, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+def expansion_sums_serial(logits, labels, beta, mode, p, q, max_spread, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`expansion_sums` on the calling thread: same blocks, same order, same sums (bit for bit).
 
     For small inputs (a warm-start subsample): no parallel region, so no wait for a second
@@ -409,7 +446,9 @@ def expansion_sums_serial(logits, labels, beta, mode, p, q, block_rows):  # type
     partial = np.zeros((n_blocks, 10))
     for b in range(n_blocks):
         start = b * block_rows
-        _expansion_block(logits, labels, start, min(n, start + block_rows), beta, mode, p, q, partial[b])
+        _expansion_block(
+            logits, labels, start, min(n, start + block_rows), beta, mode, p, q, max_spread, partial[b]
+        )
     return _add_blocks(partial)
 
 
@@ -474,8 +513,9 @@ def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: i
 
 
 @njit(parallel=True, fastmath=False, cache=True)
-def first_nonfinite_row(logits, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The first row with a NaN or an infinity, or -1 (x - x is 0 exactly when x is finite)."""
+def first_refused_row(logits, max_spread, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The first row with a NaN or an infinity, or whose max − min (in float64) is above
+    ``max_spread``, or -1 (x - x is 0 exactly when x is finite)."""
     n, k = logits.shape
     n_blocks = (n + block_rows - 1) // block_rows
     first = np.full(n_blocks, -1, dtype=np.int64)
@@ -493,7 +533,8 @@ def first_nonfinite_row(logits, block_rows):  # type: ignore[no-untyped-def]  # 
                 a3 += row[j + 3] - row[j + 3]
             for j in range(k4, k):
                 a0 += row[j] - row[j]
-            if (a0 + a1) + (a2 + a3) != 0.0:
+            top, bottom = _row_range(row, k)
+            if (a0 + a1) + (a2 + a3) != 0.0 or not top - bottom <= max_spread:
                 first[b] = i
                 break
     for b in range(n_blocks):

@@ -22,7 +22,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._softmax import label_log_probability, softmax, top_label
 from ._stats import CalibrationStats, ReliabilityTable, equal_width_bin_index, equal_width_edges
-from ._validation import check_groups, check_labels, check_logits, check_n_bins, check_scheme, check_temperature
+from ._validation import (
+    check_count,
+    check_groups,
+    check_labels,
+    check_logits,
+    check_n_bins,
+    check_scheme,
+    check_temperature,
+)
 
 __all__ = [
     "CalibrationReport",
@@ -174,6 +182,7 @@ def reliability_table(
     """
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
     n_bins, scheme = check_n_bins(n_bins), check_scheme(scheme)
+    min_count = check_count(min_count, name="min_count", minimum=0)
     if scheme == "equal-width":
         stats = CalibrationStats.from_logits(checked, checked_labels, temperature=temperature, n_bins=n_bins)
         return stats.reliability_table(min_count=min_count)
@@ -345,6 +354,7 @@ def evaluate(
     """
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
     n_bins, scheme = check_n_bins(n_bins), check_scheme(scheme)
+    min_count = check_count(min_count, name="min_count", minimum=0)
     stats = CalibrationStats.from_logits(checked, checked_labels, temperature=temperature, n_bins=n_bins)
     table = (
         stats.reliability_table(min_count=min_count)

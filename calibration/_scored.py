@@ -31,34 +31,51 @@ file (or the ``source`` given to :meth:`ScoredSet.from_arrays`) and names the ro
 column or key, the rule, and what to do. Rows are counted from 0 over the data rows (the
 CSV header is not a row). Refused: an unknown extension, a missing or unreadable file,
 missing keys or columns, both logits and probabilities, ``logit_`` columns numbered with
-gaps, an empty set, K < 2, mismatched lengths, missing, empty or duplicate ids, labels that
-are not integers or lie outside [0, K), non-finite logits, probabilities that are not
-finite, ≤ 0, or whose row does not sum to 1 within 1e-4. Writing validates first and then
+gaps, an empty set, K < 2, more than ``max_classes`` classes (default
+:data:`MAX_CLASSES`, 100,000; checked on the CSV header line, the Parquet schema or the
+``.npy`` header, before any row is read), mismatched lengths, missing, empty or duplicate
+ids, labels that are not integers or lie outside [0, K), non-finite logits, a row whose
+logits span more than 1e100 (max − min; see :data:`calibration._kernels.MAX_LOGIT_SPREAD`),
+probabilities that are not finite, ≤ 0, or whose row does not sum to 1 within 1e-4.
+A Parquet column of a type that cannot hold its values (decimal, binary, list, ... logits;
+binary or nested ids) is refused by name from the schema. An ``.npz`` is read member by
+member after its ``.npy`` headers are checked: an array whose header declares more bytes
+than its member holds (a crafted or corrupt file) or than this machine's memory is refused
+before anything is allocated, and a file that is not a zip of ``.npy`` arrays is refused
+as such (nothing is ever unpickled). Writing validates first and then
 writes atomically (a temporary file in the same folder, then ``os.replace``): a refused
 set leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import csv
 import io
+import math
 import os
 import re
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from pickle import UnpicklingError
 from typing import IO, Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set", "SCORED_SET_FORMATS"]
+from ._validation import MAX_LOGIT_SPREAD, logit_spread_refusal
+
+__all__ = ["ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set", "SCORED_SET_FORMATS", "MAX_CLASSES"]
 
 #: File extensions a scored set reads from and writes to.
 SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
+#: The most classes K :func:`read_scored_set` reads unless told otherwise (``max_classes``):
+#: far above any classifier head in use, far below what makes a read hang (a CSV header of
+#: a million logit columns).
+MAX_CLASSES = 100_000
 
 # Probabilities from float32 softmax outputs sum to 1 only to about 1e-6 per row; 1e-4 leaves
 # room for rounding while still catching logits stored under prob_ names.
@@ -73,6 +90,9 @@ _TABLE_EXPECTED = (
     "(or prob_0 ... prob_{K-1})"
 )
 _NPZ_EXPECTED = "a scored .npz needs keys 'logits' (or 'probs') and 'labels', optionally 'ids' and 'groups'"
+_NPZ_KEYS = ("logits", "probs", "labels", "ids", "groups")
+_ZIP_MAGIC = b"PK"
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 class ScoredSetError(ValueError):
@@ -310,6 +330,13 @@ def _validate(
         )
     if layout.probs:
         values = _logits_from_probs(values, layout, id_array)
+    elif values.dtype == np.float64:  # float32 logits span at most 6.8e38: always within the limit
+        with np.errstate(over="ignore"):  # an overflowing max - min is refused just below
+            spread = values.max(axis=1) - values.min(axis=1)
+        within = spread <= MAX_LOGIT_SPREAD
+        if not within.all():
+            row = int(np.argmin(within))
+            raise layout.error(f"{_row(row, id_array)}, {layout.matrix}: {logit_spread_refusal(values[row])}")
     group_array = None if groups is None else _as_strings(groups, n_samples, layout, "groups")
     return ScoredSet(
         ids=_freeze(id_array, copy=False),
@@ -471,13 +498,18 @@ def _format(path: Path) -> str:
     return suffix
 
 
-def read_scored_set(path: str | Path) -> ScoredSet:
+def read_scored_set(path: str | Path, *, max_classes: int = MAX_CLASSES) -> ScoredSet:
     """Read and validate a scored set from ``.npz``, ``.parquet`` or ``.csv``.
 
     Parameters
     ----------
     path : str or Path
         The file; its extension (case-insensitive) chooses the format.
+    max_classes : int, default :data:`MAX_CLASSES` (100,000)
+        The most classes K read; a file with more is refused before any row is read (from
+        the CSV header line, the Parquet schema or the ``.npy`` header), so that a file of a
+        million columns is refused at once instead of parsed for minutes. Raise it for a
+        larger head.
 
     Returns
     -------
@@ -488,6 +520,8 @@ def read_scored_set(path: str | Path) -> ScoredSet:
     ScoredSetError
         Unknown extension, file not found, unreadable file, or any refusal listed in the
         module docstring. The message starts with ``path``.
+    TypeError, ValueError
+        ``max_classes`` is not an integer >= 2.
 
     Examples
     --------
@@ -497,46 +531,88 @@ def read_scored_set(path: str | Path) -> ScoredSet:
     >>> scored = read_scored_set(folder / "scores.csv")
     >>> scored.ids.tolist(), scored.labels.tolist(), np.exp(scored.logits).round(3).tolist()
     (['a', 'b'], [0, 1], [[0.9, 0.1], [0.3, 0.7]])
+    >>> read_scored_set(folder / "scores.csv", max_classes=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_classes must be an integer >= 2 (K >= 2); got 1
     """
+    if isinstance(max_classes, bool) or not isinstance(max_classes, (int, np.integer)):
+        raise TypeError(f"max_classes must be an integer >= 2; got {max_classes!r}")
+    if max_classes < 2:
+        raise ValueError(f"max_classes must be an integer >= 2 (K >= 2); got {max_classes}")
     file = Path(path)
     suffix = _format(file)
     if not file.exists():
         raise ScoredSetError(f"{file}: file not found; give the path of a scored set ({', '.join(SCORED_SET_FORMATS)})")
     if file.is_dir():
         raise ScoredSetError(f"{file}: is a folder; give the path of a scored-set file")
+    limit = int(max_classes)
     if suffix == ".npz":
-        return _read_npz(file)
-    return _from_frame(_read_csv(file) if suffix == ".csv" else _read_parquet(file), str(file))
+        return _read_npz(file, limit)
+    frame, found = _read_csv(file, limit) if suffix == ".csv" else _read_parquet(file, limit)
+    return _from_frame(frame, str(file), found)
 
 
-def _read_npz(file: Path) -> ScoredSet:
-    arrays: dict[str, NDArray[Any]] = {}
+def _too_many_classes(source: str, n_classes: int, where: str, max_classes: int) -> ScoredSetError:
+    """The K-limit refusal, one wording for every format."""
+    return ScoredSetError(
+        f"{source}: {n_classes:,} classes found ({where}); at most {max_classes:,} classes are read "
+        f"(pass max_classes= to read_scored_set to raise the limit if the classifier really has that many)"
+    )
+
+
+def _check_table_classes(columns: list[str], source: str, max_classes: int) -> None:
+    """Refuse a header or schema with more than ``max_classes`` logit_ (or prob_) columns."""
+    for prefix in ("logit", "prob"):
+        count = sum(1 for name in columns if name.startswith(prefix + "_"))
+        if count > max_classes:
+            raise _too_many_classes(source, count, f"{count:,} {prefix}_ columns", max_classes)
+
+
+def _is_read(name: str) -> bool:
+    """Whether a table column is read at all (other columns are ignored unparsed)."""
+    return name in ("id", "label", "group") or name.startswith(("logit_", "prob_"))
+
+
+def _memory_bytes() -> int | None:
+    """This machine's physical memory in bytes, or None where the OS does not say."""
     try:
-        with np.load(file, allow_pickle=False) as archive:
-            keys = set(archive.files)
-            for key in ("logits", "probs", "labels", "ids", "groups"):
-                if key in keys:
-                    try:
-                        arrays[key] = archive[key]
-                    except ValueError as exc:  # object arrays need pickle, which is refused
-                        raise ScoredSetError(
-                            f"{file}: key {key!r} cannot be read ({exc}); store numbers as numeric arrays and "
-                            f"ids/groups as a string array (np.asarray(values, dtype=str))"
-                        ) from exc
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def _read_npz(file: Path, max_classes: int) -> ScoredSet:
+    try:
+        with file.open("rb") as handle:
+            start = handle.read(len(_NPY_MAGIC))
+        if start.startswith(_NPY_MAGIC):
+            raise ScoredSetError(f"{file}: not an .npz archive (a single .npy array?); {_NPZ_EXPECTED}")
+        if not start.startswith(_ZIP_MAGIC) or not zipfile.is_zipfile(file):
+            raise ScoredSetError(
+                f"{file}: cannot be read as .npz: it is not a valid .npz of arrays (not a zip archive); "
+                f"{_NPZ_EXPECTED}, as numpy.savez writes them"
+            )
+        with zipfile.ZipFile(file) as archive:
+            members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+            keys = set(members)
+            if "logits" in keys and "probs" in keys:
+                raise ScoredSetError(f"{file}: has both keys 'logits' and 'probs'; keep one of them (logits preferred)")
+            missing = [name for name, present in (("logits (or probs)", "logits" in keys or "probs" in keys),
+                                                   ("labels", "labels" in keys)) if not present]
+            if missing:
+                raise ScoredSetError(
+                    f"{file}: missing key(s) {', '.join(missing)}; {_NPZ_EXPECTED}; found keys: {sorted(keys) or 'none'}"
+                )
+            wanted = [key for key in _NPZ_KEYS if key in keys]
+            # Every header first: nothing is allocated until all the declared sizes are sane.
+            for key in wanted:
+                _check_npy_header(archive, members[key], file, key, max_classes)
+            arrays = {key: _read_npy_member(archive, members[key]) for key in wanted}
     except ScoredSetError:
         raise
-    except TypeError as exc:  # np.load returned a bare array (an .npy file named .npz): no `with`
-        raise ScoredSetError(f"{file}: not an .npz archive (a single .npy array?); {_NPZ_EXPECTED}") from exc
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, UnpicklingError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise ScoredSetError(f"{file}: cannot be read as .npz ({exc}); {_NPZ_EXPECTED}") from exc
-    if "logits" in arrays and "probs" in arrays:
-        raise ScoredSetError(f"{file}: has both keys 'logits' and 'probs'; keep one of them (logits preferred)")
-    missing = [name for name, present in (("logits (or probs)", "logits" in arrays or "probs" in arrays),
-                                           ("labels", "labels" in arrays)) if not present]
-    if missing:
-        raise ScoredSetError(
-            f"{file}: missing key(s) {', '.join(missing)}; {_NPZ_EXPECTED}; found keys: {sorted(keys) or 'none'}"
-        )
     probs = "probs" in arrays
     layout = _Layout(source=str(file), kind="npz", probs=probs)
     return _validate(
@@ -549,21 +625,112 @@ def _read_npz(file: Path) -> ScoredSet:
     )
 
 
-def _read_csv(file: Path) -> pd.DataFrame:
+def _check_npy_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: Path, key: str, max_classes: int) -> None:
+    """Refuse a member whose ``.npy`` header is not an array of numbers or text of a size that
+    its member holds and this machine can hold (read from the header only: nothing allocated)."""
+    with archive.open(member) as handle:
+        try:
+            version = np.lib.format.read_magic(handle)
+            # Versions 2 and 3 share the layout (3 only allows UTF-8 field names).
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            if version not in ((1, 0), (2, 0), (3, 0)):
+                raise ValueError(f"unsupported .npy format version {version}")
+            shape, _, dtype = read_header(handle)
+            header_bytes = handle.tell()
+        except ValueError as exc:
+            raise ScoredSetError(
+                f"{file}: key {key!r} is not a numpy array ({exc}); {_NPZ_EXPECTED}, as numpy.savez writes them"
+            ) from exc
+    if dtype.hasobject:
+        raise ScoredSetError(
+            f"{file}: key {key!r} cannot be read: it holds Python objects (dtype {dtype}), which are never "
+            f"unpickled; store numbers as numeric arrays and ids/groups as a string array "
+            f"(np.asarray(values, dtype=str))"
+        )
+    if key in ("logits", "probs") and len(shape) == 2 and shape[1] > max_classes:
+        raise _too_many_classes(str(file), int(shape[1]), f"key {key!r} has shape {tuple(shape)}", max_classes)
+    elements = math.prod(shape)
+    declared = elements * dtype.itemsize
+    held = member.file_size - header_bytes
+    if declared > held:
+        raise ScoredSetError(
+            f"{file}: key {key!r} declares shape {tuple(shape)} of {dtype} ({elements:,} elements, {declared:,} "
+            f"bytes) but its member holds {max(held, 0):,} bytes; the file is corrupt or was not written by "
+            f"numpy (write it again with numpy.savez)"
+        )
+    memory = _memory_bytes()
+    if memory is not None and declared > memory:
+        raise ScoredSetError(
+            f"{file}: key {key!r} has shape {tuple(shape)} of {dtype} ({declared:,} bytes), more than this "
+            f"machine's memory ({memory:,} bytes); split the set into smaller files"
+        )
+
+
+def _read_npy_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> NDArray[Any]:
+    with archive.open(member) as handle:
+        array: NDArray[Any] = np.lib.format.read_array(handle, allow_pickle=False)
+    return array
+
+
+def _read_csv(file: Path, max_classes: int) -> tuple[pd.DataFrame, list[str]]:
+    try:
+        # The header line alone first: K is known before a single row is parsed.
+        with file.open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ScoredSetError(f"{file}: cannot be read as CSV ({exc}); {_TABLE_EXPECTED}") from exc
+    _check_table_classes(header, str(file), max_classes)
     try:
         # Everything as text: ids like "007" or "NA" must not become numbers or missing values.
-        return pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+        frame = pd.read_csv(
+            file, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig", usecols=_is_read
+        )
     except pd.errors.EmptyDataError as exc:
         raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line") from exc
     except (OSError, ValueError) as exc:
         raise ScoredSetError(f"{file}: cannot be read as CSV ({exc}); {_TABLE_EXPECTED}") from exc
+    return frame, header
 
 
-def _read_parquet(file: Path) -> pd.DataFrame:
+def _read_parquet(file: Path, max_classes: int) -> tuple[pd.DataFrame, list[str]]:
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
     try:
-        return pd.read_parquet(file)
-    except (OSError, ValueError, TypeError, NotImplementedError) as exc:
+        schema = pq.read_schema(file)
+    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+    names = [str(name) for name in schema.names]
+    _check_table_classes(names, str(file), max_classes)
+    read = [name for name in dict.fromkeys(names) if _is_read(name)]
+    for name in read:
+        _check_parquet_type(file, name, schema.field(name).type)
+    try:
+        return pd.read_parquet(file, columns=read), names
+    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+        raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+
+
+def _check_parquet_type(file: Path, name: str, arrow_type: Any) -> None:
+    """Refuse a read column whose Parquet type cannot hold what it must (named, with the type expected)."""
+    import pyarrow as pa
+
+    value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    text = pa.types.is_string(value_type) or pa.types.is_large_string(value_type)
+    integer, floating = pa.types.is_integer(value_type), pa.types.is_floating(value_type)
+    if name.startswith(("logit_", "prob_")):
+        accepted, rule = integer or floating or text, (
+            f"{'probability' if name.startswith('prob_') else 'logit'} columns must be float or integer "
+            "(cast the column to float64 when writing the file)"
+        )
+    elif name == "label":
+        accepted, rule = integer or floating or text, "labels must be integers (write the column as int64)"
+    else:
+        accepted, rule = integer or text, (
+            f"{name}s must be text (string) or integers (write the column as strings)"
+        )
+    if not accepted:
+        raise ScoredSetError(f"{file}: column {name!r} has type {arrow_type}; {rule}")
 
 
 def _listing(names: list[str], limit: int = 12) -> str:
@@ -596,7 +763,8 @@ def _numbered_columns(columns: list[str], prefix: str, pattern: re.Pattern[str],
     return [numbered[k] for k in range(len(numbered))]
 
 
-def _from_frame(frame: pd.DataFrame, source: str) -> ScoredSet:
+def _from_frame(frame: pd.DataFrame, source: str, found: list[str]) -> ScoredSet:
+    """Validate the read columns of a table; ``found`` lists every column of the file (for messages)."""
     columns = [str(name) for name in frame.columns]
     frame.columns = pd.Index(columns)
     logit_columns = _numbered_columns(columns, "logit", _LOGIT_COLUMN, source)
@@ -611,7 +779,7 @@ def _from_frame(frame: pd.DataFrame, source: str) -> ScoredSet:
     if missing:
         raise ScoredSetError(
             f"{source}: missing column(s) {', '.join(missing)}; {_TABLE_EXPECTED}; found columns: "
-            f"{_listing(columns) or 'none'}"
+            f"{_listing(found) or 'none'}"
         )
     probs = bool(prob_columns)
     layout = _Layout(source=source, kind="table", probs=probs)

@@ -6,12 +6,13 @@ Every message names the argument, the rule, the offending value and what to do.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import first_nonfinite_row
+from ._kernels import MAX_LOGIT_SPREAD, first_refused_row
 
 __all__ = [
     "check_logits",
@@ -20,25 +21,63 @@ __all__ = [
     "check_temperature",
     "check_bounds",
     "check_groups",
+    "check_count",
     "check_n_bins",
     "check_scheme",
     "check_confidence_level",
+    "logit_spread_refusal",
     "SCHEMES",
+    "MAX_LOGIT_SPREAD",
 ]
 
 SCHEMES = ("equal-width", "equal-mass")
+# Upper limits that stop a typo from allocating gigabytes before anything is computed: a
+# reliability table of more than 100,000 bins, or more than 1,000,000 resamples, has no use.
+MAX_BINS = 100_000
+MAX_RESAMPLES = 1_000_000
 
 
 def check_logits(logits: ArrayLike, *, name: str = "logits", check_finite: bool = True) -> NDArray[np.floating[Any]]:
     """Return ``logits`` as a 2-D float array (float32 kept as it is), or raise.
 
     Integer input is converted to float64. Refuses: not 2-D, no rows, fewer than two
-    columns, non-finite values (the first offending row is named).
+    columns, non-finite values, a row whose logits span more than :data:`MAX_LOGIT_SPREAD`
+    (max − min; the first offending row is named).
 
-    ``check_finite=False`` skips the finiteness scan (one read of the whole input) for a
-    caller that folds it into its own pass: that caller must call :func:`check_finite_logits`
+    ``check_finite=False`` skips the finiteness and spread scan (one read of the whole input)
+    for a caller that folds it into its own pass: that caller must call :func:`check_finite_logits`
     (same error) as soon as its pass shows a non-finite value, before it returns or writes
     anything.
+
+    Parameters
+    ----------
+    logits : array of shape (n_samples, n_classes)
+        The logits to check.
+    name : str, default="logits"
+        The argument's name in the messages.
+    check_finite : bool, default=True
+        Also scan every value (finite, and each row's spread within the limit).
+
+    Returns
+    -------
+    array of shape (n_samples, n_classes)
+        The same array when it is already floating point, else a float64 copy.
+
+    Raises
+    ------
+    ValueError
+        If a rule above is broken (the message names the row and the rule).
+    TypeError
+        If the values are not numeric or the rows are ragged.
+
+    Examples
+    --------
+    >>> check_logits([[1, 0], [0, 2]]).dtype
+    dtype('float64')
+    >>> check_logits([[0.0, float("nan")]])
+    Traceback (most recent call last):
+    ...
+    ValueError: logits row 0 contains nan; every logit must be finite
     """
     if isinstance(logits, np.ndarray) and logits.dtype.kind == "f":
         array = logits
@@ -66,12 +105,36 @@ def check_logits(logits: ArrayLike, *, name: str = "logits", check_finite: bool 
 
 
 def check_finite_logits(array: NDArray[np.floating[Any]], *, name: str = "logits") -> None:
-    """Raise unless every value of the 2-D float ``array`` is finite (the first bad row named)."""
+    """Raise unless every value of the 2-D float ``array`` is finite and every row spans at
+    most :data:`MAX_LOGIT_SPREAD` (the first bad row named)."""
     # One parallel read without an N x K temporary (np.isfinite would add 25% of a float32 input).
-    row = first_nonfinite_row(array)
-    if row >= 0:
-        bad = array[row][~np.isfinite(array[row])][0]
+    row = first_refused_row(array, MAX_LOGIT_SPREAD)
+    if row < 0:
+        return
+    values = array[row]
+    if not np.isfinite(values).all():
+        bad = values[~np.isfinite(values)][0]
         raise ValueError(f"{name} row {row} contains {bad}; every logit must be finite")
+    raise ValueError(f"{name} row {row}: {logit_spread_refusal(values)}")
+
+
+def logit_spread_refusal(row: NDArray[np.floating[Any]]) -> str:
+    """The spread rule's wording for a finite ``row`` that breaks it (the caller names the row).
+
+    >>> logit_spread_refusal(np.array([1.7e308, -1.7e308]))
+    'its logits span more than float64 holds (max - min = 1.7e+308 - -1.7e+308 overflows); the logits within a row must span at most 1e+100 (max - min), so that the NLL and its sums stay finite in float64 (fix, rescale or drop the row)'
+    """
+    top, bottom = float(np.max(row)), float(np.min(row))
+    spread = top - bottom
+    shown = (
+        repr(spread)  # every digit: a spread just above the limit must not print as the limit
+        if math.isfinite(spread)
+        else f"more than float64 holds (max - min = {top:.6g} - {bottom:.6g} overflows)"
+    )
+    return (
+        f"its logits span {shown}; the logits within a row must span at most {MAX_LOGIT_SPREAD:g} (max - min), "
+        "so that the NLL and its sums stay finite in float64 (fix, rescale or drop the row)"
+    )
 
 
 def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str = "labels") -> NDArray[np.intp]:
@@ -97,7 +160,35 @@ def check_labels(labels: ArrayLike, n_samples: int, n_classes: int, *, name: str
 
 
 def check_temperature(temperature: float, *, name: str = "temperature") -> float:
-    """Return ``temperature`` as a float, or raise unless it is finite and > 0."""
+    """Return ``temperature`` as a float, or raise unless it is finite and > 0.
+
+    Parameters
+    ----------
+    temperature : float
+        T, by which the logits are divided before the softmax.
+    name : str, default="temperature"
+        The argument's name in the messages.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If T is not finite or not > 0.
+    TypeError
+        If T is not a number.
+
+    Examples
+    --------
+    >>> check_temperature(2)
+    2.0
+    >>> check_temperature(0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: temperature must be finite and > 0; got 0.0
+    """
     try:
         value = float(temperature)
     except (TypeError, ValueError) as exc:
@@ -126,13 +217,56 @@ def check_groups(groups: ArrayLike, n_samples: int, *, name: str = "groups") -> 
     return array.astype(str)
 
 
+def check_count(value: int, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an int in [minimum, maximum], or raise (bool is refused).
+
+    Examples
+    --------
+    >>> check_count(15, name="n_bins", maximum=MAX_BINS)
+    15
+    >>> check_count(-1, name="min_count", minimum=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: min_count must be >= 0; got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}; got {value:,}")
+    return int(value)
+
+
 def check_n_bins(n_bins: int) -> int:
-    """Return ``n_bins`` as an int >= 1, or raise."""
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)):
-        raise TypeError(f"n_bins must be an integer >= 1; got {n_bins!r}")
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be >= 1; got {n_bins}")
-    return int(n_bins)
+    """Return ``n_bins`` as an int in [1, MAX_BINS], or raise.
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of confidence bins of a reliability table or an ECE.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If ``n_bins`` is below 1 or above the limit (100,000: no table needs more).
+    TypeError
+        If ``n_bins`` is not an integer.
+
+    Examples
+    --------
+    >>> check_n_bins(15)
+    15
+    >>> check_n_bins(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_bins must be >= 1; got 0
+    """
+    return check_count(n_bins, name="n_bins", maximum=MAX_BINS)
 
 
 def check_scheme(scheme: str) -> str:

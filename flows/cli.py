@@ -85,6 +85,7 @@ import numpy as np
 
 from calibration import (
     DEFAULT_BOUNDS,
+    MAX_CLASSES,
     ScoredSet,
     ScoredSetError,
     accuracy,
@@ -123,6 +124,8 @@ _FLAG_WORDING = (
     (re.compile(r"\bconfidence_level\b"), "--confidence-level"),
     (re.compile(r"\bseed must\b"), "--seed must"),
     (re.compile(r"\bbounds must satisfy\b"), "--lower and --upper must satisfy"),
+    (re.compile(r"\bpass max_classes= to read_scored_set\b"), "pass --max-classes"),
+    (re.compile(r"\bmax_classes\b"), "--max-classes"),
 )
 
 _SCHEMES = ("equal-width", "equal-mass")
@@ -243,9 +246,9 @@ def _at_bound_warning(temperature: float, at_bound: str | None, bounds: Sequence
 # --------------------------------------------------------------------------- commands
 
 
-def _read(path: str, progress: _Progress) -> ScoredSet:
-    progress.stage(f"reading {path}")
-    return read_scored_set(path)
+def _read(path: str, args: argparse.Namespace) -> ScoredSet:
+    args.progress.stage(f"reading {path}")
+    return read_scored_set(path, max_classes=args.max_classes)
 
 
 def _status(*warnings: tuple[str, ...]) -> int:
@@ -254,7 +257,7 @@ def _status(*warnings: tuple[str, ...]) -> int:
 
 
 def _fit(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data, args.progress)
+    scored = _read(args.data, args)
     args.progress.stage(f"fitting T on {scored.n_samples:,} x {scored.n_classes:,} logits")
     fit = fit_temperature(scored.logits, scored.labels, bounds=(args.lower, args.upper))
     args.progress.stage("measuring ECE before and after")
@@ -335,7 +338,7 @@ def _report_payload(report: CalibrationReport) -> dict[str, Any]:
 
 
 def _evaluate(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data, args.progress)
+    scored = _read(args.data, args)
     if args.by_group and scored.groups is None:
         raise ValueError(
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), "
@@ -394,7 +397,7 @@ def _evaluate(args: argparse.Namespace) -> _Outcome:
 
 
 def _sweep(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data, args.progress)
+    scored = _read(args.data, args)
     temperature = check_temperature(args.temperature)
     predictions, confidence = top_label(scored.logits, temperature)
     correct = predictions == scored.labels
@@ -481,11 +484,11 @@ def _same_classes(first: ScoredSet, first_name: str, second: ScoredSet, second_n
 
 
 def _qualify(args: argparse.Namespace) -> _Outcome:
-    scored = _read(args.data, args.progress)
+    scored = _read(args.data, args)
     training_ids = None if args.training_ids is None else _read_training_ids(args.training_ids)
     reference_labels = None
     if args.reference is not None:
-        reference = _read(args.reference, args.progress)
+        reference = _read(args.reference, args)
         _same_classes(scored, args.data, reference, args.reference)
         reference_labels = reference.labels
     report = qualify_calibration_set(
@@ -539,8 +542,8 @@ def _is_row_index(ids: np.ndarray[Any, Any]) -> bool:
 
 
 def _compare(args: argparse.Namespace) -> _Outcome:
-    fit_set = _read(args.fit_data, args.progress)
-    eval_set = _read(args.eval_data, args.progress)
+    fit_set = _read(args.fit_data, args)
+    eval_set = _read(args.eval_data, args)
     _same_classes(fit_set, args.fit_data, eval_set, args.eval_data)
     fit_path, eval_path = Path(args.fit_data), Path(args.eval_data)
     if fit_path.resolve() == eval_path.resolve():
@@ -722,6 +725,8 @@ def _parser() -> argparse.ArgumentParser:
 
     def json_flag(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+        sub.add_argument("--max-classes", type=int, default=MAX_CLASSES, metavar="K",
+                         help=f"refuse data with more classes than this before reading rows (default {MAX_CLASSES:,})")
 
     fit = command("fit", "fit T by minimising mean NLL over log T inside bounds", _fit)
     fit.add_argument("data", metavar="DATA", help=_DATA_HELP)

@@ -237,8 +237,8 @@ def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit() -> None:
     kernels = _kernels._compiled()
     block = _kernels._block_rows(logits)
     for beta, mode, p, q in ((0.40213, 0, 1, 1), (1.0, 1, 1, 1), (9 / 22, 2, 9, 22), (0.7, 3, 1, 1)):
-        parallel = kernels.expansion_sums(logits, labels, beta, mode, p, q, block)
-        serial = kernels.expansion_sums_serial(logits, labels, beta, mode, p, q, block)
+        parallel = kernels.expansion_sums(logits, labels, beta, mode, p, q, _kernels.MAX_LOGIT_SPREAD, block)
+        serial = kernels.expansion_sums_serial(logits, labels, beta, mode, p, q, _kernels.MAX_LOGIT_SPREAD, block)
         np.testing.assert_array_equal(parallel, serial)
     large = nll_expansion_sums(logits, labels, 9 / 22)
     _assert_sums_close(large, nll_expansion_sums(logits, labels, 9 / 22, compiled=False))

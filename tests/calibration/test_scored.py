@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import decimal
+import io
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from calibration import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+from calibration._kernels import MAX_LOGIT_SPREAD
 
 FORMATS = ("npz", "parquet", "csv")
 TABLES = ("parquet", "csv")
@@ -57,7 +64,15 @@ def scored_sets(draw: st.DrawFn) -> ScoredSet:
     n = draw(st.integers(1, 6))
     k = draw(st.integers(2, 4))
     dtype = draw(st.sampled_from([np.float32, np.float64]))
-    elements = st.floats(allow_nan=False, allow_infinity=False, width=32 if dtype is np.float32 else 64)
+    # float64 within ±MAX_LOGIT_SPREAD / 2, so that no row spans more than the limit (float32 never can).
+    bound = None if dtype is np.float32 else MAX_LOGIT_SPREAD / 2
+    elements = st.floats(
+        min_value=None if bound is None else -bound,
+        max_value=bound,
+        allow_nan=False,
+        allow_infinity=False,
+        width=32 if dtype is np.float32 else 64,
+    )
     logits = draw(hnp.arrays(dtype, (n, k), elements=elements))
     labels = draw(hnp.arrays(np.int64, n, elements=st.integers(0, k - 1)))
     ids = draw(st.lists(ids_text, min_size=n, max_size=n, unique=True))
@@ -497,3 +512,143 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monke
         write_scored_set(_unvalidated(ids=np.array(["x", "y"])), target)
     assert target.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["s.parquet"]
+
+
+# --------------------------------------------------------------------------- bad input: sizes, types, bytes
+
+
+def _npy_bytes(header: dict[str, Any], data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue() + data
+
+
+def _crafted_npz(path: Path, shape: tuple[int, ...], data: bytes = bytes(16)) -> Path:
+    """An .npz whose 'logits' header declares ``shape`` of float64 over ``data`` only."""
+    labels = io.BytesIO()
+    np.save(labels, np.array([0, 1]))
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("logits.npy", _npy_bytes({"descr": "<f8", "fortran_order": False, "shape": shape}, data))
+        archive.writestr("labels.npy", labels.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("shape", [(10**6, 10**6), (10**10, 2), (2, 10**10)])
+def test_npz_header_declaring_more_than_its_member_holds_is_refused_before_allocating(
+    shape: tuple[int, int], tmp_path: Path
+) -> None:
+    path = _crafted_npz(tmp_path / "bomb.npz", shape)
+    if shape[1] > 100_000:
+        _refusal(path, f"{shape[1]:,} classes found (key 'logits' has shape {shape})", "max_classes=")
+    else:
+        elements = shape[0] * shape[1]
+        _refusal(path, f"key 'logits' declares shape {shape}", f"{elements:,} elements", "holds 16 bytes", "corrupt")
+
+
+def test_npz_larger_than_this_machines_memory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from calibration import _scored
+
+    path = _npz(tmp_path / "s.npz", logits=np.zeros((100, 2)), labels=np.zeros(100, dtype=np.int64))
+    monkeypatch.setattr(_scored, "_memory_bytes", lambda: 1_000)
+    _refusal(path, "key 'logits' has shape (100, 2) of float64 (1,600 bytes), more than this machine's memory")
+
+
+@pytest.mark.parametrize("content", [np.random.default_rng(0).bytes(1_000), b"PK\x03\x04 truncated"])
+def test_npz_of_random_bytes_is_refused_without_suggesting_pickle(content: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "s.npz"
+    path.write_bytes(content)
+    message = _refusal(path, "cannot be read as .npz")
+    assert "pickle" not in message.lower() and "unsafe" not in message.lower(), message
+
+
+def test_npz_member_that_is_not_an_array(tmp_path: Path) -> None:
+    path = tmp_path / "s.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("logits.npy", b"not an npy header")
+        archive.writestr("labels.npy", b"")
+    message = _refusal(path, "key 'logits' is not a numpy array")
+    assert "pickle" not in message.lower()
+
+
+def test_csv_with_a_million_logit_columns_is_refused_from_its_header(tmp_path: Path) -> None:
+    k = 1_000_001
+    path = tmp_path / "wide.csv"
+    path.write_text(
+        "id,label," + ",".join(f"logit_{j}" for j in range(k)) + "\n" + "a,0," + ",".join(["0.5"] * k) + "\n"
+    )
+    _refusal(path, "1,000,001 classes found (1,000,001 logit_ columns)", "at most 100,000 classes", "max_classes=")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_max_classes_is_settable(fmt: str, tmp_path: Path) -> None:
+    path = tmp_path / f"s.{fmt}"
+    if fmt == "npz":
+        _npz(path, logits=np.zeros((3, 12)), labels=np.array([0, 1, 2]))
+        where = "key 'logits' has shape (3, 12)"
+    else:
+        _write_table(_frame(k=12, prefix="prob" if fmt == "csv" else "logit"), path)
+        where = "12 prob_ columns" if fmt == "csv" else "12 logit_ columns"
+    with pytest.raises(ScoredSetError, match=rf"^{re.escape(str(path))}: 12 classes found \({re.escape(where)}\); at most 11 "):
+        read_scored_set(path, max_classes=11)
+    if fmt != "csv":  # the CSV's random "probabilities" do not sum to 1
+        assert read_scored_set(path, max_classes=12).n_classes == 12
+
+
+@pytest.mark.parametrize(("bad", "fragment"), [(1, "max_classes must be an integer >= 2"), (2.5, "max_classes must be an integer")])
+def test_max_classes_must_be_an_integer_of_at_least_two(bad: Any, fragment: str, tmp_path: Path) -> None:
+    path = _write_table(_frame(), tmp_path / "s.csv")
+    with pytest.raises((TypeError, ValueError), match=fragment):
+        read_scored_set(path, max_classes=bad)
+
+
+def test_csv_junk_columns_are_not_parsed(tmp_path: Path) -> None:
+    frame = _frame()
+    frame["notes"] = "anything, even 'quoted'"
+    assert read_scored_set(_write_table(frame, tmp_path / "s.csv")).n_classes == 3
+
+
+@pytest.mark.parametrize(
+    ("column", "array", "fragments"),
+    [
+        (
+            "logit_1",
+            pa.array([decimal.Decimal("0.50"), decimal.Decimal("1.25")] * 2, pa.decimal128(10, 2)),
+            ("column 'logit_1' has type decimal128(10, 2)", "logit columns must be float or integer"),
+        ),
+        ("logit_0", pa.array([[0.5], [1.0]] * 2), ("column 'logit_0' has type list<", "logit columns must be float")),
+        ("id", pa.array([b"a", b"\xff", b"c", b"d"], pa.binary()), ("column 'id' has type binary", "ids must be text")),
+        ("group", pa.array([[1], [2]] * 2), ("column 'group' has type list<", "groups must be text")),
+        ("label", pa.array([True, False] * 2), ("column 'label' has type bool", "labels must be integers")),
+    ],
+)
+def test_parquet_column_of_a_wrong_type_is_refused_by_name(
+    column: str, array: Any, fragments: tuple[str, ...], tmp_path: Path
+) -> None:
+    table = pa.Table.from_pandas(_frame(k=2), preserve_index=False)
+    if column in table.column_names:
+        table = table.set_column(table.column_names.index(column), column, array)
+    else:
+        table = table.append_column(column, array)
+    path = tmp_path / "s.parquet"
+    pq.write_table(table, path)
+    _refusal(path, *fragments)
+
+
+def test_parquet_columns_that_are_not_read_may_have_any_type(tmp_path: Path) -> None:
+    table = pa.Table.from_pandas(_frame(), preserve_index=False).append_column("notes", pa.array([[1]] * 4))
+    pq.write_table(table, tmp_path / "s.parquet")
+    assert read_scored_set(tmp_path / "s.parquet").n_samples == 4
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_logits_spanning_more_than_float64_allows_name_the_file_row_and_rule(fmt: str, tmp_path: Path) -> None:
+    logits = np.zeros((4, 3))
+    logits[2] = [1.7e308, -1.7e308, 0.0]
+    path = tmp_path / f"s.{fmt}"
+    if fmt == "npz":
+        _npz(path, logits=logits, labels=np.array([0, 1, 2, 0]))
+    else:
+        frame = _frame()
+        frame[["logit_0", "logit_1", "logit_2"]] = logits
+        _write_table(frame, path)
+    _refusal(path, "row 2 (id ", "its logits span more than float64 holds", "must span at most 1e+100")

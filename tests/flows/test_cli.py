@@ -456,3 +456,12 @@ def test_help_states_one_exit_contract(capsys: pytest.CaptureFixture[str]) -> No
         assert code == 0
         assert "1 ran and printed its report, but the result did not pass" in flat
         assert "2 bad input" in flat and "3 the computation failed" in flat
+
+
+def test_the_class_limit_is_a_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text("id,label," + ",".join(f"logit_{k}" for k in range(12)) + "\na,0," + ",".join(["0"] * 12) + "\n")
+    code, out, err = run(capsys, "evaluate", path, "--max-classes", "10")
+    assert (code, out) == (2, "")
+    assert "12 classes found" in err and "pass --max-classes" in err and "max_classes=" not in err
+    assert run(capsys, "evaluate", path, "--max-classes", "12")[0] == 0

@@ -1,4 +1,4 @@
-"""Peak memory of the monitor's window read: 200 thousand vs 2 million rows × 10 classes (issue 4).
+"""Peak memory of the monitor's window read: 200 thousand vs 2 million rows × 10 classes.
 
 For each size, a SQLite prediction log is filled (``log_predictions`` in batches, labels
 included), then a *fresh subprocess* runs :func:`monitoring.summarise_window` over the whole
@@ -94,12 +94,12 @@ def measure(path: Path, chunk_size: int, mode: str) -> dict[str, float]:
     ``mode`` "rss" reads the peak RSS (nothing else runs in the process after the read);
     "tracemalloc" traces Python/numpy allocations (slower, so measured in its own process).
     """
-    from calibration._stats import CalibrationStats
+    from calibration import TopLabelScores
 
-    # Warm up: the compiled kernels and their threads, as a long-running monitor would have them.
+    # Warm up: the chunk's scoring pass, as a long-running monitor would have it.
     rng = np.random.default_rng(1)
     warm = rng.normal(size=(chunk_size, 10)).astype(np.float32)
-    CalibrationStats.from_logits(warm, rng.integers(0, 10, chunk_size), temperature=1.0)
+    TopLabelScores.from_logits(warm, rng.integers(0, 10, chunk_size), temperature=1.0)
     del warm
     log = PredictionLog(f"sqlite:///{path}")
     log.count_labelled(MODEL, VERSION, START, START + WINDOW)  # open the pool

@@ -39,7 +39,9 @@ from ._metrics import (
 from ._probabilities import calibrated_probabilities, top_label_confidence
 from ._qualify import QualificationReport, qualify_calibration_set
 from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+from ._scores import TopLabelScores
 from ._stats import CalibrationStats, ReliabilityTable
+from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
     "DEFAULT_BOUNDS",

@@ -1,9 +1,9 @@
-"""Evidence: paired bootstrap of the NLL change, consistency resampling of ECE (rules 5, 10).
+"""Evidence: paired bootstrap of the NLL change, consistency resampling of ECE.
 
-A temperature is claimed to help only with its uncertainty (rule 5): the per-example NLL
+A temperature is claimed to help only with its uncertainty: the per-example NLL
 difference (after - before) is bootstrapped in pairs, and an interval that spans 0 is
 "not established". Drift is declared only when the observed ECE is larger than the ECE a
-perfectly calibrated model shows on a window of the same size (rule 10): consistency
+perfectly calibrated model shows on a window of the same size: consistency
 resampling draws correctness from the model's own confidence and compares.
 
 Resampling is vectorised over examples and bins and runs in blocks of resamples, so memory
@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._softmax import label_log_probability, top_label
+from ._serialise import JsonResult
 from ._stats import equal_width_bin_index
 from ._validation import (
     MAX_RESAMPLES,
@@ -56,7 +57,7 @@ _MAX_BLOCK_ELEMENTS = 1 << 21
 
 
 @dataclass(frozen=True, slots=True)
-class BootstrapComparison:
+class BootstrapComparison(JsonResult):
     """Paired bootstrap of the per-example NLL difference (after - before), mean nats.
 
     ``verdict`` is "improved" when the whole interval is < 0, "worse" when > 0,
@@ -76,7 +77,7 @@ class BootstrapComparison:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsistencyTest:
+class ConsistencyTest(JsonResult):
     """Consistency resampling (Vaicenavicius et al. 2019) of the ECE at one temperature.
 
     ``p_value`` is the share of resampled ECEs (labels drawn from the model's own
@@ -186,7 +187,7 @@ def paired_bootstrap_nll(
     mean(d). Rows are resampled with replacement (the same rows for both temperatures, hence
     *paired*), the mean of d is recomputed per resample, and the interval is the percentile
     interval of those means at ``confidence_level``. Negative means the new temperature is
-    better. Evaluate on data the temperature was *not* fitted on (rule 5).
+    better. Evaluate on data the temperature was *not* fitted on (test data never chooses T).
 
     Parameters
     ----------
@@ -287,9 +288,9 @@ def consistency_resampling_test(
 
     The prediction and its confidence q_i = softmax(z_i / T) of each row are kept; under
     perfect calibration the correctness of row i is Bernoulli(q_i). The observed ECE
-    (equal-width bins, rule 6) is compared with the ECE of ``n_resamples`` correctness
+    (equal-width bins) is compared with the ECE of ``n_resamples`` correctness
     vectors drawn that way, on the same rows and bins. A small ``p_value`` means the
-    miscalibration is real, not the ECE that any finite window shows (rule 10).
+    miscalibration is real, not the ECE that any finite window shows.
 
     Parameters
     ----------
@@ -382,7 +383,7 @@ def consistency_resampling_from_stats(
 ) -> ConsistencyTest:
     """Consistency resampling of the equal-width ECE from mergeable per-bin sums.
 
-    For a streamed window, only per-bin sums are kept (rule 10, STYLE.md §6):
+    For a streamed window, only per-bin sums are kept (mergeable across chunks):
     ``bin_gap_sum[b]`` = Σ (correct_i - q_i) and ``bin_variance_sum[b]`` = Σ q_i (1 - q_i)
     over the rows in bin b. Under perfect calibration the gap sum of a bin is a sum of
     independent centred Bernoulli variables; it is drawn from its normal approximation

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, closest_ratios, nearby_ratio, nll_expansion_sums
+from ._serialise import JsonResult
 from ._validation import check_bounds, check_finite_logits, check_labels, check_logits
 
 __all__ = ["TemperatureFit", "fit_temperature", "minimise_nll", "DEFAULT_BOUNDS"]
@@ -24,12 +25,13 @@ DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
 
 
 @dataclass(frozen=True, slots=True)
-class TemperatureFit:
+class TemperatureFit(JsonResult):
     """The fitted temperature and the evidence around it.
 
     ``nll_before`` and ``nll_after`` are *mean* NLL in nats (``nll_reduction == "mean"``),
     at T = 1 and at the fitted T. ``at_bound`` is ``"lower"``/``"upper"`` when the optimum
-    sits on a bound (such a fit must not be trusted), else ``None``.
+    sits on a bound (such a fit must not be trusted), else ``None`` (``false`` in
+    :meth:`to_dict`: a yes/no question answered in JSON).
     """
 
     temperature: float
@@ -40,6 +42,10 @@ class TemperatureFit:
     n_classes: int
     bounds: tuple[float, float]
     nll_reduction: Literal["mean"] = "mean"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON types; ``at_bound`` is ``false``, ``"lower"`` or ``"upper"``."""
+        return JsonResult.to_dict(self) | {"at_bound": self.at_bound or False}
 
 
 

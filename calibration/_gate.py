@@ -1,4 +1,4 @@
-"""The gate: auto-process when calibrated confidence >= threshold, else review (rule 8).
+"""The gate: auto-process when calibrated confidence >= threshold, else review.
 
 Coverage is the share auto-processed; accepted accuracy is the accuracy among the
 auto-processed. An empty accepted set has *undefined* accuracy (NaN), never 100%. A threshold
@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
+from ._serialise import JsonResult
 from ._validation import check_confidence_level
 
 
@@ -29,7 +30,7 @@ __all__ = ["GateSweep", "GateChoice", "sweep_thresholds", "choose_threshold"]
 
 
 @dataclass(frozen=True, slots=True)
-class GateSweep:
+class GateSweep(JsonResult):
     """One row per distinct threshold t (ascending): auto-process iff confidence >= t.
 
     ``accepted_accuracy`` and ``accuracy_lower_bound`` are NaN where nothing is accepted
@@ -47,7 +48,7 @@ class GateSweep:
 
 
 @dataclass(frozen=True, slots=True)
-class GateChoice:
+class GateChoice(JsonResult):
     """The chosen threshold, or ``threshold is None`` with ``met == False`` and a reason."""
 
     threshold: float | None
@@ -182,7 +183,8 @@ def sweep_thresholds(confidence: ArrayLike, correct: ArrayLike, *, confidence_le
     every threshold accepts at least one row. The lower bound is the lower end of the
     two-sided Wilson score interval at ``confidence_level`` (so a one-sided bound at level
     1 - (1 - confidence_level) / 2, e.g. 97.5% for 0.95). Sweep *calibrated* confidences,
-    and sweep again after every refit of the temperature (rule 8).
+    and sweep again after every refit of the temperature: a threshold from the old scale
+    measures something else on the new one.
 
     Parameters
     ----------

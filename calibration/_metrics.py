@@ -1,4 +1,4 @@
-"""Calibration metrics on arrays (rules 6 and 7).
+"""Calibration metrics on arrays: ECE with its binning, reliability tables, per-group breakdowns.
 
 Every ECE carries its binning: ``n_bins`` and ``scheme``. Equal-width bin m (0-based) is
 (m/M, (m+1)/M] with confidence 0 in the first bin; equal-mass bins hold N/M examples each
@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._softmax import label_log_probability, softmax, top_label
+from ._serialise import JsonResult, json_safe
 from ._stats import CalibrationStats, ReliabilityTable, equal_width_bin_index, equal_width_edges
 from ._validation import (
     check_count,
@@ -50,8 +51,8 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class GroupCalibration:
-    """Calibration of one group (rule 7)."""
+class GroupCalibration(JsonResult):
+    """Calibration of one group (an overall average can hide groups off in opposite directions)."""
 
     group: str
     n: int
@@ -61,7 +62,7 @@ class GroupCalibration:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupBreakdown:
+class GroupBreakdown(JsonResult):
     """Per-group calibration and the count-weighted mean of group ECEs.
 
     The overall ECE can be 0 while every group is off; ``weighted_ece`` cannot.
@@ -74,7 +75,7 @@ class GroupBreakdown:
 
 
 @dataclass(frozen=True, slots=True)
-class CalibrationReport:
+class CalibrationReport(JsonResult):
     """Everything :func:`evaluate` measures at one temperature, with its binning."""
 
     n: int
@@ -90,6 +91,22 @@ class CalibrationReport:
     scheme: str
     table: ReliabilityTable
     groups: GroupBreakdown | None
+
+    def summary(self) -> dict[str, Any]:
+        """The numbers at this temperature, without the table (JSON types, NaN as None)."""
+        return {name: json_safe(getattr(self, name)) for name in _SUMMARY}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary, the binning with ``bins`` (one row per bin) and, with groups, ``groups``
+        (one row per group) and ``group_weighted_ece``."""
+        result = {"n": self.n, "n_classes": self.n_classes} | self.summary() | self.table.to_dict()
+        if self.groups is not None:
+            result |= {"groups": [group.to_dict() for group in self.groups.groups],
+                       "group_weighted_ece": json_safe(self.groups.weighted_ece)}
+        return result
+
+
+_SUMMARY = ("temperature", "nll", "ece", "mce", "brier", "accuracy", "mean_confidence")
 
 
 def _checked(
@@ -344,7 +361,8 @@ def evaluate(
 ) -> CalibrationReport:
     """Every calibration number at one temperature: accuracy, NLL, ECE, MCE, Brier, table.
 
-    ``groups`` adds the per-group breakdown (rule 7).
+    ``groups`` adds the per-group breakdown (an overall ECE can hide groups off in opposite
+    directions).
 
     Examples
     --------

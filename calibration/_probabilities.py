@@ -1,4 +1,8 @@
-"""Calibrated probabilities and top-label confidence at a temperature (rule 1), validated."""
+"""Calibrated probabilities and top-label confidence at a temperature, validated.
+
+q = softmax(z / T) with one shared T > 0: T > 1 flattens, T < 1 sharpens, and the arg-max
+class never changes.
+"""
 
 from __future__ import annotations
 
@@ -35,11 +39,23 @@ def calibrated_probabilities(logits: ArrayLike, *, temperature: float = 1.0) -> 
 
 
 def top_label_confidence(
-    logits: ArrayLike, *, temperature: float = 1.0
+    logits: ArrayLike, *, temperature: float = 1.0, check_finite: bool = True
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Predicted class (first arg-max) and its calibrated confidence, per row.
 
-    This is the number a gate compares with its threshold (rule 8).
+    This is the number a gate compares with its threshold: auto-process when the confidence
+    is at least the threshold, else review.
+
+    Parameters
+    ----------
+    logits : array of shape (n_samples, n_classes)
+        Logits or log-probabilities (softmax is shift-invariant per row).
+    temperature : float, default=1.0
+        T > 0; the arg-max never changes, the confidence does.
+    check_finite : bool, default=True
+        Scan the logits for non-finite values first (one read of the input). ``False`` skips
+        that scan for logits already checked (a :class:`ScoredSet`'s, or those a caller
+        refuses row by row itself); the shape and dtype are checked either way.
 
     Returns
     -------
@@ -53,4 +69,4 @@ def top_label_confidence(
     >>> predictions.tolist(), confidence.round(6).tolist()
     ([1, 0], [0.9, 0.6])
     """
-    return top_label(check_logits(logits), check_temperature(temperature))
+    return top_label(check_logits(logits, check_finite=check_finite), check_temperature(temperature))

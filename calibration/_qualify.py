@@ -1,4 +1,4 @@
-"""Calibration data qualifies before it is used (rule 4).
+"""Calibration data qualifies before it is used.
 
 Three requirements, each failure a full sentence naming the class or ids and the counts:
 
@@ -9,7 +9,7 @@ Three requirements, each failure a full sentence naming the class or ids and the
 (c) it is large enough in total and covers every class.
 
 A set the model gets entirely right is not refused but warned about: a zero-error set drives
-T to the lower bound and makes future mistakes extremely confident (rule 3).
+T to the lower bound and makes future mistakes extremely confident.
 
 References
 ----------
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._serialise import JsonResult
 from ._validation import check_labels, check_logits
 
 __all__ = ["QualificationReport", "qualify_calibration_set"]
@@ -33,7 +34,7 @@ _EXAMPLE_CLASSES = 3
 
 
 @dataclass(frozen=True, slots=True)
-class QualificationReport:
+class QualificationReport(JsonResult):
     """Outcome of the qualification checks. ``passed`` is False iff ``failures`` is non-empty.
 
     Each failure/warning is a full sentence naming the class and the counts, e.g.
@@ -131,7 +132,8 @@ def _overlap_failure(ids: NDArray[np.str_], training_ids: NDArray[np.str_]) -> t
     return overlap, (
         f"{overlap} calibration example{'' if overlap == 1 else 's'} also appear{'s' if overlap == 1 else ''} "
         f"in the training set (ids {examples}{more}); the calibration set must be disjoint from the training "
-        "set (rule 4b): remove them or draw the calibration set from held-out data"
+        "set (the model has seen them, so they push T the wrong way): remove them or draw the calibration set "
+        "from held-out data"
     )
 
 
@@ -152,7 +154,8 @@ def _proportion_failure(
     return distance, (
         f"class proportions are {distance:.3f} in total-variation distance from the reference traffic; at most "
         f"{max_tv_distance:g} is allowed (set max_tv_distance to change). Largest differences: {detail}. "
-        "Sample the calibration set so that it looks like production traffic (rule 4a)"
+        "Sample the calibration set so that it looks like production traffic (a different mix of labels "
+        "moves T the wrong way)"
     )
 
 
@@ -170,7 +173,7 @@ def qualify_calibration_set(
     min_per_class: int = 30,
     max_tv_distance: float = 0.15,
 ) -> QualificationReport:
-    """Check that a labelled set may be used to fit a temperature (rule 4).
+    """Check that a labelled set may be used to fit a temperature.
 
     Failures (the set must not be used): fewer than ``min_total`` examples; a class in
     [0, n_classes) with fewer than ``min_per_class`` examples (one failure per class, naming
@@ -248,7 +251,7 @@ def qualify_calibration_set(
     if training_ids is not None and ids_ is None:
         raise ValueError(
             "training_ids was given but ids was not; pass the calibration set's ids too, "
-            "so that disjointness from the training set can be checked (rule 4b)"
+            "so that disjointness from the training set can be checked"
         )
     training_ids_ = None if training_ids is None else _check_ids(training_ids, name="training_ids", n_samples=None)
     reference_ = None if reference_labels is None else _check_reference_labels(reference_labels, n_classes)
@@ -265,7 +268,7 @@ def qualify_calibration_set(
             failures.append(failure)
     else:
         warnings.append(
-            "training ids were not given, so disjointness from the training set (rule 4b) was not checked; "
+            "training ids were not given, so disjointness from the training set was not checked; "
             "pass ids and training_ids"
         )
 
@@ -277,7 +280,7 @@ def qualify_calibration_set(
             failures.append(failure)
     else:
         warnings.append(
-            "reference labels were not given, so closeness to production traffic (rule 4a) was not checked; "
+            "reference labels were not given, so closeness to production traffic (its class mix) was not checked; "
             "pass reference_labels from recent labelled traffic"
         )
 
@@ -286,7 +289,7 @@ def qualify_calibration_set(
     if n_errors == 0:
         warnings.append(
             f"the model makes no error on the {n} calibration examples: a zero-error set drives T to the lower "
-            "bound and makes future mistakes extremely confident (rule 3); add examples from traffic the model "
+            "bound and makes future mistakes extremely confident; add examples from traffic the model "
             "gets wrong (a larger or more representative sample) before fitting"
         )
 

@@ -1,4 +1,4 @@
-"""Mergeable sufficient statistics of calibration over a window (STYLE.md §6).
+"""Mergeable sufficient statistics of calibration over a window.
 
 A window of traffic is summarised by per-bin counts and sums plus NLL and Brier sums at
 one temperature. Two summaries add up exactly (counts) or to float rounding (sums) to the
@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import calibration_sums
+from ._serialise import JsonResult, json_safe
 from ._validation import check_labels, check_logits, check_n_bins, check_temperature
 
 __all__ = ["CalibrationStats", "ReliabilityTable", "equal_width_bin_index", "equal_width_edges"]
@@ -37,8 +38,12 @@ def equal_width_bin_index(confidence: NDArray[np.float64], n_bins: int) -> NDArr
     return np.searchsorted(equal_width_edges(n_bins)[1:-1], confidence, side="left")
 
 
+# The per-bin columns of a reliability table, in the order a row shows them.
+_BIN_COLUMNS = ("lower", "upper", "count", "mean_confidence", "accuracy", "gap", "sparse")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class ReliabilityTable:
+class ReliabilityTable(JsonResult):
     """Per-bin reliability. Empty bins have count 0 and NaN confidence/accuracy/gap.
 
     ``gap`` is accuracy - mean confidence (negative: over-confident). ``sparse`` marks bins
@@ -76,18 +81,12 @@ class ReliabilityTable:
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per bin (NaN as None), for JSON and tables."""
-        return [
-            {
-                "lower": float(self.lower[m]),
-                "upper": float(self.upper[m]),
-                "count": int(self.count[m]),
-                "mean_confidence": _none_if_nan(self.mean_confidence[m]),
-                "accuracy": _none_if_nan(self.accuracy[m]),
-                "gap": _none_if_nan(self.gap[m]),
-                "sparse": bool(self.sparse[m]),
-            }
-            for m in range(self.n_bins)
-        ]
+        columns = {name: json_safe(getattr(self, name)) for name in _BIN_COLUMNS}
+        return [{name: columns[name][m] for name in _BIN_COLUMNS} for m in range(self.n_bins)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The binning (``n_bins``, ``scheme``, ``min_count``) and ``bins``: one row per bin."""
+        return {"n_bins": self.n_bins, "scheme": self.scheme, "min_count": self.min_count, "bins": self.rows()}
 
     @classmethod
     def from_bin_sums(
@@ -117,10 +116,6 @@ class ReliabilityTable:
             scheme=scheme,
             min_count=min_count,
         )
-
-
-def _none_if_nan(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

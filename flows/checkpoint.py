@@ -20,9 +20,10 @@ import mlflow.pyfunc
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CheckpointFiles", "CheckpointOutput", "checkpoint_logits", "digest_directory", "download_checkpoint"]
+# Defined beside the version record, which must not load MLflow; re-exported for the flows.
+from flows.versions import CheckpointOutput
 
-CheckpointOutput = Literal["logits", "probabilities"]
+__all__ = ["CheckpointFiles", "CheckpointOutput", "checkpoint_logits", "digest_directory", "download_checkpoint"]
 
 
 @dataclass(frozen=True, slots=True)

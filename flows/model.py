@@ -6,7 +6,7 @@ numpy, pandas and mlflow: the served model does not need Thermostat installed.
 
 ``context.model_config`` holds, and so the registered version carries:
 
-- ``temperature`` — T > 0; the served probabilities are softmax(z / T) (DESIGN.md rule 1);
+- ``temperature`` — T > 0; the served probabilities are softmax(z / T) (the arg-max never changes);
 - ``gate_threshold`` — auto-process when the calibrated confidence >= it; ``None`` sends
   everything to review (no threshold met the target accuracy);
 - ``checkpoint_output`` — ``"logits"`` or ``"probabilities"``: what the checkpoint's

@@ -1,4 +1,4 @@
-"""The drift monitor: ECE and NLL of every serving version on its recent labelled traffic (rule 10).
+"""The drift monitor: ECE and NLL of every serving version on its recent labelled traffic.
 
 For each serving alias of a model (the champion and any router aliases, discovered in the
 registry; aliases pointing at one version are checked once), the flow reads the version's T,

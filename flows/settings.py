@@ -53,13 +53,13 @@ class ThermostatSettings(BaseSettings):
     )
     experiment_name: str = Field(default="thermostat", description="MLflow experiment of pipeline runs")
 
-    # Fitting T (rule 2, 3).
+    # Fitting T: minimise the NLL in log T inside the bounds; a fit on a bound is never registered.
     bounds_lower: float = Field(default=0.05, gt=0.0, description="lower bound of the temperature search")
     bounds_upper: float = Field(default=20.0, gt=0.0, description="upper bound of the temperature search")
     n_bins: int = Field(default=15, ge=1, description="equal-width ECE bins")
     min_bin_count: int = Field(default=10, ge=1, description="bins with fewer examples are marked sparse")
 
-    # Splitting the holdout (rule 5).
+    # Splitting the holdout: test data never chooses T.
     calibration_fraction: float = Field(
         default=0.5, gt=0.0, lt=1.0, description="share of the holdout used to fit T; the rest evaluates"
     )
@@ -67,20 +67,20 @@ class ThermostatSettings(BaseSettings):
     bootstrap_resamples: int = Field(default=2000, ge=100, description="paired-bootstrap resamples of the NLL change")
     bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
 
-    # Gate (rule 8).
+    # Gate: auto-process iff calibrated confidence >= threshold, re-swept after every refit.
     gate_target_accuracy: float = Field(
         default=0.97, gt=0.0, lt=1.0, description="accepted accuracy whose lower bound the gate must meet"
     )
     gate_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the Wilson lower bound")
 
-    # Qualification of the calibration part (rule 4).
+    # Qualification of the calibration part: like production, disjoint from training, large enough.
     min_total: int = Field(default=300, ge=1, description="minimum calibration examples")
     min_per_class: int = Field(default=30, ge=1, description="minimum calibration examples per class")
     max_tv_distance: float = Field(
         default=0.15, ge=0.0, le=1.0, description="largest total-variation distance to the reference class mix"
     )
 
-    # Acceptance (rule 9, step 1).
+    # Acceptance: the first step after every fine-tune.
     min_accuracy: float = Field(default=0.5, ge=0.0, le=1.0, description="holdout accuracy floor")
     max_regression: float = Field(
         default=0.01, ge=0.0, le=1.0, description="largest allowed holdout accuracy drop below the alias holder"
@@ -89,7 +89,7 @@ class ThermostatSettings(BaseSettings):
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
 
-    # The prediction log and the drift monitor (rule 10).
+    # The prediction log and the drift monitor.
     prediction_log_url: str | None = Field(
         default=None,
         description="SQLAlchemy URL of the prediction log (default: sqlite:///<state_dir>/predictions.db; "
@@ -121,7 +121,7 @@ class ThermostatSettings(BaseSettings):
         default=50_000, ge=1, description="rows per chunk read from the prediction log (bounds memory)"
     )
 
-    # Refit on recent traffic (rule 10: the first response to drift).
+    # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(
         default=200_000, ge=2, description="a refit reads at most this many of the most recent labelled rows"
     )

@@ -1,4 +1,4 @@
-"""The post-finetune steps as pure functions over typed results (DESIGN.md rule 9).
+"""The post-finetune steps as pure functions over typed results.
 
 acceptance → refit T → re-sweep gate → register, enforced by types: each step takes the
 result of the one before it. Every result carries the digest of the checkpoint it was
@@ -35,11 +35,10 @@ from calibration import (
     paired_bootstrap_nll,
     qualify_calibration_set,
     sweep_thresholds,
+    top_label_confidence,
 )
-from calibration._softmax import top_label
-from flows.checkpoint import CheckpointOutput
 from flows.settings import ThermostatSettings
-from flows.versions import RegisteredVersion
+from flows.versions import CheckpointOutput, RegisteredVersion
 from monitoring import DriftReport, ReliabilityShape, decide_drift, diagnose_reliability_shape, summarise_arrays
 
 __all__ = [
@@ -63,7 +62,7 @@ __all__ = [
 ]
 
 ESCALATION = "needs retraining or a data fix"
-"""What the refit says when one temperature cannot bring calibration back (rule 10)."""
+"""What the refit says when one temperature cannot bring calibration back."""
 
 
 class StepRefused(ValueError):
@@ -314,7 +313,7 @@ def refit_temperature(
 ) -> CalibratedCheckpoint:
     """Step 2: split, qualify the calibration part, fit T; a fit on a bound is refused.
 
-    ``reference_labels`` are recent production labels for the class-mix check (rule 4a).
+    ``reference_labels`` are recent production labels for the class-mix check.
     Without them the check is not run and the qualification report says so: comparing the
     calibration part with the holdout it was drawn from would always pass.
     """
@@ -409,7 +408,8 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
     evaluation_idx = np.flatnonzero(np.isin(holdout.ids, calibrated.evaluation_ids))
     part = holdout.subset(evaluation_idx)
     temperature = calibrated.fit.temperature
-    predicted, confidence = top_label(part.logits, temperature)
+    # The holdout is a checked ScoredSet: no second scan of its logits.
+    predicted, confidence = top_label_confidence(part.logits, temperature=temperature, check_finite=False)
     correct = predicted == part.labels
     report_args: dict[str, Any] = {"n_bins": settings.n_bins, "min_count": settings.min_bin_count}
     return GatedCheckpoint(
@@ -472,7 +472,7 @@ def idempotency_key(gated: GatedCheckpoint, settings: ThermostatSettings) -> str
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RefitVerification:
-    """Does the refitted T bring calibration back on the newer traffic it never saw? (rule 10)
+    """Does the refitted T bring calibration back on the newer traffic it never saw?
 
     ``passed`` iff both hold on the verification part (the newer rows):
 

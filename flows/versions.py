@@ -3,7 +3,7 @@
 Everything comes from the version's tags (written once, at registration, by
 :func:`flows.reports.version_tags`), plus one piece of monitoring metadata:
 ``thermostat.last_drift_event_at``, the time of the last drift *event* emitted for the version
-(the cool-down state, DESIGN.md rule 10). That tag is the only one Thermostat ever writes after
+(the cool-down state: one drift does not start a storm of refits). That tag is the only one Thermostat ever writes after
 registration; T, the threshold and the evidence are never changed.
 
 No MLflow here: the flows read the tags through :class:`flows.registry.MlflowRegistry` and
@@ -17,11 +17,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
-from flows.checkpoint import CheckpointOutput
+from typing import Literal
 
 __all__ = [
     "LAST_DRIFT_EVENT_TAG",
+    "CheckpointOutput",
     "RegisteredVersion",
     "registered_version",
     "serving_versions",
@@ -29,6 +29,9 @@ __all__ = [
 ]
 
 LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
+
+CheckpointOutput = Literal["logits", "probabilities"]
+"""What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
 
 _REQUIRED = ("temperature", "gate_threshold", "checkpoint_uri", "checkpoint_digest", "holdout_ece_after", "ece_binning")
 _BINS = re.compile(r"(\d+) bins")

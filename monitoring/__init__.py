@@ -1,6 +1,6 @@
 """Reading recent labelled traffic, windowing, the drift decision and its reports. No Prefect.
 
-The pieces, in the order a monitor uses them (DESIGN.md rules 6, 7 and 10):
+The pieces, in the order a monitor uses them:
 
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
   default); :func:`log_predictions` lets a serving wrapper feed it.

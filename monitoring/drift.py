@@ -1,6 +1,6 @@
-"""The drift decision on a window of labelled traffic, and the escalation diagnosis (rule 10).
+"""The drift decision on a window of labelled traffic, and the escalation diagnosis.
 
-:func:`decide_drift` turns a :class:`~monitoring.window.WindowSummary` into a
+:func:`decide_drift` turns a :class:`~monitoring.WindowSummary` into a
 :class:`DriftReport`. Drift is a result, never an exception.
 
 The decision
@@ -44,10 +44,9 @@ from typing import Final, Literal
 
 import numpy as np
 
-from calibration._evidence import ConsistencyTest, consistency_resampling_from_stats
-from calibration._stats import CalibrationStats, ReliabilityTable
+from calibration import CalibrationStats, ConsistencyTest, ReliabilityTable, consistency_resampling_from_stats
 
-from .prediction_log import _as_utc
+from ._validation import as_utc
 from .window import WindowSummary
 
 __all__ = [
@@ -90,7 +89,7 @@ class GroupDrift:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DriftReport:
-    """The verdict on a window, with its reasons and numbers (rule 10).
+    """The verdict on a window, with its reasons and numbers.
 
     Metrics are at ``temperature`` (the registered T) with ``n_bins`` equal-width bins;
     NaN where undefined (an empty window, an empty accepted set, an untested p-value).
@@ -257,7 +256,7 @@ def decide_drift(
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring.window import summarise_arrays
+    >>> from monitoring import summarise_arrays
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(2000, 5))
     >>> p = np.exp(logits / 2.0); p /= p.sum(axis=1, keepdims=True)  # true T = 2, served at T = 1
@@ -287,8 +286,8 @@ def decide_drift(
     }
     if not isinstance(cooldown, timedelta) or cooldown < timedelta(0):
         raise ValueError(f"cooldown must be a timedelta >= 0; got {cooldown!r}")
-    checked_at = summary.end if now is None else _as_utc(now, name="now")
-    last_event = None if last_drift_at is None else _as_utc(last_drift_at, name="last_drift_at")
+    checked_at = summary.end if now is None else as_utc(now, name="now")
+    last_event = None if last_drift_at is None else as_utc(last_drift_at, name="last_drift_at")
 
     overall = summary.overall
     n = overall.n
@@ -537,7 +536,7 @@ def diagnose_reliability_shape(table: ReliabilityTable, *, z: float = 3.0) -> Re
     Examples
     --------
     >>> import numpy as np
-    >>> from calibration._stats import ReliabilityTable
+    >>> from calibration import ReliabilityTable
     >>> edges = np.linspace(0, 1, 6)
     >>> count = np.array([0, 400, 400, 400, 400])
     >>> conf = np.array([0.0, 0.3, 0.5, 0.7, 0.9]) * count

@@ -1,4 +1,4 @@
-"""The prediction log: one row per served prediction, in any SQLAlchemy database (rule 10).
+"""The prediction log: one row per served prediction, in any SQLAlchemy database.
 
 A real SQL table written and read through SQLAlchemy Core: a SQLite file by default, any
 SQLAlchemy URL in production (PostgreSQL is tested). Each row holds the serving time, the
@@ -76,9 +76,9 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.types import TypeDecorator
 
-from calibration._softmax import top_label
-from calibration._validation import check_logits, check_temperature
+from calibration import check_logits, check_temperature, top_label_confidence
 
+from ._validation import as_utc, check_chunk_size, check_window
 from .urls import mask_url
 
 __all__ = [
@@ -115,7 +115,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        utc = _as_utc(value, name="time")
+        utc = as_utc(value, name="time")
         return utc if dialect.name == "postgresql" else utc.replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
@@ -272,38 +272,12 @@ class LabelledChunk:
 # --------------------------------------------------------------------------- validation
 
 
-def _as_utc(value: object, *, name: str) -> datetime:
-    if not isinstance(value, datetime):
-        raise TypeError(f"{name} must be a timezone-aware datetime; got {type(value).__name__} {value!r}")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        raise ValueError(
-            f"{name} {value.isoformat()} has no timezone; pass an aware datetime, "
-            "e.g. datetime.now(UTC) or dt.replace(tzinfo=UTC)"
-        )
-    return value.astimezone(UTC)
-
-
 def _check_name(value: object, *, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str; got {type(value).__name__} {value!r}")
     if not value or len(value) > MAX_NAME_LENGTH:
         raise ValueError(f"{name} must have 1 to {MAX_NAME_LENGTH} characters; got {len(value)}: {value[:40]!r}")
     return value
-
-
-def _check_chunk_size(chunk_size: int) -> int:
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)):
-        raise TypeError(f"chunk_size must be an integer >= 1; got {chunk_size!r}")
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
-    return int(chunk_size)
-
-
-def _check_window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
-    start_utc, end_utc = _as_utc(start, name="start"), _as_utc(end, name="end")
-    if end_utc < start_utc:
-        raise ValueError(f"the window ends ({end_utc.isoformat()}) before it starts ({start_utc.isoformat()})")
-    return start_utc, end_utc
 
 
 @dataclass(slots=True)
@@ -385,7 +359,7 @@ def _validate_columns(
     times: list[datetime] = []
     for i, value in enumerate(time):
         try:
-            times.append(_as_utc(value, name="time"))
+            times.append(as_utc(value, name="time"))
         except (TypeError, ValueError) as exc:
             raise _row_error(i, ids[i], str(exc), n_rows) from exc
     groups: list[str | None] = []
@@ -462,7 +436,7 @@ def _validate_columns(
             raise _row_error(i, ids[i], f"label is {value}; it must be in [0, {n_classes[i]})", n_rows)
         labels.append(int(value))
         try:
-            label_times.append(now if when is None else _as_utc(when, name="labelled_at"))
+            label_times.append(now if when is None else as_utc(when, name="labelled_at"))
         except (TypeError, ValueError) as exc:
             raise _row_error(i, ids[i], str(exc), n_rows) from exc
 
@@ -782,7 +756,7 @@ class PredictionLog:
         >>> log.attach_labels(["a"], [0]).conflicts
         (LabelConflict(request_id='a', existing_label=1, new_label=0),)
         """
-        when = datetime.now(UTC) if labelled_at is None else _as_utc(labelled_at, name="labelled_at")
+        when = datetime.now(UTC) if labelled_at is None else as_utc(labelled_at, name="labelled_at")
         ids = list(request_ids) if not isinstance(request_ids, str) else [request_ids]
         for i, rid in enumerate(ids):
             if not isinstance(rid, str):
@@ -935,7 +909,7 @@ class PredictionLog:
         >>> log.count_labelled("m", "1", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC))
         0
         """
-        start, end = _check_window(start, end)
+        start, end = check_window(start, end)
         where = self._window_filter(model_name, model_version, start, end)
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(self._table).where(where)).scalar_one())
@@ -988,8 +962,8 @@ class PredictionLog:
         >>> [len(c) for c in log.iter_labelled("m", "1", t, t + timedelta(hours=1), chunk_size=2)]
         [2, 2, 1]
         """
-        start, end = _check_window(start, end)
-        chunk_size = _check_chunk_size(chunk_size)
+        start, end = check_window(start, end)
+        chunk_size = check_chunk_size(chunk_size)
         table = self._table
         # The time column without UTCDateTime's per-row result processing: naive UTC in SQLite,
         # aware in PostgreSQL; _chunk_from_rows converts the whole column at once.
@@ -1115,7 +1089,8 @@ def log_predictions(
         raise ValueError(f"request_ids has {len(ids)} entries but logits have {n_rows} rows; they must match")
     # The log stores float32: compute what was served from the values that will be read back.
     stored = checked.astype(np.float32)
-    predicted, confidence = top_label(stored, temperature)
+    # Non-finite float32 values are refused row by row below, as a PredictionRowError.
+    predicted, confidence = top_label_confidence(stored, temperature=temperature, check_finite=False)
     now = datetime.now(UTC)
     label_values: list[object]
     if labels is None:

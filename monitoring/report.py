@@ -1,7 +1,7 @@
 """Reports of a drift check for dashboards: reliability diagram, markdown, table rows, metrics.
 
-Everything here is a pure function of a :class:`~monitoring.drift.DriftReport` or a
-:class:`~calibration._stats.ReliabilityTable`. The figure is drawn on a bare
+Everything here is a pure function of a :class:`~monitoring.DriftReport` or a
+:class:`~calibration.ReliabilityTable`. The figure is drawn on a bare
 :class:`matplotlib.figure.Figure` with the Agg canvas: no display, no pyplot global state
 (a long-running monitor does not accumulate open figures). The tables and payloads are
 JSON-safe (NaN becomes None) because Prefect artifacts and events are JSON.
@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration._stats import ReliabilityTable
+from calibration import ReliabilityTable
 
 from .drift import DriftReport
 
@@ -57,7 +57,7 @@ def reliability_figure(table: ReliabilityTable, *, title: str) -> Figure:
     Examples
     --------
     >>> import numpy as np
-    >>> from calibration._stats import CalibrationStats
+    >>> from calibration import CalibrationStats
     >>> stats = CalibrationStats.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0], n_bins=5)
     >>> fig = reliability_figure(stats.reliability_table(min_count=2), title="m v1")
     >>> sum(len(bars) for bars in fig.axes[0].containers)  # one bar per non-empty bin
@@ -128,8 +128,7 @@ def drift_markdown(report: DriftReport) -> str:
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring.drift import decide_drift
-    >>> from monitoring.window import summarise_arrays
+    >>> from monitoring import decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, model_name="m",
     ...                      model_version="1")
@@ -198,8 +197,7 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring.drift import decide_drift
-    >>> from monitoring.window import summarise_arrays
+    >>> from monitoring import decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a", "a", "b"])
     >>> [(row["scope"], row["group"], row["n"]) for row in drift_table_rows(decide_drift(s, baseline_ece=0.0))]
@@ -262,8 +260,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring.drift import decide_drift
-    >>> from monitoring.window import summarise_arrays
+    >>> from monitoring import decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
     >>> metrics = drift_metrics(decide_drift(s, baseline_ece=0.0))
@@ -298,8 +295,7 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     >>> import json
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring.drift import decide_drift
-    >>> from monitoring.window import summarise_arrays
+    >>> from monitoring import decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t)
     >>> payload = drift_payload(decide_drift(s, baseline_ece=0.0))

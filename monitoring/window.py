@@ -1,10 +1,17 @@
-"""A window of labelled traffic summarised by mergeable statistics, read in chunks (rules 6, 7, 8).
+"""A window of labelled traffic summarised by mergeable statistics, read in chunks.
 
 :func:`summarise_window` streams a version's labelled rows from the prediction log and merges
-per-chunk :class:`~calibration._stats.CalibrationStats` overall and per group, plus the gate's
-counts at a fixed threshold. Memory is bounded by ``chunk_size``, not by the window. The
-statistics are computed at the temperature passed in (the version's registered T), from the
-stored logits — not from the confidences that were logged.
+per-chunk :class:`~calibration.CalibrationStats` per group and overall, plus the gate's counts
+at a fixed threshold (auto-process iff confidence >= threshold). Memory is bounded by
+``chunk_size``, not by the window. The statistics are computed at the temperature passed in
+(the version's registered T), from the stored logits — not from the confidences that were
+logged.
+
+Each chunk is read in **one fused pass** (:class:`calibration.TopLabelScores`): every row's
+confidence, correctness, NLL and Brier terms once; then the statistics of every group from one
+``bincount`` over group × bin, the overall as the sum of the groups (rows without a group are
+one more cell), and the gate counts from the same confidences. However many groups, the
+logits are read once per chunk.
 
 :func:`summarise_arrays` builds the same summary from arrays already in memory (the refit's
 verification slice, tests). Two summaries of adjacent windows add up with ``+``.
@@ -16,16 +23,19 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import reduce
+from operator import add
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calibration._softmax import top_label
-from calibration._stats import CalibrationStats
-from calibration._validation import check_labels, check_logits, check_n_bins, check_temperature
+from calibration import CalibrationStats, TopLabelScores, check_n_bins, check_temperature
 
-from .prediction_log import LabelledChunk, PredictionLog, _as_utc, _check_chunk_size, _check_window
+from ._validation import as_utc, check_chunk_size, check_threshold, check_window
+
+if TYPE_CHECKING:  # the window reads the log it is given; it does not need the SQL layer to import
+    from .prediction_log import LabelledChunk, PredictionLog
 
 __all__ = ["GateCounts", "WindowSummary", "summarise_arrays", "summarise_window"]
 
@@ -52,12 +62,12 @@ class GateCounts:
     @classmethod
     def empty(cls, threshold: float) -> GateCounts:
         """No examples: the neutral element of ``+``."""
-        return cls(threshold=_check_threshold(threshold), n=0, accepted=0, accepted_correct=0)
+        return cls(threshold=check_threshold(threshold), n=0, accepted=0, accepted_correct=0)
 
     @classmethod
     def from_confidence(cls, confidence: ArrayLike, correct: ArrayLike, *, threshold: float) -> GateCounts:
         """Count the accepted rows (confidence >= threshold) and the correct ones among them."""
-        threshold = _check_threshold(threshold)
+        threshold = check_threshold(threshold)
         confidence_ = np.asarray(confidence, dtype=np.float64)
         correct_ = np.asarray(correct, dtype=bool)
         if confidence_.ndim != 1 or correct_.shape != confidence_.shape:
@@ -95,15 +105,6 @@ class GateCounts:
         return self.accepted_correct / self.accepted if self.accepted else math.nan
 
 
-def _check_threshold(threshold: float) -> float:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating, np.integer)):
-        raise TypeError(f"threshold must be a number in [0, 1]; got {threshold!r}")
-    value = float(threshold)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1] (auto-process iff confidence >= threshold); got {value}")
-    return value
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class WindowSummary:
     """Mergeable summary of a version's labelled traffic in [start, end) at one temperature.
@@ -135,7 +136,8 @@ class WindowSummary:
 
     @property
     def group_weighted_ece(self) -> float:
-        """Count-weighted mean of the group ECEs (rule 7); NaN without grouped rows."""
+        """Count-weighted mean of the group ECEs (an overall average can hide groups that are
+        off in opposite directions); NaN without grouped rows."""
         total = sum(stats.n for stats in self.groups.values())
         if total == 0:
             return math.nan
@@ -201,34 +203,41 @@ class _Accumulator:
         groups: NDArray[np.object_] | None,
         served_temperatures: NDArray[np.float64] | None,
     ) -> None:
+        """Fold one chunk in: one pass over its logits, whatever the number of groups."""
+        scores = TopLabelScores.from_logits(logits, labels, temperature=self.temperature)
+        self.add_scores(scores, groups, served_temperatures)
+
+    def add_scores(
+        self,
+        scores: TopLabelScores,
+        groups: NDArray[np.object_] | None,
+        served_temperatures: NDArray[np.float64] | None,
+    ) -> None:
+        """Fold in a chunk already scored: group statistics first, the overall as their sum."""
         self.n_chunks += 1
-        stats = CalibrationStats.from_logits(logits, labels, temperature=self.temperature, n_bins=self.n_bins)
-        self.overall = self.overall + stats
-        if self.gate is not None:
-            predicted, confidence = top_label(logits, self.temperature)
-            self.gate = self.gate + GateCounts.from_confidence(
-                confidence, predicted == labels, threshold=self.gate.threshold
-            )
+        n_rows = scores.n
         if served_temperatures is not None:
             self.served.update(np.unique(served_temperatures).tolist())
-        if groups is None:
-            self.n_ungrouped += int(labels.shape[0])
-            return
-        named = np.asarray(groups != None, dtype=bool)  # noqa: E711 - element-wise, not identity
-        self.n_ungrouped += int(labels.shape[0] - np.count_nonzero(named))
-        if not named.any():
-            return
-        keys, inverse = np.unique(groups[named].astype(str), return_inverse=True)
-        named_logits, named_labels = logits[named], labels[named]
-        # One pass over the rows to sort them by group, then one stats call per group (not per row).
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(keys.shape[0] + 1))
-        for g, key in enumerate(keys.tolist()):
-            rows = order[bounds[g] : bounds[g + 1]]
-            part = CalibrationStats.from_logits(
-                named_logits[rows], named_labels[rows], temperature=self.temperature, n_bins=self.n_bins
-            )
+        keys: list[str] = []
+        # Rows without a group are one more code, after the named groups.
+        codes = np.zeros(n_rows, dtype=np.intp)
+        if groups is not None:
+            named = np.asarray(groups != None, dtype=bool)  # noqa: E711 - element-wise, not identity
+            if named.any():
+                unique, inverse = np.unique(groups[named].astype(str), return_inverse=True)
+                keys = unique.tolist()
+                codes[:] = len(keys)
+                codes[named] = inverse.reshape(-1)
+        ungrouped = len(keys)
+        per_code = scores.grouped_calibration_stats(codes, ungrouped + 1, n_bins=self.n_bins)
+        for key, part in zip(keys, per_code[:ungrouped], strict=True):
             self.groups[key] = self.groups[key] + part if key in self.groups else part
+        self.n_ungrouped += per_code[ungrouped].n
+        self.overall = reduce(add, per_code, self.overall)
+        if self.gate is not None:
+            self.gate = self.gate + GateCounts.from_confidence(
+                scores.confidence, scores.correct, threshold=self.gate.threshold
+            )
 
     def summary(self, model_name: str, model_version: str, start: datetime, end: datetime) -> WindowSummary:
         return WindowSummary(
@@ -273,7 +282,8 @@ def summarise_window(
     start, end : datetime
         Timezone-aware bounds of the window.
     n_bins : int, default=15
-        Equal-width bins (rule 6).
+        Equal-width bins (m/M, (m+1)/M] on the top-label confidence; confidence 0 goes to the
+        first.
     threshold : float, optional
         The registered gate threshold; when given, coverage and accepted accuracy are counted.
     chunk_size : int, default=50_000
@@ -296,7 +306,7 @@ def summarise_window(
     --------
     >>> from datetime import UTC, datetime, timedelta
     >>> import numpy as np
-    >>> from monitoring.prediction_log import PredictionLog, log_predictions
+    >>> from monitoring import PredictionLog, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
@@ -311,10 +321,10 @@ def summarise_window(
     """
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
-    start, end = _check_window(start, end)
-    chunk_size = _check_chunk_size(chunk_size)
+    start, end = check_window(start, end)
+    chunk_size = check_chunk_size(chunk_size)
     if threshold is not None:
-        threshold = _check_threshold(threshold)
+        threshold = check_threshold(threshold)
     n_classes = log.n_classes(model_name, model_version)
     if n_classes is None:
         raise LookupError(
@@ -379,20 +389,19 @@ def summarise_arrays(
     >>> s.n, s.n_ungrouped, round(s.overall.ece, 3)
     (2, 1, 0.2)
     """
-    checked = check_logits(logits)
-    checked_labels = check_labels(labels, checked.shape[0], checked.shape[1])
-    temperature = check_temperature(temperature)
+    # The one check of the logits, labels and temperature, and the one pass over the logits.
+    scores = TopLabelScores.from_logits(logits, labels, temperature=temperature)
     n_bins = check_n_bins(n_bins)
-    start, end = _check_window(start, end)
+    start, end = check_window(start, end)
     if threshold is not None:
-        threshold = _check_threshold(threshold)
+        threshold = check_threshold(threshold)
     group_array: NDArray[np.object_] | None = None
     if groups is not None:
         group_array = np.asarray(groups, dtype=object)
-        if group_array.shape != (checked.shape[0],):
-            raise ValueError(
-                f"groups must be 1-D with one entry per row ({checked.shape[0]}); got shape {group_array.shape}"
-            )
-    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=checked.shape[1], threshold=threshold)
-    accumulator.add(checked, checked_labels, group_array, None)
-    return accumulator.summary(model_name, model_version, _as_utc(start, name="start"), _as_utc(end, name="end"))
+        if group_array.shape != (scores.n,):
+            raise ValueError(f"groups must be 1-D with one entry per row ({scores.n}); got shape {group_array.shape}")
+    accumulator = _Accumulator(
+        temperature=scores.temperature, n_bins=n_bins, n_classes=scores.n_classes, threshold=threshold
+    )
+    accumulator.add_scores(scores, group_array, None)
+    return accumulator.summary(model_name, model_version, start, end)

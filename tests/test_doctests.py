@@ -1,4 +1,4 @@
-"""Every docstring example in the pure packages runs (STYLE.md §3: a doctest per public function)."""
+"""Every docstring example in the pure packages runs (a doctest per public function)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every public name is exported through __all__ and has a docstring (STYLE.md §2, §3)."""
+"""Every public name is exported through __all__ and has a docstring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`mypy --strict` is clean on the three packages (STYLE.md §7), checked in CI, not by review."""
+"""`mypy --strict` is clean on the three packages, checked in CI, not by review."""
 
 from __future__ import annotations
 

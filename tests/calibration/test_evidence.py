@@ -1,4 +1,4 @@
-"""Paired bootstrap of the NLL change and consistency resampling of ECE (rules 5, 10)."""
+"""Paired bootstrap of the NLL change and consistency resampling of ECE."""
 
 from __future__ import annotations
 

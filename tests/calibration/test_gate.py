@@ -1,4 +1,4 @@
-"""The gate: sweep thresholds on calibrated confidence and choose one by policy (rule 8)."""
+"""The gate: sweep thresholds on calibrated confidence and choose one by policy."""
 
 from __future__ import annotations
 

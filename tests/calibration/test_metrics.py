@@ -103,7 +103,7 @@ def test_classwise_ece_known_value_and_binary_symmetry() -> None:
 
 
 def test_group_only_miscalibration_hides_in_the_average() -> None:
-    """Overall ECE 0 while each group is off by 30 points in opposite directions (rule 7)."""
+    """Overall ECE 0 while each group is off by 30 points in opposite directions."""
     # Group a: says 0.6, right 90%; group b: says 0.6, right 30%. Pooled: 0.6 and 60%.
     logits = np.tile(np.log([0.6, 0.4]), (20, 1))
     labels = np.array([0] * 9 + [1] * 1 + [0] * 3 + [1] * 7)

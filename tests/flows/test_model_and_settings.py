@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from calibration._softmax import softmax
+from calibration import calibrated_probabilities
 from flows.checkpoint import detect_output, digest_directory
 from flows.model import calibrated_frame
 from flows.settings import ThermostatSettings
@@ -18,7 +18,7 @@ def test_calibrated_frame_is_softmax_of_logits_over_temperature() -> None:
     logits = np.random.default_rng(0).normal(scale=20.0, size=(50, 5))
     frame = calibrated_frame(logits, 2.5, 0.8)
     probabilities = frame[[f"prob_{k}" for k in range(5)]].to_numpy()
-    np.testing.assert_allclose(probabilities, softmax(logits, 2.5), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(probabilities, calibrated_probabilities(logits, temperature=2.5), rtol=0, atol=1e-15)
     assert frame["class"].tolist() == logits.argmax(axis=1).tolist()
     np.testing.assert_array_equal(frame["confidence"], probabilities.max(axis=1))
     assert set(frame["decision"]) <= {"auto", "review"}

@@ -1,4 +1,4 @@
-"""The typed order of the post-finetune steps, and the refusals (DESIGN.md rules 3-5, 9)."""
+"""The typed order of the post-finetune steps, and the refusals (untrusted fits, unqualified data)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_acceptance_refuses_a_missing_class(settings: ThermostatSettings) -> Non
 
 
 def test_refit_refuses_a_fit_on_the_lower_bound(settings: ThermostatSettings) -> None:
-    # A small calibration part with no errors drives T to the lower bound (rule 3).
+    # A small calibration part with no errors drives T to the lower bound.
     holdout = overconfident_set(n=400)
     correct = holdout.subset(np.flatnonzero(holdout.logits.argmax(axis=1) == holdout.labels)[:60])
     small = settings.model_copy(update={"min_total": 10, "min_per_class": 2, "max_tv_distance": 1.0})

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration._stats import CalibrationStats, ReliabilityTable
+from calibration import CalibrationStats, ReliabilityTable
 from monitoring import (
     PredictionLog,
+    WindowSummary,
     decide_drift,
     diagnose_reliability_shape,
     log_predictions,
     summarise_arrays,
     summarise_window,
 )
-from monitoring.window import WindowSummary
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

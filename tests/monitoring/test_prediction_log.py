@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from calibration._softmax import top_label
+from calibration import top_label_confidence
 from monitoring import (
     LabelConflict,
     PredictionLog,
@@ -74,7 +74,7 @@ def test_append_round_trips_every_field(prediction_log: PredictionLog) -> None:
     assert np.concatenate([c.request_ids for c in chunks]).tolist() == [f"r{i}" for i in range(40)]
     expected_times = np.array([t.replace(tzinfo=None) for t in times], dtype="datetime64[us]")
     assert np.array_equal(np.concatenate([c.time for c in chunks]), expected_times)
-    predicted, confidence = top_label(logits, 1.7)
+    predicted, confidence = top_label_confidence(logits, temperature=1.7)
     assert np.array_equal(np.concatenate([c.predicted_class for c in chunks]), predicted)
     np.testing.assert_allclose(np.concatenate([c.confidence for c in chunks]), confidence, rtol=0, atol=1e-15)
     assert set(np.concatenate([c.temperature for c in chunks]).tolist()) == {1.7}

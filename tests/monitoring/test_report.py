@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from calibration._stats import CalibrationStats
+from calibration import CalibrationStats
 from monitoring import (
     DriftReport,
     decide_drift,

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from calibration._softmax import top_label
-from calibration._stats import CalibrationStats
+from calibration import CalibrationStats, TopLabelScores, top_label_confidence
 from monitoring import GateCounts, decide_drift, PredictionLog, WindowSummary, log_predictions, summarise_arrays, summarise_window
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -67,7 +66,7 @@ def test_merged_chunks_equal_the_whole_window(
         assert_stats_equal(stats, CalibrationStats.from_logits(rows["logits"][mask], rows["labels"][mask],
                                                                temperature=0.8, n_bins=12))  # fmt: skip
     assert summary.n_ungrouped == int(np.count_nonzero(rows["groups"] == None))  # noqa: E711
-    predicted, confidence = top_label(rows["logits"], 0.8)
+    predicted, confidence = top_label_confidence(rows["logits"], temperature=0.8)
     accepted = confidence >= 0.7
     assert summary.gate == GateCounts(0.7, n, int(accepted.sum()), int((accepted & (predicted == rows["labels"])).sum()))
     assert summary.served_temperatures == (1.3,)
@@ -132,3 +131,52 @@ def test_summarise_arrays_checks_its_input() -> None:
         summarise_arrays(np.zeros((2, 2)), [0, 1], temperature=1.0, start=datetime(2026, 1, 1), end=T0)
     with pytest.raises(ValueError, match="row 1 contains nan"):
         summarise_arrays(np.array([[0.0, 1.0], [np.nan, 0.0]]), [0, 1], temperature=1.0, start=T0, end=T0)
+
+
+def test_one_calibration_pass_per_chunk_whatever_the_groups(
+    filled_log: tuple[PredictionLog, dict[str, np.ndarray]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk is scored once (confidence, correctness, NLL and Brier terms per row); the
+    groups, the overall and the gate are all built from that pass. Results equal the previous
+    accumulator's, which binned the overall chunk and then every group again."""
+    log, rows = filled_log
+    chunk_size = 97
+    scored_rows: list[int] = []
+    score = TopLabelScores.from_logits
+
+    def counted(cls: type[TopLabelScores], logits: np.ndarray, labels: np.ndarray, *, temperature: float) -> TopLabelScores:
+        scored_rows.append(int(logits.shape[0]))
+        return score(logits, labels, temperature=temperature)
+
+    def second_pass(*args: object, **kwargs: object) -> CalibrationStats:
+        raise AssertionError("the chunk's logits were read again to bin a group or the overall")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(TopLabelScores, "from_logits", classmethod(counted))
+        patched.setattr(CalibrationStats, "from_logits", classmethod(second_pass))
+        summary = summarise_window(log, "digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12,
+                                   threshold=0.7, chunk_size=chunk_size)  # fmt: skip
+    assert sorted(summary.groups) == ["a", "b", "c"] and summary.n_ungrouped > 0
+    assert summary.n_chunks == math.ceil(rows["labels"].shape[0] / chunk_size) > 3
+    assert len(scored_rows) == summary.n_chunks, "one calibration pass per chunk"
+    assert sum(scored_rows) == summary.n
+
+    # The previous accumulator, in miniature: per chunk, the overall binned, every group binned
+    # again (4 calibration passes with 3 groups), and a fifth scan for the gate.
+    overall = CalibrationStats.empty(n_bins=12, temperature=0.8, n_classes=4)
+    groups: dict[str, CalibrationStats] = {}
+    gate = GateCounts.empty(0.7)
+    for chunk in log.iter_labelled("digits", "1", T0, T0 + HOUR, chunk_size=chunk_size):
+        overall = overall + CalibrationStats.from_logits(chunk.logits, chunk.labels, temperature=0.8, n_bins=12)
+        predicted, confidence = top_label_confidence(chunk.logits, temperature=0.8)
+        gate = gate + GateCounts.from_confidence(confidence, predicted == chunk.labels, threshold=0.7)
+        for key in sorted({g for g in chunk.groups.tolist() if g is not None}):
+            mask = chunk.groups == key
+            part = CalibrationStats.from_logits(chunk.logits[mask], chunk.labels[mask], temperature=0.8, n_bins=12)
+            groups[key] = groups[key] + part if key in groups else part
+    assert_stats_equal(summary.overall, overall)
+    assert summary.groups.keys() == groups.keys()
+    for key, stats in groups.items():
+        assert_stats_equal(summary.groups[key], stats)
+    assert summary.gate == gate
+    assert summary.overall.n == sum(stats.n for stats in summary.groups.values()) + summary.n_ungrouped

@@ -1,7 +1,7 @@
 """The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, demo.
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
-:mod:`calibration._scored`), calls the core in :mod:`calibration`, and prints a readable,
+:func:`calibration.read_scored_set`), calls the core in :mod:`calibration`, and prints a readable,
 aligned report, or with ``--json`` exactly one JSON object on stdout. Nothing is ever
 written to disk. NaN and infinities print as JSON ``null`` (undefined, e.g. the accuracy of
 an empty bin), so the output is always valid JSON.
@@ -98,9 +98,7 @@ from calibration import (
     read_scored_set,
     sweep_thresholds,
 )
-from calibration._metrics import CalibrationReport
-from calibration._softmax import top_label
-from calibration._validation import check_temperature
+from calibration import CalibrationReport, check_temperature, top_label_confidence
 from flows.local_only import stay_local
 
 __all__ = ["main"]
@@ -399,7 +397,7 @@ def _evaluate(args: argparse.Namespace) -> _Outcome:
 def _sweep(args: argparse.Namespace) -> _Outcome:
     scored = _read(args.data, args)
     temperature = check_temperature(args.temperature)
-    predictions, confidence = top_label(scored.logits, temperature)
+    predictions, confidence = top_label_confidence(scored.logits, temperature=temperature, check_finite=False)
     correct = predictions == scored.labels
     choice = choose_threshold(
         confidence, correct, target_accuracy=args.target_accuracy, confidence_level=args.confidence_level
@@ -773,6 +771,8 @@ def _parser() -> argparse.ArgumentParser:
 
     # Listed for --help only: main() hands `demo ...` to flows.demo before parsing.
     commands.add_parser("demo", help="run the end-to-end demo (flows.demo); arguments pass through", add_help=False)
+    commands.add_parser("lock", help="show or clear a model's registration lock: lock show|clear MODEL [--json]",
+                        add_help=False)
     return parser
 
 
@@ -801,6 +801,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["demo"]:
         return _demo(arguments[1:])
+    if arguments[:1] == ["lock"]:  # imported only when asked for: it reads the settings and a database
+        from flows.locks import main as lock_main
+
+        return lock_main(arguments[1:], prog="thermostat lock")
     parser = _parser()
     try:
         args = parser.parse_args(arguments)

@@ -1,9 +1,9 @@
-"""The refit: a new temperature for a serving version from its recent labelled traffic (rule 10).
+"""The refit: a new temperature for a serving version from its recent labelled traffic.
 
 Started by the monitor's ``thermostat.calibration.drift`` event (the ``refit`` deployment's
 trigger fills the parameters from the event) or by hand. The same typed, transactional,
-per-model serialised path as ``post_finetune`` (rule 9), with the registered version as the
-starting point:
+per-model serialised path as ``post_finetune`` (acceptance → refit T → re-sweep gate →
+register, in that order), with the registered version as the starting point:
 
 1. **acceptance** — the parent version's checkpoint files (downloaded from its
    ``checkpoint_uri``) must still have its registered digest, and clear the accuracy floor on
@@ -46,8 +46,8 @@ from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resou
 from flows.holdout import read_ids
 from flows.locks import model_lock
 from flows.monitor import check_window, open_prediction_log
-from flows.pipeline import Registration, fetch_checkpoint, gate, register, retry_if_transient
-from flows.registry import MlflowRegistry
+from flows.pipeline import Registration, fetch_checkpoint, gate, recover_interrupted, register, retry_if_transient
+from flows.registry import MlflowRegistry, validate_model_name
 from flows.reports import refit_tags
 from flows.settings import ThermostatSettings
 from flows.steps import (
@@ -87,6 +87,8 @@ class RefitOutcome:
     registration: Registration | None
     verification: RefitVerification | None
     event_id: str | None
+    repairs: tuple[str, ...] = ()
+    """What this refit found left by interrupted registrations of the model, and completed or removed."""
 
     @property
     def new_version(self) -> str | None:
@@ -209,6 +211,9 @@ def publish_report(outcome: RefitOutcome) -> None:
     ]
     if outcome.escalation:
         lines += ["", f"**Escalation: {outcome.escalation}.**"]
+    if outcome.repairs:
+        lines += ["", "### Left by interrupted registrations, repaired first", "",
+                  *(f"- {repair}" for repair in outcome.repairs)]
     if outcome.registration is not None:
         r = outcome.registration
         threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
@@ -245,7 +250,7 @@ def _verification_payload(verification: RefitVerification | None) -> dict[str, A
 
 def _failed(
     parent: RegisteredVersion, alias: str, *, step: str, reason: str, escalate: bool, start: datetime, end: datetime,
-    verification: RefitVerification | None = None,
+    verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
 ) -> RefitOutcome:
     escalation = ESCALATION if escalate else None
     payload = {
@@ -259,14 +264,18 @@ def _failed(
     outcome = RefitOutcome(
         status="failed", model_name=parent.model_name, parent_version=parent.version, alias=alias,
         parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
-        verification=verification, event_id=event_id,
+        verification=verification, event_id=event_id, repairs=repairs,
     )
     publish_report(outcome)
     return outcome
 
 
-def _refused(parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime) -> RefitOutcome:
-    return _failed(parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end)
+def _refused(
+    parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime,
+    repairs: tuple[str, ...],
+) -> RefitOutcome:
+    return _failed(parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end,
+                   repairs=repairs)
 
 
 @flow(name="refit")
@@ -296,11 +305,14 @@ def refit(
     settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
     """
     settings = settings if settings is not None else ThermostatSettings()
+    validate_model_name(model_name)
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
     registry = MlflowRegistry.from_settings(settings)
-    with model_lock(model_name, timeout_seconds=settings.lock_timeout_seconds), \
+    with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
+                    description=f"refit of {model_name} @{alias}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_prediction_log(settings) as log:
+        repairs = recover_interrupted(registry, model_name)
         parent, holder = resolve_parent(registry, model_name, model_version, alias)
         if holder != parent.version:
             reason = (f"{model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
@@ -309,7 +321,7 @@ def refit(
             outcome = RefitOutcome(
                 status="skipped", model_name=model_name, parent_version=parent.version, alias=alias,
                 parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
-                verification=None, event_id=None,
+                verification=None, event_id=None, repairs=repairs,
             )
             publish_report(outcome)
             return outcome
@@ -317,7 +329,7 @@ def refit(
         if traffic is None:
             return _failed(parent, alias, step="traffic", escalate=False, start=start, end=end,
                            reason=f"no labelled traffic of version {parent.version} in [{start.isoformat()}, "
-                                  f"{end.isoformat()}); wait for labels")
+                                  f"{end.isoformat()}); wait for labels", repairs=repairs)
         origin = RefitOrigin(
             parent=parent, alias=alias, window_start=start, window_end=end, first_served_at=traffic.first_served_at,
             last_served_at=traffic.last_served_at, fit_fraction=settings.refit_fit_fraction,
@@ -326,17 +338,18 @@ def refit(
         accepted = accept_version(origin, files, traffic,
                                   np.array([], dtype=str) if training_ids is None else training_ids, settings)
         if isinstance(accepted, StepRefused):
-            return _refused(parent, alias, accepted, start=start, end=end)
+            return _refused(parent, alias, accepted, start=start, end=end, repairs=repairs)
         calibrated = refit_by_time(accepted, settings)
         if isinstance(calibrated, StepRefused):
-            return _refused(parent, alias, calibrated, start=start, end=end)
+            return _refused(parent, alias, calibrated, start=start, end=end, repairs=repairs)
         gated = gate(calibrated, settings)
         verification = verify(gated, settings)
         if not verification.passed:
             return _failed(parent, alias, step="verify", reason="the refit does not verify: " + "; ".join(
-                verification.reasons), escalate=True, start=start, end=end, verification=verification)
+                verification.reasons), escalate=True, start=start, end=end, verification=verification,
+                repairs=repairs)
         registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                                extra_tags=refit_tags(gated, verification))
+                                extra_tags=refit_tags(gated, verification), lease=lease, repairs=repairs)
         status: Status = "registered" if registration.created else "already_registered"
         reason = (
             f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "
@@ -355,7 +368,7 @@ def refit(
         outcome = RefitOutcome(
             status=status, model_name=model_name, parent_version=parent.version, alias=alias,
             parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,
-            registration=registration, verification=verification, event_id=event_id,
+            registration=registration, verification=verification, event_id=event_id, repairs=repairs,
         )
         publish_report(outcome)
         return outcome

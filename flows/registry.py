@@ -1,19 +1,32 @@
 """The one MLflow adapter: tracking runs and the model registry, addressed explicitly.
 
 Holds an ``MlflowClient(tracking_uri=..., registry_uri=...)`` and passes ``run_id`` to every
-call: nothing here starts or relies on MLflow's process-wide active run (STYLE.md §8).
+call: nothing here starts or relies on MLflow's process-wide active run (hidden global state).
+
+Every call that is safe to repeat (writing a param, a tag, an alias, a run's status, reading)
+is retried in place on a transient error (:func:`retry_transient`), so a blip never reaches a
+Prefect transaction, whose rollback hooks run *before* a task's own retries. Creating a run or
+a version is not repeated here; MLflow's HTTP layer may still repeat those POSTs, which the
+registration reconciles (see :mod:`flows.pipeline`).
+
+Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
+value put into a search filter is quoted by :func:`filter_literal`.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
+import os
+import posixpath
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import mlflow
 import mlflow.artifacts
@@ -21,21 +34,141 @@ import mlflow.pyfunc
 import pandas as pd
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunStatus
+from mlflow.entities import Metric, Param, Run, RunStatus
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature
 from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.pyfunc import PyFuncModel
 from mlflow.types import ColSpec, Schema, TensorSpec
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from flows import model as calibrated_model_code
 from flows.settings import ThermostatSettings
+from monitoring import mask_url
 
-__all__ = ["IDEMPOTENCY_TAG", "MODEL_ARTIFACT_PATH", "MlflowRegistry"]
+__all__ = [
+    "IDEMPOTENCY_TAG",
+    "MODEL_ARTIFACT_PATH",
+    "REGISTRATION_COMPLETE",
+    "REGISTRATION_PENDING",
+    "REGISTRATION_TAG",
+    "MlflowRegistry",
+    "filter_literal",
+    "is_transient",
+    "retry_transient",
+    "validate_model_name",
+]
 
 IDEMPOTENCY_TAG = "idempotency_key"
 MODEL_ARTIFACT_PATH = "calibrated_model"
+REGISTRATION_TAG = "thermostat.registration"
+"""A version's registration state: ``pending`` from its creation, ``complete`` once its alias
+moved and its run closed (the last write of a registration). Only complete versions answer an
+idempotency look-up."""
+REGISTRATION_PENDING = "pending"
+REGISTRATION_COMPLETE = "complete"
+
+RunState = Literal["RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED", "MISSING"]
+
+_T = TypeVar("_T")
+_logger = logging.getLogger("thermostat")
+
+TRANSIENT_MLFLOW_CODES = frozenset(
+    {"TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED", "DEADLINE_EXCEEDED"}
+)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Can repeating the call help? Network/file-system errors, MLflow's transient codes (its
+    REST client reports a refused connection or exhausted HTTP retries as ``INTERNAL_ERROR``)
+    and lost database connections; never a refusal or a bug."""
+    if isinstance(error, MlflowException):
+        return error.error_code in TRANSIENT_MLFLOW_CODES
+    return isinstance(error, (OSError, OperationalError, InterfaceError))
+
+
+def retry_transient(
+    call: Callable[[], _T], *, what: str, attempts: int = 4, delays: Sequence[float] = (0.5, 2.0, 5.0)
+) -> _T:
+    """Run ``call``; on a transient error (:func:`is_transient`) wait and repeat it, at most
+    ``attempts`` times in all. Only for calls that are safe to repeat.
+
+    Examples
+    --------
+    >>> calls = []
+    >>> def flaky() -> str:
+    ...     calls.append(1)
+    ...     if len(calls) == 1:
+    ...         raise ConnectionResetError("blip")
+    ...     return "done"
+    >>> retry_transient(flaky, what="a doctest", delays=(0.0,))
+    'done'
+    >>> len(calls)
+    2
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as error:
+            if attempt == attempts or not is_transient(error):
+                raise
+            delay = delays[min(attempt - 1, len(delays) - 1)]
+            _logger.warning("%s failed (attempt %d of %d: %s: %s); retrying in %.1f s", what, attempt, attempts,
+                            type(error).__name__, error, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def validate_model_name(name: str) -> str:
+    """``name`` if MLflow accepts it as a registered model name; else a ValueError naming the rule.
+
+    MLflow's rules (``mlflow.utils.validation._validate_model_name``): not empty, no ``/`` or
+    ``:``, and a path that normalises to itself. Thermostat adds one: not both quote kinds, since
+    MLflow's filter strings have no escape and a value is quoted with the kind it lacks.
+
+    Examples
+    --------
+    >>> validate_model_name("o'brien")
+    "o'brien"
+    >>> validate_model_name("a/b")
+    Traceback (most recent call last):
+    ...
+    ValueError: model name 'a/b' contains '/'; MLflow model names cannot contain '/' or ':'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"model name must be a str, got {type(name).__name__}")
+    if name.strip() == "":
+        raise ValueError(f"model name {name!r} is empty; pass the registered model's name")
+    for character in ("/", ":"):
+        if character in name:
+            raise ValueError(f"model name {name!r} contains {character!r}; MLflow model names cannot contain '/' or ':'")
+    normalised = posixpath.normpath(name)
+    if normalised != name or normalised == "." or normalised.startswith(".."):
+        raise ValueError(f"model name {name!r} would resolve to the path {normalised!r}; MLflow requires a name "
+                         "that is its own normalised path (no '.', '..', doubled or trailing separators)")
+    if "'" in name and '"' in name:
+        raise ValueError(f"model name {name!r} contains both ' and \"; an MLflow search filter cannot quote such a "
+                         "value (it has no escape), so use at most one kind of quote")
+    return name
+
+
+def filter_literal(value: str) -> str:
+    """``value`` as a string literal of an MLflow search filter.
+
+    MLflow strips the outer quotes and has no escape sequence (``'o''brien'`` would search for
+    ``o''brien``), so a value is quoted with a kind of quote it does not contain.
+
+    Examples
+    --------
+    >>> filter_literal("digits"), filter_literal("o'brien")
+    ("'digits'", '"o\'brien"')
+    """
+    if "'" not in value:
+        return f"'{value}'"
+    if '"' not in value:
+        return f'"{value}"'
+    raise ValueError(f"{value!r} contains both ' and \"; an MLflow search filter cannot express it")
 
 
 def _millis(moment: datetime) -> int:
@@ -59,6 +192,10 @@ class MlflowRegistry:
         self.registry_uri = registry_uri or tracking_uri
         self.artifact_location = artifact_location
         self.experiment_name = experiment_name
+        if mask_url(self.tracking_uri) != self.tracking_uri or mask_url(self.registry_uri) != self.registry_uri:
+            # MLflow prints "View run ... at: <tracking URI>/#/..." to stdout when a run ends, password
+            # included, and a worker's stdout is stored in its logs: never with credentials in the URI.
+            os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         self.client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
 
     @classmethod
@@ -111,32 +248,63 @@ class MlflowRegistry:
         return f"{ui_url.rstrip('/')}/#/experiments/{run.info.experiment_id}/runs/{run_id}"
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
+        """Close the run FINISHED (or FAILED); repeating it is harmless, so it is retried in place."""
         status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
-        self.client.set_terminated(run_id, status=status)
+        retry_transient(lambda: self.client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
+
+    def run_state(self, run_id: str) -> RunState:
+        """The run's status, or ``MISSING`` when it does not exist (or was deleted)."""
+        try:
+            run = retry_transient(lambda: self.client.get_run(run_id), what=f"reading run {run_id}")
+        except MlflowException as error:
+            if _is_missing(error):
+                return "MISSING"
+            raise
+        if run.info.lifecycle_stage == "deleted":
+            return "MISSING"
+        status: RunState = run.info.status
+        return status
+
+    def open_runs(self, model_name: str) -> list[Run]:
+        """Registration runs of ``model_name`` (in this adapter's experiment, with an idempotency
+        key) still RUNNING."""
+        experiment = self.experiment_id()
+        found = retry_transient(
+            lambda: self.client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
+            what=f"searching open runs of {model_name}",
+        )
+        # Tags are compared here, not in the filter: no value of the user's to quote.
+        return [run for run in found
+                if run.data.tags.get("thermostat.model_name") == model_name and IDEMPOTENCY_TAG in run.data.tags]
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
-        self.client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
+        entries = [Param(key, str(value)) for key, value in params.items()]
+        retry_transient(lambda: self.client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], *, timestamp: datetime | None = None) -> None:
         """Log metrics at step 0, stamped ``timestamp`` (default now): a check's window end, so
         charts over time place each value at the time it describes."""
         stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
         entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
-        self.client.log_batch(run_id, metrics=entries)
+        retry_transient(lambda: self.client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
 
+    # An artifact upload overwrites the same path: repeating it is harmless.
     def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
-        self.client.log_text(run_id, json.dumps(payload, indent=2, sort_keys=True), artifact_file)
+        text = json.dumps(payload, indent=2, sort_keys=True)
+        retry_transient(lambda: self.client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False)
-        self.client.log_text(run_id, buffer.getvalue(), artifact_file)
+        retry_transient(lambda: self.client.log_text(run_id, buffer.getvalue(), artifact_file),
+                        what=f"uploading {artifact_file}")
 
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
-        self.client.log_figure(run_id, figure, artifact_file)
+        retry_transient(lambda: self.client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
 
     def log_run_files(self, run_id: str, folder: Path, artifact_path: str) -> None:
-        self.client.log_artifacts(run_id, str(folder), artifact_path)
+        retry_transient(lambda: self.client.log_artifacts(run_id, str(folder), artifact_path),
+                        what=f"uploading {artifact_path}")
 
     # The calibrated model ---------------------------------------------------------------
 
@@ -170,7 +338,8 @@ class MlflowRegistry:
                 signature=ModelSignature(inputs=inputs, outputs=outputs),
                 pip_requirements=requirements,
             )
-            self.client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH)
+            retry_transient(lambda: self.client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH),
+                            what=f"uploading {MODEL_ARTIFACT_PATH}")
         return f"runs:/{run_id}/{MODEL_ARTIFACT_PATH}"
 
     def load_version_model(self, name: str, version: str, destination: Path) -> PyFuncModel:
@@ -195,35 +364,67 @@ class MlflowRegistry:
                 self.client.get_registered_model(name)
 
     def create_version(self, name: str, *, source: str, run_id: str, tags: dict[str, str]) -> ModelVersion:
-        """A new, immutable version; its tags are written in the same call as the version."""
-        self.ensure_registered_model(name)
-        return self.client.create_model_version(name, source, run_id=run_id, tags=tags)
+        """A new, immutable version, ``pending`` until :meth:`mark_complete`; its tags are written
+        in the same call as the version.
 
-    def delete_version(self, name: str, version: str) -> None:
-        self.client.delete_model_version(name, version)
+        Not retried here: the call is not idempotent. MLflow's HTTP client may still repeat the
+        POST (on 408/429/5xx) after the server committed it, so a caller must look for versions
+        with the same idempotency key afterwards (:meth:`versions_with_key`).
+        """
+        self.ensure_registered_model(name)
+        return self.client.create_model_version(name, source, run_id=run_id,
+                                                tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING})
+
+    def mark_complete(self, name: str, version: str) -> None:
+        """The last write of a registration: from now on the version answers idempotency look-ups."""
+        self.set_version_tag(name, version, REGISTRATION_TAG, REGISTRATION_COMPLETE)
+
+    def delete_version(self, name: str, version: str) -> bool:
+        """Delete a version; False when it was already gone (a repeated delete is harmless)."""
+        try:
+            retry_transient(lambda: self.client.delete_model_version(name, version), what=f"deleting {name} version {version}")
+        except MlflowException as error:
+            if _is_missing(error):
+                return False
+            raise
+        return True
 
     def versions(self, name: str) -> list[ModelVersion]:
-        return list(self.client.search_model_versions(f"name = '{name}'"))
+        return list(retry_transient(lambda: self.client.search_model_versions(f"name = {filter_literal(name)}"),
+                                    what=f"listing the versions of {name}"))
+
+    def versions_with_key(self, name: str, key: str) -> list[ModelVersion]:
+        """Every version of ``name`` carrying the idempotency ``key``, in any registration state, by number."""
+        found = retry_transient(
+            lambda: self.client.search_model_versions(f"tags.{IDEMPOTENCY_TAG} = {filter_literal(key)}"),
+            what=f"searching versions of idempotency key {key[:12]}",
+        )
+        # The name is compared here, not in the filter: one fewer value to quote, same answer.
+        return sorted((v for v in found if v.name == name), key=lambda v: int(v.version))
+
+    def is_complete(self, version: ModelVersion) -> bool:
+        """Did the version's registration finish? Its ``thermostat.registration`` tag says so; a
+        version registered before that tag existed counts as complete iff its run is FINISHED
+        (the old registration closed its run last)."""
+        state = version.tags.get(REGISTRATION_TAG)
+        if state is not None:
+            return bool(state == REGISTRATION_COMPLETE)
+        return version.run_id is not None and self.run_state(str(version.run_id)) == "FINISHED"
 
     def find_by_idempotency_key(self, name: str, key: str) -> ModelVersion | None:
-        found = self.client.search_model_versions(f"name = '{name}' and tags.{IDEMPOTENCY_TAG} = '{key}'")
-        return min(found, key=lambda v: int(v.version)) if found else None
+        """The lowest *complete* version of ``name`` with this key; None if there is none."""
+        complete = [v for v in self.versions_with_key(name, key) if self.is_complete(v)]
+        return complete[0] if complete else None
 
     def alias_holder(self, name: str, alias: str) -> ModelVersion | None:
         """The version ``alias`` points at; None when the model or the alias does not exist."""
-        try:
-            model = self.client.get_registered_model(name)
-        except MlflowException as error:
-            if _is_missing(error):
-                return None
-            raise
-        version = dict(model.aliases).get(alias)
-        return None if version is None else self.client.get_model_version(name, str(version))
+        version = self.aliases(name).get(alias)
+        return None if version is None else self.get_version(name, version)
 
     def aliases(self, name: str) -> dict[str, str]:
         """Every alias of the registered model and the version it points at ({} if no such model)."""
         try:
-            model = self.client.get_registered_model(name)
+            model = retry_transient(lambda: self.client.get_registered_model(name), what=f"reading model {name}")
         except MlflowException as error:
             if _is_missing(error):
                 return {}
@@ -231,14 +432,17 @@ class MlflowRegistry:
         return {str(alias): str(version) for alias, version in dict(model.aliases).items()}
 
     def get_version(self, name: str, version: str) -> ModelVersion:
-        return self.client.get_model_version(name, version)
+        return retry_transient(lambda: self.client.get_model_version(name, version), what=f"reading {name} version {version}")
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
-        """Monitoring metadata on a version (never its T, threshold or evidence: those are immutable)."""
-        self.client.set_model_version_tag(name, version, key, value)
+        """Registration state and monitoring metadata on a version (never its T, threshold or
+        evidence: those are immutable)."""
+        retry_transient(lambda: self.client.set_model_version_tag(name, version, key, value),
+                        what=f"tagging {name} version {version} {key}={value}")
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
-        self.client.set_registered_model_alias(name, alias, version)
+        retry_transient(lambda: self.client.set_registered_model_alias(name, alias, version),
+                        what=f"pointing {name}@{alias} at version {version}")
 
     def delete_alias(self, name: str, alias: str) -> None:
-        self.client.delete_registered_model_alias(name, alias)
+        retry_transient(lambda: self.client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")

@@ -10,8 +10,7 @@ import mlflow.pyfunc
 import numpy as np
 import pytest
 
-from calibration import ScoredSet
-from calibration._softmax import softmax
+from calibration import ScoredSet, calibrated_probabilities
 from flows.checkpoint import checkpoint_logits, download_checkpoint
 from flows.holdout import write_features
 from flows.pipeline import post_finetune, register
@@ -68,7 +67,7 @@ def test_registered_pyfunc_applies_temperature_exactly(store: Store, monkeypatch
                                 tracking_uri=store.settings.resolved_tracking_uri())
     logits, kind = checkpoint_logits(files, features)
     assert kind == "logits"
-    expected = softmax(logits, registration.temperature)
+    expected = calibrated_probabilities(logits, temperature=registration.temperature)
     probabilities = frame[[f"prob_{k}" for k in range(10)]].to_numpy()
     np.testing.assert_allclose(probabilities, expected, rtol=0, atol=1e-14)
     assert registration.gate_threshold is not None
@@ -180,17 +179,14 @@ def test_register_refuses_a_mismatched_checkpoint_digest(store: Store, tmp_path:
     assert _versions(store.registry) == []
 
 
-def test_model_lock_creates_its_limit_so_strict_mode_never_skips(prefect_api: None) -> None:
-    from prefect.client.orchestration import get_client
+def test_model_lock_is_a_lease_row_that_is_released(store: Store) -> None:
+    from flows.locks import model_lock, show_lock
 
-    from flows.locks import model_lock, model_lock_name
-
-    with model_lock("lock-probe", timeout_seconds=10):
-        with get_client(sync_client=True) as client:
-            limit = client.read_global_concurrency_limit_by_name(model_lock_name("lock-probe"))
-            assert (limit.limit, limit.active_slots) == (1, 1)
-    with get_client(sync_client=True) as client:
-        assert client.read_global_concurrency_limit_by_name(model_lock_name("lock-probe")).active_slots == 0
+    url = store.settings.resolved_prediction_log_url()
+    with model_lock("lock-probe", url=url, timeout_seconds=10, description="probe"):
+        holder = show_lock("lock-probe", store.settings)
+        assert holder is not None and holder.description == "probe" and holder.alive and not holder.expired
+    assert show_lock("lock-probe", store.settings) is None
 
 
 def _qualification(store: Store, run_id: str) -> dict[str, object]:
@@ -229,17 +225,13 @@ def test_class_mix_is_checked_against_the_alias_holders_recent_traffic(store: St
 
 
 def test_a_second_run_for_the_same_model_waits_for_the_first(store: Store) -> None:
-    """Two runs never interleave: while another holder has the model's slot, a run waits for
+    """Two runs never interleave: while another holder has the model's lock, a run waits for
     it and, past its timeout, fails having registered nothing. Then it goes through."""
-    from prefect.concurrency.sync import concurrency
-
-    from flows.locks import ensure_limit, model_lock_name
+    from flows.locks import model_lock
 
     settings = store.settings.model_copy(update={"lock_timeout_seconds": 3.0})
-    name = model_lock_name("digits")
-    ensure_limit(name)
-    with concurrency(name, occupy=1, timeout_seconds=30, strict=True):  # "the other run"
-        with pytest.raises(TimeoutError):
+    with model_lock("digits", url=settings.resolved_prediction_log_url(), timeout_seconds=30):  # "the other run"
+        with pytest.raises(TimeoutError, match="thermostat-register-digits is still held"):
             post_finetune(**store.run_args("logistic", settings=settings))
     assert _versions(store.registry) == []
     assert post_finetune(**store.run_args("logistic", settings=settings)).version == "1"

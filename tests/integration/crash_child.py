@@ -1,0 +1,84 @@
+"""Post-finetune runs in child processes that die (``os._exit``) at a chosen MLflow call.
+
+``python -m tests.integration.crash_child SPECS_JSON`` imports the stack once, then forks one
+child per spec, one after the other (a fork costs nothing; importing MLflow and Prefect costs
+seconds), and prints ``{"exit_codes": [...]}``. Each spec has ``crash``
+("after:create_model_version", "before:set_terminated", ...), ``run`` (post_finetune's keyword
+arguments except settings), ``settings`` (ThermostatSettings fields) and ``pid_file`` (where
+the PID of the embedded Prefect API server, if the child started one, is written just before
+it dies). Exit status 70: died at the crash point, as ``kill -9`` would leave it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+CRASHED = 70
+
+
+def _matches(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    if method == "set_terminated":  # the run's close, not a rollback's FAILED
+        return kwargs.get("status", args[1] if len(args) > 1 else None) == "FINISHED"
+    if method == "set_model_version_tag":  # the completion marker
+        return (args[2] if len(args) > 2 else kwargs.get("key")) == "thermostat.registration"
+    return True
+
+
+def _child(spec: dict[str, Any]) -> None:
+    from mlflow import MlflowClient
+
+    from flows.pipeline import post_finetune
+    from flows.settings import ThermostatSettings
+
+    when, method = spec["crash"].split(":")
+    original = getattr(MlflowClient, method)
+
+    def die() -> None:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer._instances.get(None)
+        process = None if server is None else server.server_process
+        with open(spec["pid_file"], "w") as handle:
+            handle.write("" if process is None else str(process.pid))
+        os._exit(CRASHED)
+
+    def crashing(self: MlflowClient, *args: Any, **kwargs: Any) -> Any:
+        hit = _matches(method, args, kwargs)
+        if hit and when == "before":
+            die()
+        result = original(self, *args, **kwargs)
+        if hit and when == "after":
+            die()
+        return result
+
+    setattr(MlflowClient, method, crashing)
+    post_finetune(**spec["run"], settings=ThermostatSettings(**spec["settings"]))
+
+
+def main() -> None:
+    specs = json.loads(sys.argv[1])
+    import flows.pipeline  # noqa: F401  (the whole stack, imported once before forking)
+
+    if threading.active_count() != 1:  # a fork only copies the calling thread
+        raise RuntimeError(f"cannot fork safely: threads {threading.enumerate()}")
+    codes = []
+    for spec in specs:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(spec)
+            except BaseException as error:  # noqa: BLE001 - reported through the exit status
+                print(f"child ended with {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+                os._exit(1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        codes.append(os.waitstatus_to_exitcode(status))
+    print(json.dumps({"exit_codes": codes}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

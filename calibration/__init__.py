@@ -40,6 +40,7 @@ from ._probabilities import calibrated_probabilities, top_label_confidence
 from ._qualify import QualificationReport, qualify_calibration_set
 from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, write_scored_set
 from ._scores import TopLabelScores
+from ._serialise import JsonResult, json_safe
 from ._stats import CalibrationStats, ReliabilityTable
 from ._validation import check_logits, check_n_bins, check_temperature
 
@@ -54,6 +55,7 @@ __all__ = [
     "GateSweep",
     "GroupBreakdown",
     "GroupCalibration",
+    "JsonResult",
     "QualificationReport",
     "ReliabilityTable",
     "ScoredSet",
@@ -74,6 +76,7 @@ __all__ = [
     "expected_calibration_error",
     "fit_temperature",
     "group_calibration",
+    "json_safe",
     "maximum_calibration_error",
     "mean_confidence",
     "negative_log_likelihood",

@@ -16,17 +16,22 @@ Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from ._serialise import JsonResult
+from ._serialise import JsonResult, json_safe
 from ._validation import check_confidence_level
 
 
 __all__ = ["GateSweep", "GateChoice", "sweep_thresholds", "choose_threshold"]
+
+
+_SWEEP_COLUMNS = ("coverage", "accepted_count", "accepted_accuracy", "accuracy_lower_bound")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,12 @@ class GateSweep(JsonResult):
     accuracy_lower_bound: NDArray[np.float64]
     n: int
     confidence_level: float
+
+    def rows(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """The rows at ``indices`` as JSON-safe dicts: threshold, coverage, accepted_count,
+        accepted_accuracy, accuracy_lower_bound (NaN as None)."""
+        columns = {"threshold": self.thresholds, **{name: getattr(self, name) for name in _SWEEP_COLUMNS}}
+        return [{name: json_safe(column[i]) for name, column in columns.items()} for i in indices]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration import ScoredSet, write_scored_set
-from flows.cli import _jsonable, main
+from calibration import ScoredSet, json_safe, write_scored_set
+from flows.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -332,9 +332,9 @@ def test_help_documents_keys_and_exit_status(capsys: pytest.CaptureFixture[str])
     assert code == 0 and "demo" in out and "compare" in out
 
 
-def test_jsonable_turns_nan_and_infinity_into_null() -> None:
+def test_json_safe_turns_nan_and_infinity_into_null() -> None:
     value = {"a": np.array([1.0, np.nan]), "b": (np.float32(np.inf), np.int64(3)), "c": math.nan, "d": np.bool_(True)}
-    assert _jsonable(value) == {"a": [1.0, None], "b": [None, 3], "c": None, "d": True}
+    assert json_safe(value) == {"a": [1.0, None], "b": [None, 3], "c": None, "d": True}
 
 
 # --------------------------------------------------------------------------- demo dispatch

@@ -54,12 +54,14 @@ from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
 from flows.holdout import write_features, write_ids
 from flows.local_only import stay_local
-from flows.monitor import VersionCheck, monitor, open_prediction_log
-from flows.pipeline import Registration, post_finetune
+from flows.monitor import VersionCheck, monitor
+from flows.pipeline import post_finetune
+from flows.registration import Registration
 from flows.refit import RefitOutcome, refit
 from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
+from flows.tasks import open_prediction_log
 from monitoring import PredictionLog, mask_url
 
 __all__ = [
@@ -131,12 +133,6 @@ def make_estimator(kind: str, seed: int) -> Any:
     raise ValueError(f"unknown estimator kind {kind!r}; use 'logistic' or 'mlp'")
 
 
-def _finetune_experiment(registry: MlflowRegistry) -> str:
-    demo = MlflowRegistry(registry.tracking_uri, registry_uri=registry.registry_uri,
-                          artifact_location=registry.artifact_location, experiment_name=FINETUNE_EXPERIMENT)
-    return demo.experiment_id()
-
-
 def train_checkpoint(
     registry: MlflowRegistry, split: DigitsSplit, *, name: str, estimator: Any, reuse: bool = True,
     n_train: int | None = None,
@@ -147,22 +143,17 @@ def train_checkpoint(
 
     With ``reuse``, a checkpoint already logged under ``name`` is returned instead.
     """
-    experiment_id = _finetune_experiment(registry)
     if reuse:
-        found = registry.client.search_runs(
-            [experiment_id], f"tags.`thermostat.demo_checkpoint` = '{name}' and attributes.status = 'FINISHED'",
-            max_results=1, order_by=["attributes.start_time ASC"],
-        )
-        if found:
-            run = found[0]
+        run = registry.finished_run_tagged(FINETUNE_EXPERIMENT, "thermostat.demo_checkpoint", name)
+        if run is not None:
             return DemoCheckpoint(name, f"runs:/{run.info.run_id}/checkpoint", int(run.data.params["train_steps"]), True)
     rows = split.train_index[:n_train]
     x_train, y_train = split.features[rows], split.labels[rows]
     estimator.fit(x_train, y_train)
     final = estimator.steps[-1][1]
     train_steps = int(np.max(getattr(final, "n_iter_", 0)))
-    run_id = registry.client.create_run(experiment_id, run_name=f"fine-tune {name}",
-                                        tags={"thermostat.demo_checkpoint": name}).info.run_id
+    run_id = registry.start_run(f"fine-tune {name}", {"thermostat.demo_checkpoint": name},
+                                experiment_name=FINETUNE_EXPERIMENT)
     registry.log_params(run_id, {"estimator": repr(estimator), "train_steps": train_steps, "n_train": len(y_train)})
     signature = infer_signature(x_train[:5], estimator.predict_log_proba(x_train[:5]))
     with tempfile.TemporaryDirectory() as workdir:

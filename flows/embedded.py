@@ -15,7 +15,7 @@ stops it at exit. Two problems on the embedded default, both seen here:
   parent is gone, then exits.
 
 :func:`guard_ephemeral_server` wraps the two methods of ``SubprocessASGIServer`` that do this
-(Prefect 3.9.1, pinned); it is installed when :mod:`flows.pipeline` is imported, so every flow
+(Prefect 3.9.1, pinned); it is installed when :mod:`flows.tasks` is imported, so every flow
 of Thermostat — and the demo and the CLI — runs with it. A test checks that both methods still
 exist, so a Prefect upgrade that renames them fails loudly.
 """

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
 
 from flows.events import DRIFT_EVENT, emit, version_resource
-from flows.pipeline import retry_if_transient
 from flows.registry import MlflowRegistry
 from flows.settings import ThermostatSettings
+from flows.tasks import check_window, io_task, open_prediction_log, step_task
 from flows.versions import LAST_DRIFT_EVENT_TAG, RegisteredVersion, registered_version, serving_versions
 from monitoring import (
     DriftReport,
@@ -57,7 +56,7 @@ from monitoring import (
     summarise_window,
 )
 
-__all__ = ["VersionCheck", "artifact_key", "check_window", "monitor", "open_prediction_log"]
+__all__ = ["VersionCheck", "artifact_key", "monitor"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,43 +98,10 @@ def artifact_key(model_name: str, version: str, kind: str) -> str:
     return f"calibration-{slug}-v{version}-{kind}"
 
 
-def check_window(
-    window_start: datetime | None, window_end: datetime | None, settings: ThermostatSettings, now: datetime
-) -> tuple[datetime, datetime]:
-    """The checked window: [end − ``monitor_window``, end), end = now unless given.
-
-    Examples
-    --------
-    >>> from datetime import timedelta
-    >>> s = ThermostatSettings(monitor_window=timedelta(hours=2))
-    >>> start, end = check_window(None, None, s, datetime(2026, 1, 1, 12, tzinfo=UTC))
-    >>> start.isoformat(), end.isoformat()
-    ('2026-01-01T10:00:00+00:00', '2026-01-01T12:00:00+00:00')
-    """
-    for name, value in (("window_start", window_start), ("window_end", window_end)):
-        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-            raise ValueError(f"{name} {value.isoformat()} has no timezone; pass an aware time, e.g. ...+00:00")
-    end = (now if window_end is None else window_end).astimezone(UTC)
-    start = (end - settings.monitor_window if window_start is None else window_start).astimezone(UTC)
-    if end <= start:
-        raise ValueError(f"the window [{start.isoformat()}, {end.isoformat()}) is empty; window_end must be later")
-    return start, end
-
-
-def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:
-    """The prediction log of ``settings`` (tables created if missing: idempotent)."""
-    if settings.prediction_log_url is None:
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
-    log = PredictionLog(settings.resolved_prediction_log_url())
-    log.create()
-    return log
-
-
 # ---------------------------------------------------------------------------------- tasks
 
 
-@task(name="find-serving-versions", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="find-serving-versions")
 def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: list[str] | None) -> list[RegisteredVersion]:
     grouped = serving_versions(registry.aliases(model_name), aliases)
     found = [
@@ -152,8 +118,7 @@ def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: li
     return found
 
 
-@task(name="summarise-window", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="summarise-window")
 def summarise(
     log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> WindowSummary | None:
@@ -171,7 +136,7 @@ def summarise(
     return summary
 
 
-@task(name="decide-drift", cache_policy=NO_CACHE, persist_result=False)
+@step_task(name="decide-drift")
 def decide(summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings) -> DriftReport:
     report = decide_drift(
         summary, baseline_ece=version.baseline_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
@@ -190,8 +155,7 @@ def decide(summary: WindowSummary, version: RegisteredVersion, settings: Thermos
     return report
 
 
-@task(name="record-check", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="record-check")
 def record_check(registry: MlflowRegistry, report: DriftReport, version: RegisteredVersion,
                  settings: ThermostatSettings) -> str:
     """One MLflow run for the check: tags, metrics at the window's end, the diagram, the report."""
@@ -216,7 +180,7 @@ def record_check(registry: MlflowRegistry, report: DriftReport, version: Registe
         registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
         title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
         registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
-        registry.client.log_text(run_id, drift_markdown(report), "check/report.md")
+        registry.log_text(run_id, drift_markdown(report), "check/report.md")
         registry.log_json(run_id, drift_payload(report), "check/report.json")
         registry.end_run(run_id)
     except BaseException:
@@ -227,7 +191,7 @@ def record_check(registry: MlflowRegistry, report: DriftReport, version: Registe
     return run_id
 
 
-@task(name="emit-drift-event", cache_policy=NO_CACHE, persist_result=False)  # not retried: one event per drift
+@step_task(name="emit-drift-event")  # not retried: one event per drift
 def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> str | None:
     payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases)}
     event_id = emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload)
@@ -241,8 +205,7 @@ def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> 
     return event_id
 
 
-@task(name="remember-drift-event", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="remember-drift-event")
 def remember_drift_event(registry: MlflowRegistry, version: RegisteredVersion, at: datetime) -> None:
     registry.set_version_tag(version.model_name, version.version, LAST_DRIFT_EVENT_TAG, at.astimezone(UTC).isoformat())
     get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG, at.isoformat())
@@ -278,8 +241,7 @@ def _markdown(
     )
 
 
-@task(name="publish-artifacts", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="publish-artifacts")
 def publish_artifacts(
     version: RegisteredVersion, report: DriftReport | None, run_id: str | None, run_url: str | None,
     event_id: str | None, settings: ThermostatSettings, start: datetime, end: datetime,

@@ -19,7 +19,7 @@ register, in that order), with the registered version as the starting point:
    parent's baseline must find no drift;
 5. **register** a new version of the same checkpoint (same ``checkpoint_uri`` and digest, new
    T and threshold, refit provenance tags) and move the alias, in one transaction
-   (:func:`flows.pipeline.register`), under the model's lock.
+   (:func:`flows.registration.register`), under the model's lock.
 
 A refit that is refused or does not verify registers nothing and emits
 ``thermostat.calibration.refit_failed`` with the reason — when one temperature cannot bring
@@ -28,7 +28,6 @@ calibration back (an arched or saw-tooth curve): "needs retraining or a data fix
 
 from __future__ import annotations
 
-import math
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,19 +36,18 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from calibration import json_safe
 from flows.checkpoint import CheckpointFiles
 from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
 from flows.holdout import read_ids
 from flows.locks import model_lock
-from flows.monitor import check_window, open_prediction_log
-from flows.pipeline import Registration, fetch_checkpoint, gate, recover_interrupted, register, retry_if_transient
+from flows.registration import Registration, recover_interrupted, register
 from flows.registry import MlflowRegistry, validate_model_name
-from flows.reports import refit_tags
 from flows.settings import ThermostatSettings
+from flows.tasks import check_window, fetch_checkpoint, gate, io_task, open_prediction_log, step_task
 from flows.steps import (
     ESCALATION,
     AcceptedCheckpoint,
@@ -102,8 +100,7 @@ class RefitOutcome:
 # ---------------------------------------------------------------------------------- tasks
 
 
-@task(name="resolve-parent-version", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="resolve-parent-version")
 def resolve_parent(
     registry: MlflowRegistry, model_name: str, model_version: str | None, alias: str
 ) -> tuple[RegisteredVersion, str | None]:
@@ -120,8 +117,7 @@ def resolve_parent(
     return parent, holder
 
 
-@task(name="read-traffic", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="read-traffic")
 def read_traffic(
     log: PredictionLog, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> Traffic | None:
@@ -145,7 +141,7 @@ def read_traffic(
 # return it instead of raising, so the flow decides what to publish and no traceback is logged.
 
 
-@task(name="accept-registered-version", cache_policy=NO_CACHE, persist_result=False)
+@step_task(name="accept-registered-version")
 def accept_version(
     origin: RefitOrigin, files: CheckpointFiles, traffic: Traffic, training_ids: NDArray[np.str_],
     settings: ThermostatSettings,
@@ -163,7 +159,7 @@ def accept_version(
     return accepted
 
 
-@task(name="refit-temperature-by-time", cache_policy=NO_CACHE, persist_result=False)
+@step_task(name="refit-temperature-by-time")
 def refit_by_time(accepted: AcceptedCheckpoint, settings: ThermostatSettings) -> CalibratedCheckpoint | StepRefused:
     assert accepted.refit_of is not None  # built by accept_version
     context = accepted.refit_of.parent.context
@@ -180,7 +176,7 @@ def refit_by_time(accepted: AcceptedCheckpoint, settings: ThermostatSettings) ->
     return calibrated
 
 
-@task(name="verify-refit", cache_policy=NO_CACHE, persist_result=False)
+@step_task(name="verify-refit")
 def verify(gated: GatedCheckpoint, settings: ThermostatSettings) -> RefitVerification:
     verification = verify_refit(gated, settings=settings)
     assert gated.accepted.refit_of is not None
@@ -192,15 +188,14 @@ def verify(gated: GatedCheckpoint, settings: ThermostatSettings) -> RefitVerific
     return verification
 
 
-@task(name="emit-refit-event", cache_policy=NO_CACHE, persist_result=False)
+@step_task(name="emit-refit-event")
 def emit_refit_event(event: str, parent: RegisteredVersion, alias: str, payload: dict[str, Any]) -> str | None:
     event_id = emit(event, version_resource(parent.model_name, parent.version, alias), payload)
     get_run_logger().info("%s emitted %s (event %s)", parent.context, event, event_id)
     return event_id
 
 
-@task(name="publish-refit-report", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 5], retry_condition_fn=retry_if_transient)
+@io_task(name="publish-refit-report")
 def publish_report(outcome: RefitOutcome) -> None:
     slug = "".join(c if c.isalnum() else "-" for c in outcome.model_name.lower()).strip("-") or "model"
     lines = [
@@ -229,20 +224,17 @@ def publish_report(outcome: RefitOutcome) -> None:
 # ---------------------------------------------------------------------------------- flow
 
 
-def _number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _verification_payload(verification: RefitVerification | None) -> dict[str, Any]:
     if verification is None:
         return {}
     return {
         "verify_n": verification.n, "temperature_after": verification.temperature_after,
-        "nll_verdict": verification.nll_verdict, "nll_change": _number(verification.nll_change),
-        "nll_change_low": _number(verification.nll_change_low), "nll_change_high": _number(verification.nll_change_high),
-        "ece_before": _number(verification.ece_before), "ece_after": _number(verification.ece_after),
+        "nll_verdict": verification.nll_verdict, "nll_change": json_safe(verification.nll_change),
+        "nll_change_low": json_safe(verification.nll_change_low),
+        "nll_change_high": json_safe(verification.nll_change_high),
+        "ece_before": json_safe(verification.ece_before), "ece_after": json_safe(verification.ece_after),
         "baseline_ece": verification.baseline_ece, "ece_tolerance": verification.ece_tolerance,
-        "p_value": _number(verification.p_value), "shape": verification.shape.shape,
+        "p_value": json_safe(verification.p_value), "shape": verification.shape.shape,
         "sign_changes": verification.shape.sign_changes, "shape_message": verification.shape.message,
         "reasons": list(verification.reasons),
     }
@@ -349,7 +341,7 @@ def refit(
                 verification.reasons), escalate=True, start=start, end=end, verification=verification,
                 repairs=repairs)
         registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                                extra_tags=refit_tags(gated, verification), lease=lease, repairs=repairs)
+                                verification=verification, lease=lease, repairs=repairs)
         status: Status = "registered" if registration.created else "already_registered"
         reason = (
             f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "

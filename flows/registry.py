@@ -7,7 +7,7 @@ Every call that is safe to repeat (writing a param, a tag, an alias, a run's sta
 is retried in place on a transient error (:func:`retry_transient`), so a blip never reaches a
 Prefect transaction, whose rollback hooks run *before* a task's own retries. Creating a run or
 a version is not repeated here; MLflow's HTTP layer may still repeat those POSTs, which the
-registration reconciles (see :mod:`flows.pipeline`).
+registration reconciles (see :mod:`flows.registration`).
 
 Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
 value put into a search filter is quoted by :func:`filter_literal`.
@@ -196,7 +196,7 @@ class MlflowRegistry:
             # MLflow prints "View run ... at: <tracking URI>/#/..." to stdout when a run ends, password
             # included, and a worker's stdout is stored in its logs: never with credentials in the URI.
             os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-        self.client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+        self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
 
     @classmethod
     def from_settings(cls, settings: ThermostatSettings) -> MlflowRegistry:
@@ -212,13 +212,13 @@ class MlflowRegistry:
     def experiment_id(self, name: str | None = None) -> str:
         """Id of the experiment ``name`` (default: this adapter's), created if missing."""
         name = self.experiment_name if name is None else name
-        experiment = self.client.get_experiment_by_name(name)
+        experiment = self._client.get_experiment_by_name(name)
         if experiment is not None:
             return str(experiment.experiment_id)
         try:
-            return str(self.client.create_experiment(name, artifact_location=self._artifact_location(name)))
+            return str(self._client.create_experiment(name, artifact_location=self._artifact_location(name)))
         except MlflowException:  # created concurrently by another run
-            found = self.client.get_experiment_by_name(name)
+            found = self._client.get_experiment_by_name(name)
             if found is None:
                 raise
             return str(found.experiment_id)
@@ -234,7 +234,7 @@ class MlflowRegistry:
         start_time: datetime | None = None,
     ) -> str:
         """A new run (never the fluent active run); ``start_time`` e.g. the checked window's end."""
-        run = self.client.create_run(
+        run = self._client.create_run(
             self.experiment_id(experiment_name), run_name=run_name, tags=tags,
             start_time=None if start_time is None else _millis(start_time),
         )
@@ -244,18 +244,18 @@ class MlflowRegistry:
         """Link to a run in the MLflow UI at ``ui_url``; None without a UI."""
         if ui_url is None:
             return None
-        run = self.client.get_run(run_id)
+        run = self._client.get_run(run_id)
         return f"{ui_url.rstrip('/')}/#/experiments/{run.info.experiment_id}/runs/{run_id}"
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         """Close the run FINISHED (or FAILED); repeating it is harmless, so it is retried in place."""
         status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
-        retry_transient(lambda: self.client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
+        retry_transient(lambda: self._client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
 
     def run_state(self, run_id: str) -> RunState:
         """The run's status, or ``MISSING`` when it does not exist (or was deleted)."""
         try:
-            run = retry_transient(lambda: self.client.get_run(run_id), what=f"reading run {run_id}")
+            run = retry_transient(lambda: self._client.get_run(run_id), what=f"reading run {run_id}")
         except MlflowException as error:
             if _is_missing(error):
                 return "MISSING"
@@ -270,7 +270,7 @@ class MlflowRegistry:
         key) still RUNNING."""
         experiment = self.experiment_id()
         found = retry_transient(
-            lambda: self.client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
+            lambda: self._client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
             what=f"searching open runs of {model_name}",
         )
         # Tags are compared here, not in the filter: no value of the user's to quote.
@@ -279,31 +279,46 @@ class MlflowRegistry:
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]
-        retry_transient(lambda: self.client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
+        retry_transient(lambda: self._client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], *, timestamp: datetime | None = None) -> None:
         """Log metrics at step 0, stamped ``timestamp`` (default now): a check's window end, so
         charts over time place each value at the time it describes."""
         stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
         entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
-        retry_transient(lambda: self.client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
+        retry_transient(lambda: self._client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
+
+    def finished_run_tagged(self, experiment_name: str, tag: str, value: str) -> Run | None:
+        """The oldest FINISHED run of ``experiment_name`` whose tag ``tag`` is ``value`` (None: none).
+
+        The tag is compared here, not in MLflow's filter string: no value of the user's is quoted."""
+        experiment = self.experiment_id(experiment_name)
+        found = retry_transient(
+            lambda: self._client.search_runs([experiment], "attributes.status = 'FINISHED'", max_results=1000,
+                                             order_by=["attributes.start_time ASC"]),
+            what=f"searching runs of {experiment_name}",
+        )
+        return next((run for run in found if run.data.tags.get(tag) == value), None)
 
     # An artifact upload overwrites the same path: repeating it is harmless.
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        retry_transient(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
+
     def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
         text = json.dumps(payload, indent=2, sort_keys=True)
-        retry_transient(lambda: self.client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
+        retry_transient(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False)
-        retry_transient(lambda: self.client.log_text(run_id, buffer.getvalue(), artifact_file),
+        retry_transient(lambda: self._client.log_text(run_id, buffer.getvalue(), artifact_file),
                         what=f"uploading {artifact_file}")
 
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
-        retry_transient(lambda: self.client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
+        retry_transient(lambda: self._client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
 
     def log_run_files(self, run_id: str, folder: Path, artifact_path: str) -> None:
-        retry_transient(lambda: self.client.log_artifacts(run_id, str(folder), artifact_path),
+        retry_transient(lambda: self._client.log_artifacts(run_id, str(folder), artifact_path),
                         what=f"uploading {artifact_path}")
 
     # The calibrated model ---------------------------------------------------------------
@@ -338,13 +353,13 @@ class MlflowRegistry:
                 signature=ModelSignature(inputs=inputs, outputs=outputs),
                 pip_requirements=requirements,
             )
-            retry_transient(lambda: self.client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH),
+            retry_transient(lambda: self._client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH),
                             what=f"uploading {MODEL_ARTIFACT_PATH}")
         return f"runs:/{run_id}/{MODEL_ARTIFACT_PATH}"
 
     def load_version_model(self, name: str, version: str, destination: Path) -> PyFuncModel:
         """Download a registered version's model files and load them as a pyfunc."""
-        uri = self.client.get_model_version_download_uri(name, version)
+        uri = self._client.get_model_version_download_uri(name, version)
         destination.mkdir(parents=True, exist_ok=True)
         local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(destination), tracking_uri=self.tracking_uri)
         model: PyFuncModel = mlflow.pyfunc.load_model(local)
@@ -354,14 +369,14 @@ class MlflowRegistry:
 
     def ensure_registered_model(self, name: str) -> None:
         try:
-            self.client.get_registered_model(name)
+            self._client.get_registered_model(name)
         except MlflowException as error:
             if not _is_missing(error):
                 raise
             try:
-                self.client.create_registered_model(name, description="Calibrated checkpoints registered by Thermostat.")
+                self._client.create_registered_model(name, description="Calibrated checkpoints registered by Thermostat.")
             except MlflowException:  # created concurrently
-                self.client.get_registered_model(name)
+                self._client.get_registered_model(name)
 
     def create_version(self, name: str, *, source: str, run_id: str, tags: dict[str, str]) -> ModelVersion:
         """A new, immutable version, ``pending`` until :meth:`mark_complete`; its tags are written
@@ -372,7 +387,7 @@ class MlflowRegistry:
         with the same idempotency key afterwards (:meth:`versions_with_key`).
         """
         self.ensure_registered_model(name)
-        return self.client.create_model_version(name, source, run_id=run_id,
+        return self._client.create_model_version(name, source, run_id=run_id,
                                                 tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING})
 
     def mark_complete(self, name: str, version: str) -> None:
@@ -382,7 +397,7 @@ class MlflowRegistry:
     def delete_version(self, name: str, version: str) -> bool:
         """Delete a version; False when it was already gone (a repeated delete is harmless)."""
         try:
-            retry_transient(lambda: self.client.delete_model_version(name, version), what=f"deleting {name} version {version}")
+            retry_transient(lambda: self._client.delete_model_version(name, version), what=f"deleting {name} version {version}")
         except MlflowException as error:
             if _is_missing(error):
                 return False
@@ -390,13 +405,13 @@ class MlflowRegistry:
         return True
 
     def versions(self, name: str) -> list[ModelVersion]:
-        return list(retry_transient(lambda: self.client.search_model_versions(f"name = {filter_literal(name)}"),
+        return list(retry_transient(lambda: self._client.search_model_versions(f"name = {filter_literal(name)}"),
                                     what=f"listing the versions of {name}"))
 
     def versions_with_key(self, name: str, key: str) -> list[ModelVersion]:
         """Every version of ``name`` carrying the idempotency ``key``, in any registration state, by number."""
         found = retry_transient(
-            lambda: self.client.search_model_versions(f"tags.{IDEMPOTENCY_TAG} = {filter_literal(key)}"),
+            lambda: self._client.search_model_versions(f"tags.{IDEMPOTENCY_TAG} = {filter_literal(key)}"),
             what=f"searching versions of idempotency key {key[:12]}",
         )
         # The name is compared here, not in the filter: one fewer value to quote, same answer.
@@ -424,7 +439,7 @@ class MlflowRegistry:
     def aliases(self, name: str) -> dict[str, str]:
         """Every alias of the registered model and the version it points at ({} if no such model)."""
         try:
-            model = retry_transient(lambda: self.client.get_registered_model(name), what=f"reading model {name}")
+            model = retry_transient(lambda: self._client.get_registered_model(name), what=f"reading model {name}")
         except MlflowException as error:
             if _is_missing(error):
                 return {}
@@ -432,17 +447,17 @@ class MlflowRegistry:
         return {str(alias): str(version) for alias, version in dict(model.aliases).items()}
 
     def get_version(self, name: str, version: str) -> ModelVersion:
-        return retry_transient(lambda: self.client.get_model_version(name, version), what=f"reading {name} version {version}")
+        return retry_transient(lambda: self._client.get_model_version(name, version), what=f"reading {name} version {version}")
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
         """Registration state and monitoring metadata on a version (never its T, threshold or
         evidence: those are immutable)."""
-        retry_transient(lambda: self.client.set_model_version_tag(name, version, key, value),
+        retry_transient(lambda: self._client.set_model_version_tag(name, version, key, value),
                         what=f"tagging {name} version {version} {key}={value}")
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
-        retry_transient(lambda: self.client.set_registered_model_alias(name, alias, version),
+        retry_transient(lambda: self._client.set_registered_model_alias(name, alias, version),
                         what=f"pointing {name}@{alias} at version {version}")
 
     def delete_alias(self, name: str, alias: str) -> None:
-        retry_transient(lambda: self.client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")
+        retry_transient(lambda: self._client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")

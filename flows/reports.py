@@ -7,6 +7,7 @@ counts per bin shown), the gate sweep table (CSV) and the qualification report (
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict
 from typing import Any
@@ -21,17 +22,16 @@ from matplotlib.figure import Figure
 
 from calibration import GateSweep, QualificationReport, ReliabilityTable
 from flows.steps import GatedCheckpoint, RefitVerification
+from flows.versions import RefitProvenance, VersionRecord, binning_convention
 
 __all__ = [
-    "binning_convention",
     "log_context",
     "qualification_payload",
-    "refit_tags",
     "reliability_figure",
     "run_metrics",
     "run_params",
     "sweep_frame",
-    "version_tags",
+    "version_record",
 ]
 
 
@@ -41,100 +41,69 @@ def log_context(checkpoint_uri: str, temperature: float | None) -> str:
     return f"[checkpoint={checkpoint_uri} T={shown}]"
 
 
-def binning_convention(n_bins: int, scheme: str) -> str:
-    return f"{scheme}, {n_bins} bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin"
+def version_record(
+    gated: GatedCheckpoint, *, idempotency_key: str, run_id: str, verification: RefitVerification | None = None
+) -> VersionRecord:
+    """The record a registration stores with its version (a refit's with its provenance).
 
-
-def _number(value: float | None) -> str:
-    # repr keeps every digit, so the tag gives back the exact float64 that was applied.
-    return "none" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
-
-
-def version_tags(gated: GatedCheckpoint, *, idempotency_key: str, run_id: str) -> dict[str, str]:
-    """Every tag the registered version carries (issue 3's list, plus provenance)."""
-    calibrated, accepted, choice = gated.calibrated, gated.accepted, gated.choice
-    return {
-        "temperature": _number(calibrated.fit.temperature),
-        "temperature_bounds": f"{calibrated.fit.bounds[0]!r},{calibrated.fit.bounds[1]!r}",
-        "gate_threshold": _number(choice.threshold),
-        "gate_target_accuracy": _number(choice.target_accuracy),
-        "gate_confidence_level": _number(choice.confidence_level),
-        "gate_coverage": _number(choice.coverage),
-        "gate_accepted_accuracy": _number(choice.accepted_accuracy),
-        "checkpoint_uri": accepted.checkpoint_uri,
-        "checkpoint_digest": accepted.checkpoint_digest,
-        "checkpoint_output": accepted.checkpoint_output,
-        "calibration_data_version": calibrated.calibration_data_version,
-        "calibration_n": str(calibrated.fit.n),
-        "holdout_data_version": accepted.holdout_data_version,
-        "train_steps": str(accepted.train_steps),
-        "train_data_version": accepted.train_data_version,
-        "holdout_accuracy": _number(accepted.accuracy),
-        "holdout_metrics_n": str(gated.after.n),
-        "holdout_metrics_split": "evaluation part of the holdout (not used to fit T)",
-        "holdout_nll_before": _number(gated.before.nll),
-        "holdout_nll_after": _number(gated.after.nll),
-        "holdout_ece_before": _number(gated.before.ece),
-        "holdout_ece_after": _number(gated.after.ece),
-        "nll_reduction": "mean",
-        "bootstrap_nll_change": _number(gated.bootstrap.estimate),
-        "bootstrap_nll_change_low": _number(gated.bootstrap.low),
-        "bootstrap_nll_change_high": _number(gated.bootstrap.high),
-        "bootstrap_confidence_level": _number(gated.bootstrap.confidence_level),
-        "bootstrap_verdict": gated.bootstrap.verdict,
-        "ece_binning": binning_convention(gated.after.n_bins, gated.after.scheme),
-        "fitted_at": gated.fitted_at,
-        "idempotency_key": idempotency_key,
-        "pipeline_run_id": run_id,
-    }
-
-
-def refit_tags(gated: GatedCheckpoint, verification: RefitVerification) -> dict[str, str]:
-    """The tags a refit adds to (or overrides in) :func:`version_tags`: provenance and verification.
-
-    The new version is the same checkpoint (same ``checkpoint_uri``/``checkpoint_digest``) with
-    a new T; these say which version it refits, on which traffic, and how it was verified.
+    ``verification`` is required for a refit (``gated.accepted.refit_of`` set) and refused
+    otherwise: a refit's version says which version it refits, on which traffic, and how it
+    was verified; it is the same checkpoint with a new T.
     """
-    origin = gated.accepted.refit_of
-    if origin is None:
-        raise ValueError("refit_tags needs the gate result of a refit (accepted.refit_of is None)")
-    calibrated = gated.calibrated
-    return {
-        "refit_parent_version": origin.parent.version,
-        "refit_parent_temperature": _number(origin.parent.temperature),
-        "refit_parent_gate_threshold": _number(origin.parent.gate_threshold),
-        "refit_parent_baseline_ece": _number(origin.parent.baseline_ece),
-        "refit_alias": origin.alias,
-        "refit_traffic_window": f"[{origin.window_start.isoformat()}, {origin.window_end.isoformat()})",
-        "refit_traffic_first_served_at": origin.first_served_at.isoformat(),
-        "refit_traffic_last_served_at": origin.last_served_at.isoformat(),
-        "refit_traffic_n": str(gated.accepted.holdout.n_samples),
-        "refit_fit_n": str(calibrated.fit.n),
-        "refit_verify_n": str(verification.n),
-        "refit_split": f"by serving time: the older {origin.fit_fraction:.0%} fits T, the newer rest verifies",
-        "refit_verification": verification.summary,
-        "refit_verification_p_value": _number(verification.p_value),
-        "refit_verification_shape": verification.shape.shape,
-        "temperature_before": _number(gated.accepted.temperature_before),
-        "holdout_metrics_split": "newer part of the refit's traffic window (not used to fit T); before = parent's T",
-        "holdout_accuracy_source": "recent labelled traffic of the parent version",
-    }
+    calibrated, accepted, choice, bootstrap = gated.calibrated, gated.accepted, gated.choice, gated.bootstrap
+    origin = accepted.refit_of
+    if (origin is None) != (verification is None):
+        raise ValueError("a refit's record needs its verification, and only a refit has one")
+    record = VersionRecord(
+        temperature=calibrated.fit.temperature, temperature_bounds=calibrated.fit.bounds,
+        gate_threshold=choice.threshold, gate_target_accuracy=choice.target_accuracy,
+        gate_confidence_level=choice.confidence_level, gate_coverage=_defined(choice.coverage),
+        gate_accepted_accuracy=_defined(choice.accepted_accuracy), checkpoint_uri=accepted.checkpoint_uri,
+        checkpoint_digest=accepted.checkpoint_digest, checkpoint_output=accepted.checkpoint_output,
+        calibration_data_version=calibrated.calibration_data_version, calibration_n=calibrated.fit.n,
+        holdout_data_version=accepted.holdout_data_version, train_steps=accepted.train_steps,
+        train_data_version=accepted.train_data_version, holdout_accuracy=accepted.accuracy,
+        holdout_metrics_n=gated.after.n, holdout_metrics_split="evaluation part of the holdout (not used to fit T)",
+        holdout_nll_before=_defined(gated.before.nll), holdout_nll_after=_defined(gated.after.nll),
+        holdout_ece_before=gated.before.ece, holdout_ece_after=gated.after.ece, nll_reduction="mean",
+        bootstrap_nll_change=_defined(bootstrap.estimate), bootstrap_nll_change_low=_defined(bootstrap.low),
+        bootstrap_nll_change_high=_defined(bootstrap.high), bootstrap_confidence_level=bootstrap.confidence_level,
+        bootstrap_verdict=bootstrap.verdict, ece_scheme=gated.after.scheme, ece_n_bins=gated.after.n_bins,
+        fitted_at=gated.fitted_at, idempotency_key=idempotency_key, pipeline_run_id=run_id,
+    )
+    if origin is None or verification is None:
+        return record
+    refit = RefitProvenance(
+        parent_version=origin.parent.version, parent_temperature=origin.parent.temperature,
+        parent_gate_threshold=origin.parent.gate_threshold, parent_baseline_ece=origin.parent.baseline_ece,
+        alias=origin.alias, traffic_window=f"[{origin.window_start.isoformat()}, {origin.window_end.isoformat()})",
+        traffic_first_served_at=origin.first_served_at.isoformat(),
+        traffic_last_served_at=origin.last_served_at.isoformat(), traffic_n=accepted.holdout.n_samples,
+        fit_n=calibrated.fit.n, verify_n=verification.n,
+        split=f"by serving time: the older {origin.fit_fraction:.0%} fits T, the newer rest verifies",
+        verification=verification.summary, verification_p_value=_defined(verification.p_value),
+        verification_shape=verification.shape.shape,
+    )
+    return dataclasses.replace(
+        record, refit=refit, temperature_before=accepted.temperature_before,
+        holdout_metrics_split="newer part of the refit's traffic window (not used to fit T); before = parent's T",
+        holdout_accuracy_source="recent labelled traffic of the parent version",
+    )
 
 
-def run_params(gated: GatedCheckpoint) -> dict[str, Any]:
-    accepted, fit = gated.accepted, gated.calibrated.fit
+def _defined(value: float | None) -> float | None:
+    """None for an undefined number (NaN): stored as the tag "none", never as "nan"."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def run_params(record: VersionRecord, gated: GatedCheckpoint) -> dict[str, Any]:
+    """The pipeline run's parameters: the record's inputs and settings, plus the bootstrap's size."""
+    tags = record.to_tags()
     return {
-        "checkpoint_uri": accepted.checkpoint_uri,
-        "checkpoint_digest": accepted.checkpoint_digest,
-        "train_steps": accepted.train_steps,
-        "train_data_version": accepted.train_data_version,
-        "calibration_data_version": gated.calibrated.calibration_data_version,
-        "holdout_data_version": accepted.holdout_data_version,
-        "bounds": f"{fit.bounds[0]!r},{fit.bounds[1]!r}",
-        "n_bins": gated.after.n_bins,
-        "binning": gated.after.scheme,
-        "gate_target_accuracy": gated.choice.target_accuracy,
-        "gate_confidence_level": gated.choice.confidence_level,
+        **{key: tags[key] for key in ("checkpoint_uri", "checkpoint_digest", "train_steps", "train_data_version",
+                                       "calibration_data_version", "holdout_data_version", "gate_target_accuracy",
+                                       "gate_confidence_level")},
+        "bounds": tags["temperature_bounds"], "n_bins": record.ece_n_bins, "binning": record.ece_scheme,
         "bootstrap_resamples": gated.bootstrap.n_resamples,
     }
 

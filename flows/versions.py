@@ -1,10 +1,18 @@
-"""A registered version as the monitor and the refit read it: T, gate, baseline, checkpoint.
+"""A registered version's record: one typed value, written as MLflow tags and read back.
 
-Everything comes from the version's tags (written once, at registration, by
-:func:`flows.reports.version_tags`), plus one piece of monitoring metadata:
-``thermostat.last_drift_event_at``, the time of the last drift *event* emitted for the version
-(the cool-down state: one drift does not start a storm of refits). That tag is the only one Thermostat ever writes after
-registration; T, the threshold and the evidence are never changed.
+:class:`VersionRecord` is everything stored with a version at registration — T and its
+search bounds, the gate, the checkpoint and its digest, the data versions, the holdout
+evidence, the binning (scheme and bin count as separate fields), provenance and, for a refit,
+:class:`RefitProvenance`. :meth:`VersionRecord.to_tags` writes it, :meth:`VersionRecord.from_tags`
+reads it back field for field (a round trip gives the same record); the pyfunc's
+``model_config`` and the run's parameters come from the same record. Nothing is parsed from
+prose: the one human-readable tag, ``ece_binning``, is derived from the binning fields. Tags of
+versions registered before the binning had fields of its own are read by a legacy reader.
+
+One more tag is monitoring metadata: ``thermostat.last_drift_event_at``, the time of the last
+drift *event* emitted for the version (the cool-down: one drift does not start a storm of
+refits). It is the only tag Thermostat writes after registration; T, the threshold and the
+evidence never change.
 
 No MLflow here: the flows read the tags through :class:`flows.registry.MlflowRegistry` and
 pass them in.
@@ -12,17 +20,22 @@ pass them in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import re
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "LAST_DRIFT_EVENT_TAG",
     "CheckpointOutput",
+    "RefitProvenance",
     "RegisteredVersion",
+    "VersionRecord",
+    "binning_convention",
     "registered_version",
     "serving_versions",
     "version_context",
@@ -33,28 +46,279 @@ LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
 
-_REQUIRED = ("temperature", "gate_threshold", "checkpoint_uri", "checkpoint_digest", "holdout_ece_after", "ece_binning")
-_BINS = re.compile(r"(\d+) bins")
+_NONE = "none"
+
+
+def binning_convention(n_bins: int, scheme: str) -> str:
+    """The binning an ECE was measured with, in words (shown with every ECE; never parsed).
+
+    >>> binning_convention(15, "equal-width")
+    'equal-width, 15 bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin'
+    """
+    return f"{scheme}, {n_bins} bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin"
+
+
+def _encode(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return _NONE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)  # every digit: the tag gives back the exact float64 that was applied
+    if isinstance(value, tuple):
+        return ",".join(_encode(item) for item in value)
+    return str(value)
+
+
+def _decode(text: str, kind: Any, where: str, key: str) -> Any:
+    """``text`` read as ``kind`` (a field's type), or a ValueError naming the tag."""
+    optional = typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind)
+    if optional:
+        if text == _NONE:
+            return None
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    try:
+        if kind is float:
+            value = float(text)
+            if math.isnan(value):
+                raise ValueError("NaN")
+            return value
+        if kind is int:
+            return int(text)
+        if typing.get_origin(kind) is tuple:
+            return tuple(float(part) for part in text.split(","))
+        if typing.get_origin(kind) is Literal:
+            if text not in typing.get_args(kind):
+                raise ValueError(f"not one of {list(typing.get_args(kind))}")
+            return text
+    except ValueError as error:
+        raise ValueError(f"{where}: tag {key!r} is {text!r}; expected {getattr(kind, '__name__', kind)} ({error})") from error
+    return text
+
+
+class _TaggedRecord:
+    """``to_tags``/``from_tags`` for a frozen dataclass whose fields are tag values."""
+
+    __slots__ = ()
+    _PREFIX = ""
+
+    def to_tags(self) -> dict[str, str]:
+        if not dataclasses.is_dataclass(self):  # pragma: no cover - a programming error
+            raise TypeError(type(self).__name__)
+        return {self._PREFIX + field.name: _encode(getattr(self, field.name)) for field in dataclasses.fields(self)}
+
+    @classmethod
+    def _from_tags(cls, tags: Mapping[str, str], where: str) -> dict[str, Any]:
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        missing = []
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            key = cls._PREFIX + field.name
+            if key in tags:
+                values[field.name] = _decode(tags[key], hints[field.name], where, key)
+            elif field.default is dataclasses.MISSING:
+                missing.append(key)
+        if missing:
+            raise ValueError(
+                f"{where} lacks the registration tag(s) {missing}; only versions registered by Thermostat's "
+                "post-finetune or refit flows carry the T, gate and baseline a check needs"
+            )
+        return values
+
+
+@dataclass(frozen=True, slots=True)
+class RefitProvenance(_TaggedRecord):
+    """Where a refit's version comes from (tags ``refit_*``): the parent, its traffic, the check."""
+
+    _PREFIX = "refit_"
+
+    parent_version: str
+    parent_temperature: float
+    parent_gate_threshold: float | None
+    parent_baseline_ece: float
+    alias: str
+    traffic_window: str
+    traffic_first_served_at: str
+    traffic_last_served_at: str
+    traffic_n: int
+    fit_n: int
+    verify_n: int
+    split: str
+    verification: str
+    verification_p_value: float | None
+    verification_shape: str
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRecord(_TaggedRecord):
+    """Everything stored with a registered version, typed; see the module docstring.
+
+    ``holdout_*`` figures are measured on the evaluation part of the holdout (for a refit: the
+    newer part of its traffic), never on the rows that fitted T; the NLL is the mean in nats,
+    the ECE uses ``ece_n_bins`` bins of ``ece_scheme``.
+
+    Examples
+    --------
+    >>> record = VersionRecord.example()
+    >>> VersionRecord.from_tags(record.to_tags()) == record
+    True
+    >>> record.to_tags()["ece_binning"]
+    'equal-width, 15 bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin'
+    """
+
+    temperature: float
+    temperature_bounds: tuple[float, float]
+    gate_threshold: float | None
+    gate_target_accuracy: float
+    gate_confidence_level: float
+    gate_coverage: float | None
+    gate_accepted_accuracy: float | None
+    checkpoint_uri: str
+    checkpoint_digest: str
+    calibration_data_version: str
+    calibration_n: int
+    holdout_data_version: str
+    holdout_accuracy: float
+    holdout_metrics_n: int
+    holdout_metrics_split: str
+    holdout_nll_before: float | None
+    holdout_nll_after: float | None
+    holdout_ece_before: float
+    holdout_ece_after: float
+    nll_reduction: str
+    bootstrap_nll_change: float | None
+    bootstrap_nll_change_low: float | None
+    bootstrap_nll_change_high: float | None
+    bootstrap_confidence_level: float
+    bootstrap_verdict: str
+    ece_scheme: str
+    ece_n_bins: int
+    fitted_at: str
+    idempotency_key: str
+    pipeline_run_id: str
+    checkpoint_output: CheckpointOutput = "logits"
+    train_steps: int = 0
+    train_data_version: str = "unknown"
+    # A refit's version: the parent's T (the "before" of the holdout figures) and its provenance.
+    temperature_before: float | None = None
+    holdout_accuracy_source: str | None = None
+    refit: RefitProvenance | None = None
+
+    def to_tags(self) -> dict[str, str]:
+        """The version's tags: one per field (the refit's as ``refit_*``), plus ``ece_binning``
+        in words; absent optional refit fields are not written."""
+        tags = {key: value for key, value in _TaggedRecord.to_tags(self).items()
+                if key not in ("refit",) and not (key in _REFIT_ONLY and value == _NONE)}
+        if self.refit is not None:
+            tags |= self.refit.to_tags()
+        return tags | {"ece_binning": binning_convention(self.ece_n_bins, self.ece_scheme)}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str], *, where: str = "the version") -> VersionRecord:
+        """Read a version's tags back into its record.
+
+        Raises
+        ------
+        ValueError
+            If a tag is missing or unreadable; the message names the tag and the version.
+        """
+        tags = _with_legacy_binning(tags, where)
+        values = cls._from_tags({key: value for key, value in tags.items() if key != "refit"}, where)
+        values.pop("refit", None)
+        refit = (RefitProvenance(**RefitProvenance._from_tags(tags, where))
+                 if any(key.startswith("refit_") for key in tags) else None)
+        return cls(**values, refit=refit)
+
+    def model_config(self) -> dict[str, Any]:
+        """What the calibrated pyfunc reads at load time: T, the gate threshold, the output kind."""
+        return {"temperature": self.temperature, "gate_threshold": self.gate_threshold,
+                "checkpoint_output": self.checkpoint_output}
+
+    @classmethod
+    def example(cls) -> VersionRecord:
+        """A complete record with plausible values (documentation and tests)."""
+        return cls(
+            temperature=2.5, temperature_bounds=(0.05, 20.0), gate_threshold=0.9, gate_target_accuracy=0.97,
+            gate_confidence_level=0.95, gate_coverage=0.8, gate_accepted_accuracy=0.985,
+            checkpoint_uri="runs:/r/checkpoint", checkpoint_digest="d" * 64, calibration_data_version="c" * 16,
+            calibration_n=450, holdout_data_version="h" * 16, holdout_accuracy=0.95, holdout_metrics_n=450,
+            holdout_metrics_split="evaluation part of the holdout (not used to fit T)", holdout_nll_before=0.3,
+            holdout_nll_after=0.2, holdout_ece_before=0.04, holdout_ece_after=0.02, nll_reduction="mean",
+            bootstrap_nll_change=-0.1, bootstrap_nll_change_low=-0.15, bootstrap_nll_change_high=-0.05,
+            bootstrap_confidence_level=0.95, bootstrap_verdict="improved", ece_scheme="equal-width", ece_n_bins=15,
+            fitted_at="2026-01-01T00:00:00+00:00", idempotency_key="k" * 64, pipeline_run_id="run",
+            train_steps=7, train_data_version="v1",
+        )
+
+
+# Fields only a refit's version carries: not written as "none" on a fine-tune's version.
+_REFIT_ONLY = frozenset({"temperature_before", "holdout_accuracy_source"})
+
+
+def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, str]:
+    """Tags of a version registered before ``ece_scheme``/``ece_n_bins`` existed: the binning
+    was only the sentence of :func:`binning_convention` ("equal-width, 15 bins, ..."), read here
+    once, by its fixed layout, into the two fields."""
+    if "ece_n_bins" in tags or "ece_binning" not in tags:
+        return tags
+    parts = tags["ece_binning"].split(", ")
+    count = parts[1].split(" ")[0] if len(parts) > 1 else ""
+    if not count.isdigit():
+        raise ValueError(f"{where}: tag 'ece_binning' is {tags['ece_binning']!r}; expected '<scheme>, <M> bins, ...'")
+    return {**tags, "ece_scheme": parts[0], "ece_n_bins": count}
 
 
 @dataclass(frozen=True, slots=True)
 class RegisteredVersion:
-    """One registered version of a model, and the aliases that point at it (sorted, champion first)."""
+    """One registered version of a model: its record, the aliases that point at it (sorted,
+    champion first) and the time of its last drift event (the cool-down state)."""
 
     model_name: str
     version: str
     aliases: tuple[str, ...]
-    temperature: float
-    gate_threshold: float | None
-    checkpoint_uri: str
-    checkpoint_digest: str
-    checkpoint_output: CheckpointOutput
-    baseline_ece: float
-    baseline_nll: float | None
-    n_bins: int
-    train_steps: int
-    train_data_version: str
+    record: VersionRecord
     last_drift_event_at: datetime | None
+
+    @property
+    def temperature(self) -> float:
+        return self.record.temperature
+
+    @property
+    def gate_threshold(self) -> float | None:
+        return self.record.gate_threshold
+
+    @property
+    def checkpoint_uri(self) -> str:
+        return self.record.checkpoint_uri
+
+    @property
+    def checkpoint_digest(self) -> str:
+        return self.record.checkpoint_digest
+
+    @property
+    def checkpoint_output(self) -> CheckpointOutput:
+        return self.record.checkpoint_output
+
+    @property
+    def baseline_ece(self) -> float:
+        """The registration baseline: the ECE after calibration on the held-out evaluation part."""
+        return self.record.holdout_ece_after
+
+    @property
+    def baseline_nll(self) -> float | None:
+        return self.record.holdout_nll_after
+
+    @property
+    def n_bins(self) -> int:
+        return self.record.ece_n_bins
+
+    @property
+    def train_steps(self) -> int:
+        return self.record.train_steps
+
+    @property
+    def train_data_version(self) -> str:
+        return self.record.train_data_version
 
     @property
     def alias(self) -> str:
@@ -82,14 +346,6 @@ def version_context(
     return f"[{model_name} v{version}{' ' + served if served else ''} checkpoint={checkpoint_uri} T={shown}]"
 
 
-def _float(tags: Mapping[str, str], key: str, where: str) -> float:
-    try:
-        value = float(tags[key])
-    except ValueError as error:
-        raise ValueError(f"{where}: tag {key!r} is {tags[key]!r}; expected a number") from error
-    return value
-
-
 def _aware(value: str, where: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
@@ -101,59 +357,30 @@ def _aware(value: str, where: str) -> datetime:
 def registered_version(
     model_name: str, version: str, tags: Mapping[str, str], aliases: Sequence[str] = ()
 ) -> RegisteredVersion:
-    """Read a version's registration tags.
+    """Read a version's tags: its :class:`VersionRecord` and its cool-down state.
 
     Raises
     ------
     ValueError
-        If a tag the monitor needs is missing or unreadable (a version not registered by
-        Thermostat cannot be monitored against a baseline it does not have).
+        If a tag the record needs is missing or unreadable (a version not registered by
+        Thermostat cannot be monitored against a baseline it does not have), or T is not a
+        finite T > 0.
 
     Examples
     --------
-    >>> tags = {"temperature": "2.5", "gate_threshold": "none", "checkpoint_uri": "runs:/r/checkpoint",
-    ...         "checkpoint_digest": "ab", "holdout_ece_after": "0.02", "holdout_nll_after": "0.3",
-    ...         "ece_binning": "equal-width, 15 bins, top-label confidence", "checkpoint_output": "logits"}
+    >>> tags = VersionRecord.example().to_tags()
     >>> v = registered_version("digits", "1", tags, ["challenger", "champion"])
     >>> v.aliases, v.temperature, v.gate_threshold, v.n_bins, v.last_drift_event_at
-    (('champion', 'challenger'), 2.5, None, 15, None)
+    (('champion', 'challenger'), 2.5, 0.9, 15, None)
     """
     where = f"{model_name} version {version}"
-    missing = [key for key in _REQUIRED if key not in tags]
-    if missing:
-        raise ValueError(
-            f"{where} lacks the registration tag(s) {missing}; only versions registered by Thermostat's "
-            "post-finetune or refit flows carry the T, gate and baseline a check needs"
-        )
-    temperature = _float(tags, "temperature", where)
-    if not (math.isfinite(temperature) and temperature > 0):
+    record = VersionRecord.from_tags(tags, where=where)
+    if not (math.isfinite(record.temperature) and record.temperature > 0):
         raise ValueError(f"{where}: tag 'temperature' is {tags['temperature']!r}; expected a finite T > 0")
-    threshold = None if tags["gate_threshold"] == "none" else _float(tags, "gate_threshold", where)
-    bins = _BINS.search(tags["ece_binning"])
-    if bins is None:
-        raise ValueError(f"{where}: tag 'ece_binning' is {tags['ece_binning']!r}; expected '<scheme>, <M> bins, ...'")
-    nll = tags.get("holdout_nll_after")
-    output = tags.get("checkpoint_output", "logits")
-    if output not in ("logits", "probabilities"):
-        raise ValueError(f"{where}: tag 'checkpoint_output' is {output!r}; expected 'logits' or 'probabilities'")
     last = tags.get(LAST_DRIFT_EVENT_TAG)
     ordered = sorted(aliases, key=lambda alias: (alias != "champion", alias))
-    return RegisteredVersion(
-        model_name=model_name,
-        version=str(version),
-        aliases=tuple(ordered),
-        temperature=temperature,
-        gate_threshold=threshold,
-        checkpoint_uri=tags["checkpoint_uri"],
-        checkpoint_digest=tags["checkpoint_digest"],
-        checkpoint_output="probabilities" if output == "probabilities" else "logits",
-        baseline_ece=_float(tags, "holdout_ece_after", where),
-        baseline_nll=None if nll in (None, "none") else _float(tags, "holdout_nll_after", where),
-        n_bins=int(bins.group(1)),
-        train_steps=int(tags.get("train_steps", "0")),
-        train_data_version=tags.get("train_data_version", "unknown"),
-        last_drift_event_at=None if last is None else _aware(last, where),
-    )
+    return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
+                             last_drift_event_at=None if last is None else _aware(last, where))
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

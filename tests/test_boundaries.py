@@ -278,3 +278,32 @@ def test_the_drift_decision_does_not_import_the_sql_layer(module: str) -> None:
 
 def test_the_sql_probe_sees_the_prediction_log() -> None:
     assert "sqlalchemy" in _reachable_packages(ROOT / "monitoring" / "prediction_log.py")
+
+
+# ------------------------------------------------------------------------- sibling flows
+
+FLOW_MODULES = frozenset({"flows.pipeline", "flows.monitor", "flows.refit"})
+
+
+def flow_to_flow_imports(source: str, path: str) -> list[str]:
+    """Imports of one flow module by another (siblings share flows.tasks and flows.registration)."""
+    module = path.removesuffix(".py").replace("/", ".")
+    return [f"{path}:{line}: imports {name}, another flow; share it through flows.tasks or flows.registration"
+            for line, name in _imported_names(ast.parse(source))
+            if any(name == other or name.startswith(other + ".") for other in FLOW_MODULES - {module})]
+
+
+def test_no_flow_imports_another_flow() -> None:
+    found = [violation for module in sorted(FLOW_MODULES)
+             for path in [module.replace(".", "/") + ".py"]
+             for violation in flow_to_flow_imports((ROOT / path).read_text(), path)]
+    assert found == []
+
+
+def test_the_sibling_check_reports_a_flow_importing_another() -> None:
+    source = "from flows.pipeline import register\nfrom flows.tasks import gate\nimport flows.monitor\n"
+    assert flow_to_flow_imports(source, "flows/refit.py") == [
+        "flows/refit.py:1: imports flows.pipeline, another flow; share it through flows.tasks or "
+        "flows.registration",
+        "flows/refit.py:3: imports flows.monitor, another flow; share it through flows.tasks or flows.registration",
+    ]

@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ("flows.events", "flows.monitor", "flows.serving", "flows.settings", "flows.traffic", "flows.versions")
+MODULES = ("flows.events", "flows.monitor", "flows.serving", "flows.settings", "flows.tasks", "flows.traffic", "flows.versions")
 
 
 @pytest.mark.parametrize("module_name", MODULES)

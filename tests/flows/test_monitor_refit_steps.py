@@ -3,13 +3,16 @@ bounded traffic read, and the refit's typed chain with its verification — no M
 
 from __future__ import annotations
 
+import dataclasses
+
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from calibration import ScoredSet
-from flows.monitor import artifact_key, check_window
+from flows.monitor import artifact_key
+from flows.tasks import check_window
 from flows.settings import ThermostatSettings
 from flows.steps import (
     ESCALATION,
@@ -21,16 +24,14 @@ from flows.steps import (
     verify_refit,
 )
 from flows.traffic import recent_labelled_traffic
-from flows.versions import LAST_DRIFT_EVENT_TAG, registered_version, serving_versions, version_context
+from flows.versions import LAST_DRIFT_EVENT_TAG, VersionRecord, registered_version, serving_versions, version_context
 from monitoring import PredictionLog, log_predictions
 from tests.flows.synthetic import arched_traffic, tempered_traffic
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-TAGS = {
-    "temperature": "1.0", "gate_threshold": "0.9", "checkpoint_uri": "runs:/r/checkpoint", "checkpoint_digest": "d" * 64,
-    "checkpoint_output": "logits", "holdout_ece_after": "0.02", "holdout_nll_after": "0.5",
-    "ece_binning": "equal-width, 15 bins, top-label confidence", "train_steps": "7", "train_data_version": "v1",
-}
+TAGS = dataclasses.replace(
+    VersionRecord.example(), temperature=1.0, gate_threshold=0.9, holdout_ece_after=0.02, holdout_nll_after=0.5
+).to_tags()
 
 
 def test_registered_version_reads_tags_and_cooldown_state() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from datetime import UTC, datetime
 
@@ -11,14 +13,12 @@ from pydantic import ValidationError
 from flows.monitor import _markdown, monitor
 from flows.refit import refit
 from flows.settings import ThermostatSettings
-from flows.versions import registered_version
+from flows.versions import VersionRecord, registered_version
 
 SECRET = "pw-Q7x"
-TAGS = {
-    "temperature": "1.0", "gate_threshold": "0.9", "checkpoint_uri": "runs:/r/checkpoint", "checkpoint_digest": "d" * 64,
-    "checkpoint_output": "logits", "holdout_ece_after": "0.02", "holdout_nll_after": "0.5",
-    "ece_binning": "equal-width, 15 bins, top-label confidence", "train_steps": "7", "train_data_version": "v1",
-}  # fmt: skip
+TAGS = dataclasses.replace(
+    VersionRecord.example(), temperature=1.0, gate_threshold=0.9, holdout_ece_after=0.02, holdout_nll_after=0.5
+).to_tags()
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ def test_idempotency_key_follows_checkpoint_data_and_settings(settings: Thermost
 
 def test_register_takes_only_a_gate_result(settings: ThermostatSettings, tmp_path: Path) -> None:
     from flows.checkpoint import CheckpointFiles
-    from flows.pipeline import register
+    from flows.registration import register
 
     calibrated = refit_temperature(_accept(overconfident_set(), settings), settings=settings)
     files = CheckpointFiles("runs:/x", tmp_path, "a" * 64)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow.tracking import MlflowClient
 
 from flows.demo import DemoCheckpoint, DigitsSplit, digits_split, make_estimator, train_checkpoint
 from flows.holdout import write_features, write_ids
@@ -52,6 +53,11 @@ class Store:
             "training_ids_path": str(self.template.training_ids_path), "settings": self.settings,
         }
         return args | overrides
+
+
+def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
+    """MLflow's own client on the adapter's store: the tests read what was written directly."""
+    return MlflowClient(tracking_uri=registry.tracking_uri, registry_uri=registry.registry_uri)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.monitor import artifact_key, monitor, open_prediction_log
+from flows.monitor import artifact_key, monitor
+from flows.tasks import open_prediction_log
 from flows.refit import refit
 from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
@@ -24,7 +25,7 @@ from flows.settings import ThermostatSettings
 from flows.versions import LAST_DRIFT_EVENT_TAG
 from monitoring import PredictionLog, log_predictions
 from tests.flows.synthetic import arched_traffic
-from tests.integration.conftest import Registered
+from tests.integration.conftest import Registered, mlflow_client
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, s
     assert drift.report is not None and drift.report.ece > drift.report.baseline_ece + 0.02
 
     registry = MlflowRegistry.from_settings(settings)
-    client = registry.client
+    client = mlflow_client(registry)
     for check, window_end in ((ok, clean[1]), (drift, noisy[1])):
         assert check.run_id is not None
         run = client.get_run(check.run_id)

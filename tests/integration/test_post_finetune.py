@@ -13,10 +13,12 @@ import pytest
 from calibration import ScoredSet, calibrated_probabilities
 from flows.checkpoint import checkpoint_logits, download_checkpoint
 from flows.holdout import write_features
-from flows.pipeline import post_finetune, register
+from flows.pipeline import post_finetune
+from flows.registration import register
+from flows.versions import VersionRecord
 from flows.registry import MlflowRegistry
 from flows.steps import DigestMismatchError, StepRefused, accept_checkpoint, gate_threshold, refit_temperature
-from tests.integration.conftest import Store
+from tests.integration.conftest import Store, mlflow_client
 
 pytestmark = pytest.mark.integration
 
@@ -42,14 +44,18 @@ def test_full_flow_registers_one_version_with_every_tag(store: Store) -> None:
     registration = post_finetune(**store.run_args("logistic"))
     assert registration.created and registration.version == "1"
     assert _versions(store.registry) == ["1"] and _alias(store.registry) == "1"
-    tags = store.registry.client.get_model_version("digits", "1").tags
+    tags = mlflow_client(store.registry).get_model_version("digits", "1").tags
     assert REQUIRED_TAGS <= set(tags)
     assert float(tags["temperature"]) == registration.temperature > 1.5  # the over-confident checkpoint
     assert tags["checkpoint_uri"] == store.template.checkpoints["logistic"].uri
     assert tags["train_steps"] == "7" and tags["calibration_n"] == str(len(store.template.split.holdout_index) // 2)
-    run = store.registry.client.get_run(registration.run_id or "")
+    # The stored tags are the record's, field for field: reading them back and writing again gives them.
+    record = VersionRecord.from_tags(tags)
+    assert record.to_tags().items() <= tags.items() and record.temperature == registration.temperature
+    assert (record.ece_scheme, record.ece_n_bins, record.pipeline_run_id) == ("equal-width", 15, registration.run_id)
+    run = mlflow_client(store.registry).get_run(registration.run_id or "")
     assert run.info.status == "FINISHED" and float(run.data.metrics["temperature"]) == registration.temperature
-    artifacts = {a.path for a in store.registry.client.list_artifacts(run.info.run_id, "evidence")}
+    artifacts = {a.path for a in mlflow_client(store.registry).list_artifacts(run.info.run_id, "evidence")}
     assert {"evidence/reliability_diagram.png", "evidence/gate_sweep.csv", "evidence/qualification_report.json",
             "evidence/split_ids.json"} <= artifacts
     assert mlflow.active_run() is None
@@ -134,7 +140,7 @@ def test_failure_at_the_alias_step_leaves_no_version_and_no_moved_alias(
     with pytest.raises(RuntimeError, match="injected"):
         post_finetune(**store.run_args("mlp"))
     assert _versions(store.registry) == ["1"] and _alias(store.registry) == "1"
-    failed = store.registry.client.search_runs([store.registry.experiment_id()], "attributes.status = 'FAILED'")
+    failed = mlflow_client(store.registry).search_runs([store.registry.experiment_id()], "attributes.status = 'FAILED'")
     assert len(failed) == 1
 
 
@@ -192,7 +198,7 @@ def test_model_lock_is_a_lease_row_that_is_released(store: Store) -> None:
 def _qualification(store: Store, run_id: str) -> dict[str, object]:
     import json
 
-    path = store.registry.client.download_artifacts(run_id, "evidence/qualification_report.json")
+    path = mlflow_client(store.registry).download_artifacts(run_id, "evidence/qualification_report.json")
     return dict(json.loads(Path(path).read_text()))
 
 

@@ -34,10 +34,11 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from flows.locks import show_lock
-from flows.pipeline import Registration, post_finetune
+from flows.pipeline import post_finetune
+from flows.registration import Registration
 from flows.registry import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
 from flows.settings import ThermostatSettings
-from tests.integration.conftest import Template
+from tests.integration.conftest import Template, mlflow_client
 
 pytestmark = pytest.mark.integration
 
@@ -157,7 +158,7 @@ def _harness_env() -> dict[str, str]:
 
 
 def _open_runs(registry: MlflowRegistry, model_name: str) -> list[str]:
-    runs = registry.client.search_runs([registry.experiment_id()], "attributes.status = 'RUNNING'")
+    runs = mlflow_client(registry).search_runs([registry.experiment_id()], "attributes.status = 'RUNNING'")
     return [run.info.run_id for run in runs if run.data.tags.get("thermostat.model_name") == model_name]
 
 
@@ -273,7 +274,7 @@ def test_a_504_after_the_create_calls_were_committed_leaves_one_run_and_one_vers
                     model_name=target.model_name)
     assert registration.outcome == "registered"
     _assert_one_complete_version_with_alias(direct, registration)
-    runs = direct.registry.client.search_runs([direct.registry.experiment_id()],
+    runs = mlflow_client(direct.registry).search_runs([direct.registry.experiment_id()],
                                               f"tags.idempotency_key = '{registration.tags['idempotency_key']}'")
     statuses = sorted(run.info.status for run in runs if run.data.tags["thermostat.model_name"] == target.model_name)
     assert statuses == ["FAILED", "FINISHED"]  # the HTTP retry's copy of the run is closed
@@ -335,7 +336,7 @@ def test_a_rolled_back_run_ends_failed_even_after_a_blip_in_closing_it(
         post_finetune(**_run_args(template, "digits"), settings=target.settings)
     registry = target.registry
     assert registry.versions("digits") == [] and registry.aliases("digits") == {}
-    runs = registry.client.search_runs([registry.experiment_id()])
+    runs = mlflow_client(registry).search_runs([registry.experiment_id()])
     assert [run.info.status for run in runs] == ["FAILED"]
     assert show_lock("digits", target.settings) is None
 

@@ -1,0 +1,369 @@
+"""Registration as a recoverable state machine, shared by ``post_finetune`` and ``refit``.
+
+Registration of a gated checkpoint runs in a Prefect ``transaction()`` under the model's lock
+(:mod:`flows.locks`), and every state a crash can leave is recognised and finished by the next
+run of the model (:func:`recover_interrupted`):
+
+1. open the run (tagged with the idempotency key) and record the evidence;
+2. create the version, tagged ``thermostat.registration=pending`` with all its other tags in
+   the same call;
+3. point the alias at it;
+4. close the run FINISHED;
+5. tag the version ``thermostat.registration=complete`` — the commit point: only complete
+   versions answer an idempotency look-up.
+
+When a step finally fails, the rollback hooks put the alias back, delete the version and mark
+the run FAILED. A transient error is retried in place by the MLflow adapter, inside the step
+(Prefect runs the rollback hooks *before* a task's own retries, so task retries would roll back
+first and then retry on a deleted version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mlflow.entities.model_registry import ModelVersion
+from prefect import get_run_logger
+from prefect.logging import get_logger
+from prefect.transactions import Transaction, get_transaction, transaction
+
+from flows.checkpoint import CheckpointFiles, digest_directory
+from flows.locks import ModelLease
+from flows.registry import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
+from flows.reports import (
+    log_context,
+    qualification_payload,
+    reliability_figure,
+    run_metrics,
+    run_params,
+    sweep_frame,
+    version_record,
+)
+from flows.settings import ThermostatSettings
+from flows.steps import GatedCheckpoint, RefitVerification, StepRefused, idempotency_key, verify_chain
+from flows.tasks import io_task, step_task
+from flows.versions import VersionRecord, registered_version
+
+__all__ = ["Outcome", "Registration", "recover_interrupted", "register"]
+
+
+Outcome = Literal["registered", "completed", "already_registered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """What the flow registered (or found already registered, ``created=False``).
+
+    ``outcome``: ``registered`` (a new version, alias moved), ``completed`` (a version left
+    pending by an interrupted run of the same checkpoint was finished: alias moved, run closed,
+    marked complete) or ``already_registered`` (nothing written). ``repairs`` says what this
+    run found left behind by interrupted registrations of the model and completed or removed.
+    """
+
+    model_name: str
+    version: str
+    alias: str
+    created: bool
+    alias_moved: bool
+    temperature: float
+    gate_threshold: float | None
+    gate_coverage: float
+    checkpoint_uri: str
+    checkpoint_digest: str
+    run_id: str | None
+    tags: dict[str, str]
+    outcome: Outcome = "registered"
+    repairs: tuple[str, ...] = ()
+
+
+@step_task(name="verify-checkpoint")
+def verify_checkpoint(gated: GatedCheckpoint, files: CheckpointFiles) -> None:
+    """Re-hash the files about to be packaged and check the whole chain against them."""
+    verify_chain(gated, checkpoint_digest=digest_directory(files.local_dir))
+    if files.uri != gated.accepted.checkpoint_uri:
+        raise StepRefused(
+            "register", f"the gate result is for {gated.accepted.checkpoint_uri!r}, not for {files.uri!r}"
+        )
+
+
+@io_task(name="find-registered")
+def find_registered(registry: MlflowRegistry, model_name: str, key: str) -> str | None:
+    """The complete version registered with ``key`` (pending ones never answer)."""
+    found = registry.find_by_idempotency_key(model_name, key)
+    return None if found is None else str(found.version)
+
+
+def _pending_verdict(registry: MlflowRegistry, version: ModelVersion, aliases: list[str]) -> str | None:
+    """Why a pending version must be removed rather than completed (None: complete it).
+
+    It is completed only when its transaction had reached the alias step (an alias points at
+    it: the version, its tags and the evidence were all written before), it is READY, its tags
+    are a full registration, and its run was not marked FAILED by a rollback.
+    """
+    if not aliases:
+        return "no alias points at it: its run stopped before the alias step"
+    if version.status != "READY":
+        return f"its status is {version.status}"
+    try:
+        registered_version(version.name, str(version.version), dict(version.tags), aliases)
+    except ValueError as error:
+        return str(error)
+    if version.run_id and registry.run_state(str(version.run_id)) in ("FAILED", "KILLED", "MISSING"):
+        return f"its run {version.run_id} was marked failed or deleted by a rollback"
+    return None
+
+
+@step_task(name="recover-interrupted-registrations")
+def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str, ...]:
+    """Finish or remove what interrupted registrations of ``model_name`` left; say what was done.
+
+    Called under the model's lock, so no registration of the model is live: every ``pending``
+    version and every registration run still RUNNING was left by a run that died (a crash, a
+    killed worker, an MLflow server that went away after committing). For each pending version:
+
+    * an alias points at it → **completed**: its run is closed FINISHED and it is marked
+      complete (the alias move was the last step before those two; the version's tags and
+      evidence were written before it);
+    * otherwise → **removed**: the version is deleted and its run marked FAILED (a re-run of
+      the same checkpoint registers it afresh).
+
+    Then every registration run of the model still RUNNING (a run that died before creating its
+    version, or a run duplicated by an HTTP retry of its creation) is marked FAILED.
+    """
+    repairs: list[str] = []
+    logger = get_run_logger()
+    aliases = registry.aliases(model_name)
+    kept_runs: set[str] = set()
+    for version in registry.versions(model_name):
+        if version.tags.get(REGISTRATION_TAG) != REGISTRATION_PENDING:
+            continue
+        number, run_id = str(version.version), None if version.run_id is None else str(version.run_id)
+        pointing = sorted(alias for alias, held in aliases.items() if held == number)
+        reason = _pending_verdict(registry, version, pointing)
+        if reason is None:
+            if run_id is not None and registry.run_state(run_id) == "RUNNING":
+                registry.end_run(run_id)
+            registry.mark_complete(model_name, number)
+            if run_id is not None:
+                kept_runs.add(run_id)
+            repairs.append(f"completed version {number} (@{', @'.join(pointing)} already on it) left pending by an "
+                           f"interrupted registration: run {run_id} closed FINISHED, version marked complete")
+        else:
+            registry.delete_version(model_name, number)
+            if run_id is not None and registry.run_state(run_id) == "RUNNING":
+                registry.end_run(run_id, failed=True)
+            unset = f"; @{', @'.join(pointing)} pointed at it and is now unset" if pointing else ""
+            repairs.append(f"removed version {number} left pending by an interrupted registration ({reason}); "
+                           f"run {run_id} marked FAILED{unset}")
+    for run in registry.open_runs(model_name):
+        if run.info.run_id not in kept_runs:
+            registry.end_run(run.info.run_id, failed=True)
+            repairs.append(f"marked run {run.info.run_id} FAILED: left RUNNING by an interrupted registration "
+                           "that created no version")
+    for repair in repairs:
+        logger.warning("%s: %s", model_name, repair)
+    return tuple(repairs)
+
+
+def _hook_registry(txn: Transaction) -> MlflowRegistry:
+    tracking_uri, registry_uri = txn.get("tracking_uri"), txn.get("registry_uri")
+    return MlflowRegistry(tracking_uri, registry_uri=registry_uri)
+
+
+def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
+    txn = get_transaction()
+    if txn is None:  # called outside a transaction (unit tests): nothing to undo later
+        return
+    txn.set("tracking_uri", registry.tracking_uri)
+    txn.set("registry_uri", registry.registry_uri)
+    txn.set("context", context)
+    for key, value in values.items():
+        txn.set(key, value)
+
+
+# No task retries inside the transaction: Prefect would run the rollback hooks before the retry.
+# Idempotent MLflow calls are retried in place by the adapter instead; creating a run or a
+# version is never repeated by Thermostat (see create_version for the HTTP layer's repeats).
+
+
+@step_task(name="open-run")
+def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, key: str) -> str:
+    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+    run_id = registry.start_run(
+        f"post-finetune {model_name}",
+        {"thermostat.model_name": model_name, "checkpoint_uri": gated.accepted.checkpoint_uri,
+         "checkpoint_digest": gated.checkpoint_digest, IDEMPOTENCY_TAG: key},
+    )
+    _remember(registry, context, run_id=run_id)
+    # MLflow's HTTP client repeats a POST that got a 5xx, possibly after the server committed it:
+    # under the model's lock, any other registration run of the model still RUNNING is such a copy.
+    for duplicate in registry.open_runs(model_name):
+        if duplicate.info.run_id != run_id:
+            registry.end_run(duplicate.info.run_id, failed=True)
+            get_run_logger().warning("%s run %s is a copy of run %s made by an HTTP retry: marked FAILED", context,
+                                     duplicate.info.run_id, run_id)
+    get_run_logger().info("%s MLflow run %s", context, run_id)
+    return run_id
+
+
+@open_run.on_rollback
+def _fail_run(txn: Transaction) -> None:
+    _hook_registry(txn).end_run(txn.get("run_id"), failed=True)
+    get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", txn.get("context"), txn.get("run_id"))
+
+
+@step_task(name="record-evidence")
+def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint, record: VersionRecord) -> None:
+    """Params, metrics, and the reliability diagram, gate sweep and qualification report."""
+    calibrated = gated.calibrated
+    registry.log_params(run_id, run_params(record, gated))
+    registry.log_metrics(run_id, run_metrics(gated))
+    registry.log_figure(run_id, reliability_figure(gated), "evidence/reliability_diagram.png")
+    registry.log_table(run_id, sweep_frame(gated.sweep), "evidence/gate_sweep.csv")
+    registry.log_json(run_id, qualification_payload(calibrated.qualification), "evidence/qualification_report.json")
+    registry.log_json(
+        run_id,
+        {"calibration_ids": calibrated.calibration_ids.tolist(), "evaluation_ids": calibrated.evaluation_ids.tolist(),
+         "calibration_data_version": calibrated.calibration_data_version},
+        "evidence/split_ids.json",
+    )
+
+
+@step_task(name="create-version")
+def create_version(
+    registry: MlflowRegistry, run_id: str, record: VersionRecord, files: CheckpointFiles, n_classes: int,
+    model_name: str,
+) -> str:
+    """The version, with its record as tags and the record's T and threshold in the pyfunc's config."""
+    context, key = log_context(record.checkpoint_uri, record.temperature), record.idempotency_key
+    source = registry.log_calibrated_model(run_id, checkpoint_dir=files.local_dir, n_classes=n_classes,
+                                           model_config=record.model_config())
+    try:
+        version = registry.create_version(model_name, source=source, run_id=run_id, tags=record.to_tags())
+    except Exception:
+        # The server may have committed a version before the error reached us (a lost reply):
+        # remember the key so that the rollback removes whatever carries it.
+        _remember(registry, context, model_name=model_name, key=key, version=None)
+        raise
+    number = str(version.version)
+    _remember(registry, context, model_name=model_name, key=key, version=number)
+    # Find-or-create, reconciled after the fact: MLflow's HTTP client repeats this POST on a 5xx
+    # (e.g. a proxy timing out after forwarding it), so the server may hold one copy per attempt,
+    # all with our key and all pending. Under the model's lock no other run creates versions of
+    # the model, and recover_interrupted left no pending version before the transaction: every
+    # pending version with our key but another number is such a copy. Keep the one the server
+    # answered with and delete the others before the alias moves, so nothing points at them.
+    for copy in registry.versions_with_key(model_name, key):
+        if str(copy.version) != number and copy.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING:
+            registry.delete_version(model_name, str(copy.version))
+            get_run_logger().warning("%s version %s was a copy of version %s made by an HTTP retry of the create "
+                                     "call: deleted", context, copy.version, number)
+    get_run_logger().info("%s registered %s version %s (pending until the alias moves and the run closes)",
+                          context, model_name, number)
+    return number
+
+
+@create_version.on_rollback
+def _delete_version(txn: Transaction) -> None:
+    registry, name, key = _hook_registry(txn), txn.get("model_name"), txn.get("key")
+    numbers = {str(v.version) for v in registry.versions_with_key(name, key)
+               if v.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING}
+    if txn.get("version") is not None:
+        numbers.add(txn.get("version"))
+    for number in sorted(numbers, key=int):
+        registry.delete_version(name, number)
+        get_logger("thermostat").warning("%s rolled back: deleted %s version %s", txn.get("context"), name, number)
+
+
+@step_task(name="move-alias")
+def move_alias(registry: MlflowRegistry, model_name: str, alias: str, version: str, context: str) -> str | None:
+    """Point ``alias`` at ``version``; returns the version it held before (None: unset)."""
+    previous = registry.alias_holder(model_name, alias)
+    previous_version = None if previous is None else str(previous.version)
+    _remember(registry, context, model_name=model_name, alias=alias, previous_version=previous_version)
+    registry.set_alias(model_name, alias, version)
+    get_run_logger().info("%s %s@%s -> version %s (was %s)", context, model_name, alias, version, previous_version)
+    return previous_version
+
+
+@move_alias.on_rollback
+def _restore_alias(txn: Transaction) -> None:
+    registry, name, alias, previous = _hook_registry(txn), txn.get("model_name"), txn.get("alias"), txn.get("previous_version")
+    if previous is None:
+        registry.delete_alias(name, alias)
+    else:
+        registry.set_alias(name, alias, previous)
+    get_logger("thermostat").warning("%s rolled back: %s@%s restored to %s", txn.get("context"), name, alias, previous)
+
+
+@step_task(name="close-run")
+def close_run(registry: MlflowRegistry, run_id: str) -> None:
+    registry.end_run(run_id)
+
+
+@step_task(name="mark-complete")
+def mark_complete(registry: MlflowRegistry, model_name: str, version: str, context: str) -> None:
+    """The commit point: from now on the version answers idempotency look-ups."""
+    registry.mark_complete(model_name, version)
+    get_run_logger().info("%s %s version %s complete", context, model_name, version)
+
+
+def register(
+    gated: GatedCheckpoint, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
+    settings: ThermostatSettings, verification: RefitVerification | None = None, lease: ModelLease | None = None,
+    repairs: tuple[str, ...] = (),
+) -> Registration:
+    """Step 4: register ``gated`` as a new version and move ``alias`` — all or nothing.
+
+    Only a :class:`GatedCheckpoint` is accepted, and its digest chain is re-verified against
+    the checkpoint files being packaged. A repeat (same idempotency key) registers nothing.
+    A refit passes its ``verification``: its version's record then carries the refit's provenance.
+    Call it under the model's lock (``lease``, checked before anything is written) after
+    :func:`recover_interrupted`, whose ``repairs`` the result reports.
+    """
+    if not isinstance(gated, GatedCheckpoint):
+        raise TypeError(
+            f"register takes the GatedCheckpoint of the gate step, got {type(gated).__name__}; "
+            "run acceptance, refit and gate first"
+        )
+    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+    verify_checkpoint(gated, files)
+    key = idempotency_key(gated, settings)
+    existing = find_registered(registry, model_name, key)
+    if existing is not None:
+        version = registry.get_version(model_name, existing)
+        completed_now = any(repair.startswith(f"completed version {existing} ") for repair in repairs)
+        get_run_logger().info(
+            "%s already registered as %s version %s (same checkpoint, calibration data and settings)%s: "
+            "nothing registered, alias %r not moved", context, model_name, existing,
+            ", its interrupted registration completed now" if completed_now else "", alias,
+        )
+        return _registration(gated, model_name, existing, alias, created=False, alias_moved=False,
+                             run_id=version.run_id, tags=dict(version.tags),
+                             outcome="completed" if completed_now else "already_registered", repairs=repairs)
+    if lease is not None:
+        lease.check()
+    with transaction():
+        run_id = open_run(registry, gated, model_name, key)
+        record = version_record(gated, idempotency_key=key, run_id=run_id, verification=verification)
+        record_evidence(registry, run_id, gated, record)
+        version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name)
+        move_alias(registry, model_name, alias, version_id, context)
+        close_run(registry, run_id)
+        mark_complete(registry, model_name, version_id, context)
+    tags = dict(registry.get_version(model_name, version_id).tags)
+    return _registration(gated, model_name, version_id, alias, created=True, alias_moved=True, run_id=run_id, tags=tags,
+                         outcome="registered", repairs=repairs)
+
+
+def _registration(
+    gated: GatedCheckpoint, model_name: str, version: str, alias: str, *, created: bool, alias_moved: bool,
+    run_id: str | None, tags: dict[str, str], outcome: Outcome, repairs: tuple[str, ...],
+) -> Registration:
+    return Registration(
+        model_name=model_name, version=version, alias=alias, created=created, alias_moved=alias_moved,
+        temperature=gated.temperature, gate_threshold=gated.choice.threshold, gate_coverage=gated.choice.coverage,
+        checkpoint_uri=gated.accepted.checkpoint_uri, checkpoint_digest=gated.checkpoint_digest, run_id=run_id,
+        tags=tags, outcome=outcome, repairs=repairs,
+    )

@@ -1,0 +1,124 @@
+"""Tasks the three flows share: the retry policy, the checkpoint fetch, the gate, the window.
+
+``post_finetune`` (:mod:`flows.pipeline`), ``monitor`` (:mod:`flows.monitor`) and ``refit``
+(:mod:`flows.refit`) are siblings: each imports what it shares from here and from
+:mod:`flows.registration`, never from another flow. Every task keeps its result in memory
+(results hold arrays): no cache key, no persistence. Only I/O tasks retry, and only on errors
+a retry can fix — the policy is defined once, as :data:`io_task`.
+
+Importing this module (every flow does) also guards the embedded Prefect API server: started
+one at a time per ``PREFECT_HOME`` and never left running by a crashed process
+(:mod:`flows.embedded`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from prefect import Task, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State, TaskRun
+
+from flows.checkpoint import CheckpointFiles, download_checkpoint
+from flows.embedded import guard_ephemeral_server
+from flows.registry import MlflowRegistry, is_transient
+from flows.reports import log_context
+from flows.settings import ThermostatSettings
+from flows.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
+from monitoring import PredictionLog
+
+__all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "retry_if_transient",
+           "step_task"]
+
+guard_ephemeral_server()
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def retry_if_transient(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry network/file-system errors, MLflow's transient codes and lost database connections
+    (the prediction log); never a refusal or a bug."""
+    error = state.data
+    return isinstance(error, BaseException) and is_transient(error)
+
+
+def step_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """A step of a flow: its result in memory, not retried (a refusal or a bug does not go
+    away on a retry)."""
+
+    def decorate(function: Callable[P, R]) -> Task[P, R]:
+        return task(name=name, cache_policy=NO_CACHE, persist_result=False)(function)
+
+    return decorate
+
+
+def io_task(name: str) -> Callable[[Callable[P, R]], Task[P, R]]:
+    """An I/O task: retried twice, 2 s and 5 s apart, on transient errors only."""
+
+    def decorate(function: Callable[P, R]) -> Task[P, R]:
+        return task(name=name, cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=[2, 5],
+                    retry_condition_fn=retry_if_transient)(function)
+
+    return decorate
+
+
+@io_task(name="fetch-checkpoint")
+def fetch_checkpoint(checkpoint_uri: str, workdir: Path, registry: MlflowRegistry) -> CheckpointFiles:
+    files = download_checkpoint(checkpoint_uri, workdir / "checkpoint", tracking_uri=registry.tracking_uri)
+    get_run_logger().info("%s downloaded, digest %s", log_context(checkpoint_uri, None), files.digest)
+    return files
+
+
+@step_task(name="resweep-gate")
+def gate(calibrated: CalibratedCheckpoint, settings: ThermostatSettings) -> GatedCheckpoint:
+    gated = gate_threshold(calibrated, settings=settings)
+    choice, context = gated.choice, log_context(calibrated.accepted.checkpoint_uri, gated.temperature)
+    if choice.threshold is None:
+        get_run_logger().warning("%s no threshold meets the gate target: %s; all predictions go to review",
+                                  context, choice.reason)
+    else:
+        get_run_logger().info("%s gate threshold %.4f: coverage %.3f, accepted accuracy %.4f (lower bound %.4f)",
+                              context, choice.threshold, choice.coverage, choice.accepted_accuracy,
+                              choice.accuracy_lower_bound)
+    get_run_logger().info(
+        "%s evaluation n=%d: NLL %.4f -> %.4f (bootstrap %s, [%.4f, %.4f]), ECE %.4f -> %.4f", context,
+        gated.after.n, gated.before.nll, gated.after.nll, gated.bootstrap.verdict, gated.bootstrap.low,
+        gated.bootstrap.high, gated.before.ece, gated.after.ece,
+    )
+    return gated
+
+
+def check_window(
+    window_start: datetime | None, window_end: datetime | None, settings: ThermostatSettings, now: datetime
+) -> tuple[datetime, datetime]:
+    """The checked window: [end − ``monitor_window``, end), end = now unless given.
+
+    Examples
+    --------
+    >>> from datetime import timedelta
+    >>> s = ThermostatSettings(monitor_window=timedelta(hours=2))
+    >>> start, end = check_window(None, None, s, datetime(2026, 1, 1, 12, tzinfo=UTC))
+    >>> start.isoformat(), end.isoformat()
+    ('2026-01-01T10:00:00+00:00', '2026-01-01T12:00:00+00:00')
+    """
+    for name, value in (("window_start", window_start), ("window_end", window_end)):
+        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+            raise ValueError(f"{name} {value.isoformat()} has no timezone; pass an aware time, e.g. ...+00:00")
+    end = (now if window_end is None else window_end).astimezone(UTC)
+    start = (end - settings.monitor_window if window_start is None else window_start).astimezone(UTC)
+    if end <= start:
+        raise ValueError(f"the window [{start.isoformat()}, {end.isoformat()}) is empty; window_end must be later")
+    return start, end
+
+
+def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:
+    """The prediction log of ``settings`` (tables created if missing: idempotent)."""
+    if settings.prediction_log_url is None:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    log = PredictionLog(settings.resolved_prediction_log_url())
+    log.create()
+    return log

@@ -1,0 +1,121 @@
+"""The version record: one typed value, written as tags and read back; the previous tag format."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from flows.versions import RefitProvenance, VersionRecord, registered_version
+
+REFIT = RefitProvenance(
+    parent_version="1", parent_temperature=2.69879, parent_gate_threshold=None, parent_baseline_ece=0.025,
+    alias="champion", traffic_window="[2026-01-01T00:00:00+00:00, 2026-01-01T01:00:00+00:00)",
+    traffic_first_served_at="2026-01-01T00:00:01+00:00", traffic_last_served_at="2026-01-01T00:59:59+00:00",
+    traffic_n=1200, fit_n=600, verify_n=600, split="by serving time: the older 50% fits T, the newer rest verifies",
+    verification="verification passed", verification_p_value=None, verification_shape="calibrated",
+)
+REFITTED = dataclasses.replace(
+    VersionRecord.example(), temperature=4.70203, gate_threshold=None, gate_accepted_accuracy=None, refit=REFIT,
+    temperature_before=2.69879, holdout_accuracy_source="recent labelled traffic of the parent version",
+)
+
+# Tags exactly as the previous release wrote them (flows/reports.py's version_tags and
+# refit_tags before the record existed): the binning only as a sentence, no ece_scheme/ece_n_bins.
+PREVIOUS_FORMAT = {
+    "temperature": "2.698790178874412", "temperature_bounds": "0.05,20.0", "gate_threshold": "0.8588",
+    "gate_target_accuracy": "0.97", "gate_confidence_level": "0.95", "gate_coverage": "0.896",
+    "gate_accepted_accuracy": "0.9876", "checkpoint_uri": "runs:/63677cc74e01447d810d912120565efa/checkpoint",
+    "checkpoint_digest": "5ffe7e3544e262fe1cc691738e9e6a4cbcc97a8cd74b77940645666a8bf3946e",
+    "checkpoint_output": "logits", "calibration_data_version": "0123456789abcdef", "calibration_n": "449",
+    "holdout_data_version": "fedcba9876543210", "train_steps": "57", "train_data_version": "sklearn-digits/train-898",
+    "holdout_accuracy": "0.9533", "holdout_metrics_n": "450",
+    "holdout_metrics_split": "evaluation part of the holdout (not used to fit T)", "holdout_nll_before": "0.3376",
+    "holdout_nll_after": "0.1779", "holdout_ece_before": "0.0358", "holdout_ece_after": "0.025",
+    "nll_reduction": "mean", "bootstrap_nll_change": "-0.1597", "bootstrap_nll_change_low": "-0.2822",
+    "bootstrap_nll_change_high": "-0.054", "bootstrap_confidence_level": "0.95", "bootstrap_verdict": "improved",
+    "ece_binning": "equal-width, 15 bins, top-label confidence, bin m = (m/M, (m+1)/M], 0 in the first bin",
+    "fitted_at": "2026-11-30T20:48:12.296000+00:00", "idempotency_key": "9" * 64, "pipeline_run_id": "e6fb7072",
+    "thermostat.registration": "complete",
+}
+PREVIOUS_REFIT = PREVIOUS_FORMAT | {
+    "refit_parent_version": "1", "refit_parent_temperature": "2.698790178874412", "refit_parent_gate_threshold": "none",
+    "refit_parent_baseline_ece": "0.025", "refit_alias": "champion",
+    "refit_traffic_window": "[2026-11-30T20:48:15.999000+00:00, 2026-11-30T20:48:16.091000+00:00)",
+    "refit_traffic_first_served_at": "2026-11-30T20:48:16.010534+00:00",
+    "refit_traffic_last_served_at": "2026-11-30T20:48:16.090000+00:00", "refit_traffic_n": "1200", "refit_fit_n": "600",
+    "refit_verify_n": "600", "refit_split": "by serving time: the older 50% fits T, the newer rest verifies",
+    "refit_verification": "verification passed on the newer 600 rows", "refit_verification_p_value": "0.351",
+    "refit_verification_shape": "calibrated", "temperature_before": "2.698790178874412",
+    "holdout_accuracy_source": "recent labelled traffic of the parent version",
+}
+
+
+@pytest.mark.parametrize("record", [VersionRecord.example(), REFITTED], ids=["fine-tune", "refit"])
+def test_every_field_round_trips_through_tags(record: VersionRecord) -> None:
+    tags = record.to_tags()
+    assert all(isinstance(value, str) for value in tags.values())
+    assert VersionRecord.from_tags(tags) == record
+    assert tags["ece_n_bins"] == "15" and tags["ece_scheme"] == "equal-width"  # fields, not a sentence
+
+
+def test_floats_keep_every_digit_and_undefined_is_none() -> None:
+    record = dataclasses.replace(VersionRecord.example(), temperature=0.1 + 0.2, gate_threshold=None)
+    tags = record.to_tags()
+    assert tags["temperature"] == "0.30000000000000004" and tags["gate_threshold"] == "none"
+    assert "temperature_before" not in tags and not any(key.startswith("refit_") for key in tags)
+    assert VersionRecord.from_tags(tags).temperature == 0.1 + 0.2
+
+
+def test_the_pyfunc_config_comes_from_the_record() -> None:
+    assert REFITTED.model_config() == {"temperature": 4.70203, "gate_threshold": None, "checkpoint_output": "logits"}
+
+
+@pytest.mark.parametrize("tags", [PREVIOUS_FORMAT, PREVIOUS_REFIT], ids=["fine-tune", "refit"])
+def test_the_previous_tag_format_is_read(tags: dict[str, str]) -> None:
+    record = VersionRecord.from_tags(tags)
+    assert (record.ece_scheme, record.ece_n_bins) == ("equal-width", 15)
+    assert record.temperature == 2.698790178874412 and record.gate_threshold == 0.8588
+    assert (record.refit is not None) == ("refit_fit_n" in tags)
+    if record.refit is not None:
+        assert record.refit.fit_n == 600 and record.refit.parent_gate_threshold is None
+    version = registered_version("digits", "3", tags, ["champion"])
+    assert (version.n_bins, version.baseline_ece, version.baseline_nll) == (15, 0.025, 0.1779)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"calibration_n": "many"}, r"digits version 2: tag 'calibration_n' is 'many'; expected int"),
+        ({"checkpoint_output": "scores"}, r"tag 'checkpoint_output' is 'scores'; expected"),
+        ({"ece_binning": "fifteen bins"}, r"tag 'ece_binning' is 'fifteen bins'; expected '<scheme>, <M> bins, \.\.\.'"),
+        ({"temperature": "none"}, r"tag 'temperature' is 'none'; expected float"),
+    ],
+)
+def test_unreadable_tags_are_named(change: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        VersionRecord.from_tags(PREVIOUS_FORMAT | change, where="digits version 2")
+
+
+def test_a_missing_tag_is_named() -> None:
+    tags = {key: value for key, value in PREVIOUS_FORMAT.items() if key != "holdout_ece_after"}
+    with pytest.raises(ValueError, match=r"lacks the registration tag\(s\) \['holdout_ece_after'\]"):
+        VersionRecord.from_tags(tags)
+
+
+@pytest.mark.integration
+def test_round_trip_and_previous_format_on_a_real_mlflow_store(tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("e", artifact_location=(tmp_path / "a").as_uri()))
+    client.create_registered_model("digits")
+    written = {}
+    for record_tags in (REFITTED.to_tags(), PREVIOUS_REFIT):
+        version = client.create_model_version("digits", source=f"runs:/{run.info.run_id}/model",
+                                              run_id=run.info.run_id, tags=record_tags)
+        written[str(version.version)] = record_tags
+    stored = {number: dict(client.get_model_version("digits", number).tags) for number in written}
+    assert VersionRecord.from_tags(stored["1"]) == REFITTED
+    previous = VersionRecord.from_tags(stored["2"], where="digits version 2")
+    assert previous.ece_n_bins == 15 and previous.refit is not None and previous.refit.verify_n == 600

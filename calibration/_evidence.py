@@ -29,18 +29,11 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._softmax import label_log_probability, top_label
+from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult
+from ._softmax import label_log_probability, top_label
 from ._stats import equal_width_bin_index
-from ._validation import (
-    MAX_RESAMPLES,
-    check_confidence_level,
-    check_count,
-    check_labels,
-    check_logits,
-    check_n_bins,
-    check_temperature,
-)
+from ._validation import MAX_RESAMPLES, check_confidence_level, check_count, check_n_bins, check_temperature
 
 __all__ = [
     "BootstrapComparison",
@@ -172,8 +165,8 @@ def _summarise_null(
 
 
 def paired_bootstrap_nll(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
     *,
     temperature_before: float,
     temperature_after: float,
@@ -191,8 +184,9 @@ def paired_bootstrap_nll(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
         Frozen logits (or log-probabilities); float32 is read as it is, sums are float64.
+        A validated :class:`ScoredSet` stands for logits and labels (pass no ``labels``).
     labels : array of shape (n_samples,)
         True classes, integers in [0, n_classes).
     temperature_before, temperature_after : float
@@ -237,9 +231,8 @@ def paired_bootstrap_nll(
     >>> bool(result.low < result.estimate < result.high < 0)
     True
     """
-    logits_ = check_logits(logits)
-    n, n_classes = logits_.shape
-    labels_ = check_labels(labels, n, n_classes)
+    logits_, labels_ = checked_data(logits, labels)
+    n = logits_.shape[0]
     before = check_temperature(temperature_before, name="temperature_before")
     after = check_temperature(temperature_after, name="temperature_after")
     n_resamples = _check_resamples(n_resamples)
@@ -276,8 +269,8 @@ def paired_bootstrap_nll(
 
 
 def consistency_resampling_test(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
     *,
     temperature: float = 1.0,
     n_bins: int = 15,
@@ -294,8 +287,8 @@ def consistency_resampling_test(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-        Frozen logits (or log-probabilities).
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        Frozen logits (or log-probabilities). A validated :class:`ScoredSet` stands for logits and labels (pass no ``labels``).
     labels : array of shape (n_samples,)
         True classes, integers in [0, n_classes).
     temperature : float, default=1.0
@@ -343,9 +336,8 @@ def consistency_resampling_test(
     >>> consistency_resampling_test(logits, labels, temperature=2.0).p_value > 0.01
     True
     """
-    logits_ = check_logits(logits)
-    n, n_classes = logits_.shape
-    labels_ = check_labels(labels, n, n_classes)
+    logits_, labels_ = checked_data(logits, labels)
+    n = logits_.shape[0]
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
     n_resamples = _check_resamples(n_resamples)

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, closest_ratios, nearby_ratio, nll_expansion_sums
+from ._scored import ScoredSet, split_data, validated_set
 from ._serialise import JsonResult
 from ._validation import check_bounds, check_finite_logits, check_labels, check_logits
 
@@ -85,7 +86,7 @@ Expansion = Callable[[float, bool], NDArray[np.float64]]
 
 
 def fit_temperature(
-    logits: ArrayLike, labels: ArrayLike, *, bounds: tuple[float, float] = DEFAULT_BOUNDS
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, bounds: tuple[float, float] = DEFAULT_BOUNDS
 ) -> TemperatureFit:
     """Fit one temperature T > 0 by minimising the mean NLL of softmax(logits / T).
 
@@ -97,8 +98,10 @@ def fit_temperature(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-        Frozen logits (or log-probabilities), finite, ``n_classes >= 2``.
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        Frozen logits (or log-probabilities), finite, ``n_classes >= 2``. A validated
+        :class:`ScoredSet` stands for logits and labels (pass no ``labels``) and is not
+        checked again: the fit reads its logits only in its own passes.
     labels : array of shape (n_samples,)
         True classes, integers in ``[0, n_classes)``.
     bounds : (float, float), default=(0.05, 20.0)
@@ -133,7 +136,11 @@ def fit_temperature(
     >>> fit.at_bound is None and fit.nll_after < fit.nll_before
     True
     """
-    checked_logits = check_logits(logits, check_finite=False)
+    scored = validated_set(logits)
+    if scored is not None and labels is None:
+        return _fit_checked(scored.logits, scored.labels, check_bounds(bounds))
+    raw_logits, raw_labels = split_data(logits, labels)
+    checked_logits = check_logits(raw_logits, check_finite=False)
     n_samples, n_classes = checked_logits.shape
     # Large inputs: the finiteness check rides on the passes (a non-finite logit makes the
     # sums NaN; then the scan names the row, with check_logits' own error, before anything
@@ -142,11 +149,21 @@ def fit_temperature(
     if not folded:
         check_finite_logits(checked_logits)
     try:
-        checked_labels = check_labels(labels, n_samples, n_classes)
-        lower, upper = check_bounds(bounds)
+        checked_labels = check_labels(raw_labels, n_samples, n_classes)
+        checked_bounds = check_bounds(bounds)
     except (TypeError, ValueError):
         check_finite_logits(checked_logits)  # the logits' error first, as check_logits orders it
         raise
+    return _fit_checked(checked_logits, checked_labels, checked_bounds)
+
+
+def _fit_checked(
+    checked_logits: NDArray[np.floating[Any]], checked_labels: NDArray[np.intp], bounds: tuple[float, float]
+) -> TemperatureFit:
+    """:func:`fit_temperature` on checked inputs (a non-finite logit still shows in the passes'
+    sums, and is then named by :func:`check_finite_logits`: see :func:`_expansion`)."""
+    lower, upper = bounds
+    n_samples, n_classes = checked_logits.shape
     if n_classes == 2:
         _refuse_inverted_binary(checked_logits, checked_labels)
 

@@ -20,18 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._softmax import label_log_probability, softmax, top_label
+from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult, json_safe
-from ._stats import CalibrationStats, ReliabilityTable, equal_width_bin_index, equal_width_edges
-from ._validation import (
-    check_count,
-    check_groups,
-    check_labels,
-    check_logits,
-    check_n_bins,
-    check_scheme,
-    check_temperature,
-)
+from ._softmax import label_log_probability, softmax, top_label
+from ._stats import ReliabilityTable, equal_width_bin_index, equal_width_edges, summarise_checked
+from ._validation import check_count, check_groups, check_logits, check_n_bins, check_scheme, check_temperature
 
 __all__ = [
     "CalibrationReport",
@@ -109,14 +102,22 @@ class CalibrationReport(JsonResult):
 _SUMMARY = ("temperature", "nll", "ece", "mce", "brier", "accuracy", "mean_confidence")
 
 
+# Every function below takes ``logits`` and ``labels``, or a validated ScoredSet in their place
+# (then ``labels`` is None and nothing is checked again): see calibration._scored.checked_data.
+# Each checks its input once here and calls the trusted ``_*_checked`` helpers, never
+# another public function.
+
+
 def _checked(
-    logits: ArrayLike, labels: ArrayLike, temperature: float
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None, temperature: float
 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp], float]:
-    checked = check_logits(logits)
-    return checked, check_labels(labels, *checked.shape), check_temperature(temperature)
+    checked, checked_labels = checked_data(logits, labels)
+    return checked, checked_labels, check_temperature(temperature)
 
 
-def negative_log_likelihood(logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0) -> float:
+def negative_log_likelihood(
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0
+) -> float:
     """Mean NLL of the true labels under softmax(logits / temperature), in nats.
 
     Computed from a numerically stable log-softmax, without clipping probabilities (unlike
@@ -124,7 +125,8 @@ def negative_log_likelihood(logits: ArrayLike, labels: ArrayLike, *, temperature
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        A validated :class:`ScoredSet` stands for logits and labels (pass no ``labels``).
     labels : array of shape (n_samples,)
     temperature : float, default=1.0
 
@@ -138,7 +140,7 @@ def negative_log_likelihood(logits: ArrayLike, labels: ArrayLike, *, temperature
     return float(-label_log_probability(checked, checked_labels, temperature).mean())
 
 
-def accuracy(logits: ArrayLike, labels: ArrayLike) -> float:
+def accuracy(logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None) -> float:
     """Share of rows whose arg-max (first on ties) is the label; no temperature changes it.
 
     >>> accuracy([[2.0, 1.0], [0.0, 3.0]], [0, 0])
@@ -158,19 +160,19 @@ def mean_confidence(logits: ArrayLike, *, temperature: float = 1.0) -> float:
     return float(top_label(checked, check_temperature(temperature))[1].mean())
 
 
-def brier_score(logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0) -> float:
+def brier_score(logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0) -> float:
     """Mean multi-class Brier score Σ_k (p_k − [y = k])², in [0, 2].
 
     >>> round(brier_score(np.log([[0.2, 0.8]]), [1]), 6)
     0.08
     """
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
-    return CalibrationStats.from_logits(checked, checked_labels, temperature=temperature).brier
+    return summarise_checked(checked, checked_labels, temperature, 15).brier
 
 
 def reliability_table(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
     *,
     temperature: float = 1.0,
     n_bins: int = 15,
@@ -181,7 +183,9 @@ def reliability_table(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        A validated :class:`ScoredSet` stands for logits and labels (pass no ``labels``)
+        and is not checked again.
     labels : array of shape (n_samples,)
     temperature : float, default=1.0
     n_bins : int, default=15
@@ -200,11 +204,21 @@ def reliability_table(
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
     n_bins, scheme = check_n_bins(n_bins), check_scheme(scheme)
     min_count = check_count(min_count, name="min_count", minimum=0)
+    return _reliability_table_checked(checked, checked_labels, temperature, n_bins, scheme, min_count)
+
+
+def _reliability_table_checked(
+    logits: NDArray[np.floating[Any]],
+    labels: NDArray[np.intp],
+    temperature: float,
+    n_bins: int,
+    scheme: str,
+    min_count: int,
+) -> ReliabilityTable:
     if scheme == "equal-width":
-        stats = CalibrationStats.from_logits(checked, checked_labels, temperature=temperature, n_bins=n_bins)
-        return stats.reliability_table(min_count=min_count)
-    predictions, confidence = top_label(checked, temperature)
-    return _equal_mass_table(confidence, predictions == checked_labels, n_bins, min_count)
+        return summarise_checked(logits, labels, temperature, n_bins).reliability_table(min_count=min_count)
+    predictions, confidence = top_label(logits, temperature)
+    return _equal_mass_table(confidence, predictions == labels, n_bins, min_count)
 
 
 def _equal_mass_table(
@@ -229,13 +243,16 @@ def _equal_mass_table(
 
 
 def expected_calibration_error(
-    logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0, n_bins: int = 15, scheme: str = "equal-width"
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
+    *, temperature: float = 1.0, n_bins: int = 15, scheme: str = "equal-width"
 ) -> float:
     """ECE = Σ_m |B_m|/N · |acc(B_m) − conf(B_m)| on the top-label confidence.
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        A validated :class:`ScoredSet` stands for logits and labels (pass no ``labels``).
     labels : array of shape (n_samples,)
     temperature : float, default=1.0
     n_bins : int, default=15
@@ -251,7 +268,9 @@ def expected_calibration_error(
 
 
 def maximum_calibration_error(
-    logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0, n_bins: int = 15, scheme: str = "equal-width"
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
+    *, temperature: float = 1.0, n_bins: int = 15, scheme: str = "equal-width"
 ) -> float:
     """MCE: the largest |acc(B_m) − conf(B_m)| over non-empty bins.
 
@@ -263,7 +282,7 @@ def maximum_calibration_error(
 
 
 def classwise_calibration_error(
-    logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0, n_bins: int = 15
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0, n_bins: int = 15
 ) -> float:
     """Classwise ECE: the mean over classes k of the equal-width ECE of p_k against [y = k].
 
@@ -290,8 +309,8 @@ def classwise_calibration_error(
 
 
 def group_calibration(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None,
     groups: ArrayLike,
     *,
     temperature: float = 1.0,
@@ -302,8 +321,10 @@ def group_calibration(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-    labels : array of shape (n_samples,)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        A validated :class:`ScoredSet` stands for logits and labels (then ``labels`` is
+        None) and is not checked again.
+    labels : array of shape (n_samples,) or None
     groups : array of shape (n_samples,)
         Group key per row (source, language, ...); compared as strings.
 
@@ -319,8 +340,19 @@ def group_calibration(
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
     n_bins, scheme = check_n_bins(n_bins), check_scheme(scheme)
     keys = check_groups(groups, checked.shape[0])
-    predictions, confidence = top_label(checked, temperature)
-    correct = predictions == checked_labels
+    return _group_calibration_checked(checked, checked_labels, keys, temperature, n_bins, scheme)
+
+
+def _group_calibration_checked(
+    logits: NDArray[np.floating[Any]],
+    labels: NDArray[np.intp],
+    keys: NDArray[np.str_],
+    temperature: float,
+    n_bins: int,
+    scheme: str,
+) -> GroupBreakdown:
+    predictions, confidence = top_label(logits, temperature)
+    correct = predictions == labels
     names, inverse = np.unique(keys, return_inverse=True)
     n_groups = names.shape[0]
     counts = np.bincount(inverse, minlength=n_groups)
@@ -350,8 +382,8 @@ def group_calibration(
 
 
 def evaluate(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
     *,
     temperature: float = 1.0,
     n_bins: int = 15,
@@ -362,7 +394,9 @@ def evaluate(
     """Every calibration number at one temperature: accuracy, NLL, ECE, MCE, Brier, table.
 
     ``groups`` adds the per-group breakdown (an overall ECE can hide groups off in opposite
-    directions).
+    directions). A validated :class:`ScoredSet` may stand for ``logits`` and ``labels``
+    (pass no ``labels``): it is not checked again, and one calibration pass gives every
+    number (plus one top-label pass for equal-mass bins, one for groups).
 
     Examples
     --------
@@ -373,18 +407,17 @@ def evaluate(
     checked, checked_labels, temperature = _checked(logits, labels, temperature)
     n_bins, scheme = check_n_bins(n_bins), check_scheme(scheme)
     min_count = check_count(min_count, name="min_count", minimum=0)
-    stats = CalibrationStats.from_logits(checked, checked_labels, temperature=temperature, n_bins=n_bins)
+    keys = None if groups is None else check_groups(groups, checked.shape[0])
+    stats = summarise_checked(checked, checked_labels, temperature, n_bins)
     table = (
         stats.reliability_table(min_count=min_count)
         if scheme == "equal-width"
-        else reliability_table(
-            checked, checked_labels, temperature=temperature, n_bins=n_bins, scheme=scheme, min_count=min_count
-        )
+        else _reliability_table_checked(checked, checked_labels, temperature, n_bins, scheme, min_count)
     )
     breakdown = (
         None
-        if groups is None
-        else group_calibration(checked, checked_labels, groups, temperature=temperature, n_bins=n_bins, scheme=scheme)
+        if keys is None
+        else _group_calibration_checked(checked, checked_labels, keys, temperature, n_bins, scheme)
     )
     return CalibrationReport(
         n=stats.n,

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult
-from ._validation import check_labels, check_logits
+from ._validation import check_labels
 
 __all__ = ["QualificationReport", "qualify_calibration_set"]
 
@@ -163,8 +164,8 @@ def _proportion_failure(
 
 
 def qualify_calibration_set(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None = None,
     *,
     ids: ArrayLike | None = None,
     training_ids: ArrayLike | None = None,
@@ -188,8 +189,10 @@ def qualify_calibration_set(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-        Frozen logits (or log-probabilities) of the candidate calibration set.
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        Frozen logits (or log-probabilities) of the candidate calibration set. A validated
+        :class:`ScoredSet` stands for logits and labels (pass no ``labels``; its ids are
+        still passed as ``ids``).
     labels : array of shape (n_samples,)
         True classes, integers in [0, n_classes).
     ids : array of shape (n_samples,), optional
@@ -241,9 +244,8 @@ def qualify_calibration_set(
     >>> report.passed, report.id_overlap, report.tv_distance, report.warnings
     (True, 0, 0.0, ())
     """
-    logits_ = check_logits(logits)
+    logits_, labels_ = checked_data(logits, labels)
     n, n_classes = logits_.shape
-    labels_ = check_labels(labels, n, n_classes)
     min_total = _check_minimum(min_total, name="min_total")
     min_per_class = _check_minimum(min_per_class, name="min_per_class")
     max_tv_distance = _check_max_tv_distance(max_tv_distance)

@@ -58,7 +58,7 @@ import uuid
 import zipfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -66,9 +66,20 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import MAX_LOGIT_SPREAD, logit_spread_refusal
+from ._kernels import first_nonfinite_row, first_refused_row
+from ._validation import MAX_LOGIT_SPREAD, check_labels, check_logits, logit_spread_refusal
 
-__all__ = ["ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set", "SCORED_SET_FORMATS", "MAX_CLASSES"]
+__all__ = [
+    "ScoredSet",
+    "ScoredSetError",
+    "read_scored_set",
+    "write_scored_set",
+    "checked_data",
+    "split_data",
+    "validated_set",
+    "SCORED_SET_FORMATS",
+    "MAX_CLASSES",
+]
 
 #: File extensions a scored set reads from and writes to.
 SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
@@ -103,8 +114,12 @@ class ScoredSetError(ValueError):
 class ScoredSet:
     """A validated scored set. Construct through :meth:`from_arrays` or :func:`read_scored_set`.
 
-    The arrays of a set built by those two are read-only, so the validation holds for the
-    life of the object.
+    The arrays of a set built by those two (or by :meth:`subset`) are read-only, so the
+    validation holds for the life of the object, and a validated set passes through the
+    core without being checked again: every function of :mod:`calibration` that takes
+    ``logits`` and ``labels`` also takes a scored set in their place. A set built field by
+    field (``ScoredSet(ids=..., logits=..., ...)``) is not validated, and is checked like
+    any arrays wherever it goes.
 
     Attributes
     ----------
@@ -128,6 +143,9 @@ class ScoredSet:
     logits: NDArray[np.floating[Any]]
     labels: NDArray[np.intp]
     groups: NDArray[np.str_] | None = None
+    # Set by the one validation (_validate) and by nothing else: a set built field by field
+    # or by dataclasses.replace starts unvalidated.
+    _validated: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def n_samples(self) -> int:
@@ -248,6 +266,60 @@ class ScoredSet:
         )
 
 
+def validated_set(data: object) -> ScoredSet | None:
+    """``data`` when it is a scored set validated when it was built, else None.
+
+    >>> scored = ScoredSet.from_arrays([[2.0, 0.0]], [0])
+    >>> validated_set(scored) is scored, validated_set(scored.logits)
+    (True, None)
+    """
+    return data if isinstance(data, ScoredSet) and data._validated else None
+
+
+def checked_data(
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp]]:
+    """The logits and labels a public function computes on, each checked once.
+
+    A validated :class:`ScoredSet` stands for both (``labels`` is then None) and its arrays
+    are returned as they are; anything else is checked here (:func:`check_logits`,
+    :func:`check_labels`), a set built field by field included.
+
+    Raises
+    ------
+    TypeError
+        For a scored set together with ``labels``, or logits without them.
+
+    Examples
+    --------
+    >>> scored = ScoredSet.from_arrays([[2.0, 0.0], [0.5, 1.5]], [0, 1])
+    >>> checked_data(scored, None)[0] is scored.logits
+    True
+    >>> checked_data([[1, 0]], [0])[0].dtype
+    dtype('float64')
+    """
+    scored = validated_set(logits)
+    if scored is not None and labels is None:
+        return scored.logits, scored.labels
+    raw_logits, raw_labels = split_data(logits, labels)
+    checked = check_logits(raw_logits)
+    return checked, check_labels(raw_labels, *checked.shape)
+
+
+def split_data(logits: ArrayLike | ScoredSet, labels: ArrayLike | None) -> tuple[ArrayLike, ArrayLike]:
+    """``(logits, labels)`` from a scored set (with no ``labels``) or from the pair, unchecked."""
+    if isinstance(logits, ScoredSet):
+        if labels is not None:
+            raise TypeError(
+                "labels were given with a ScoredSet, which carries its own; pass the ScoredSet alone, "
+                "or logits and labels"
+            )
+        return logits.logits, logits.labels
+    if labels is None:
+        raise TypeError("labels are required with logits (or pass a ScoredSet, which carries its labels)")
+    return logits, labels
+
+
 @dataclass(frozen=True, slots=True)
 class _Layout:
     """Where the arrays came from, so that messages use the names the user sees."""
@@ -319,30 +391,38 @@ def _validate(
     id_array = _as_ids(ids, n_samples, layout)
     label_ints = _as_labels(label_array, n_classes, layout, id_array)
     values = _as_float_block(block, layout, id_array)
-    what = "probability" if layout.probs else "logit"
-    finite = np.isfinite(values)
-    if not finite.all():
-        row = int(np.argmin(finite.all(axis=1)))
-        col = int(np.argmin(finite[row]))
-        raise layout.error(
-            f"{_row(row, id_array)}, {layout.column(col)}: {_show(values[row, col])} is not finite; "
-            f"every {what} must be finite (fix or drop the row)"
-        )
+    # The one read of every value: finite, and (logits) each row's spread within the limit.
+    # Probabilities are only checked for finiteness here; their log is checked below.
+    refused = first_refused_row(values, math.inf if layout.probs else MAX_LOGIT_SPREAD)
+    if refused >= 0:
+        _refuse_row(values, refused, layout, id_array)
     if layout.probs:
         values = _logits_from_probs(values, layout, id_array)
-    elif values.dtype == np.float64:  # float32 logits span at most 6.8e38: always within the limit
-        with np.errstate(over="ignore"):  # an overflowing max - min is refused just below
-            spread = values.max(axis=1) - values.min(axis=1)
-        within = spread <= MAX_LOGIT_SPREAD
-        if not within.all():
-            row = int(np.argmin(within))
-            raise layout.error(f"{_row(row, id_array)}, {layout.matrix}: {logit_spread_refusal(values[row])}")
     group_array = None if groups is None else _as_strings(groups, n_samples, layout, "groups")
-    return ScoredSet(
+    scored = ScoredSet(
         ids=_freeze(id_array, copy=False),
         logits=_freeze(values, copy=copy),
         labels=_freeze(label_ints, copy=False),
         groups=None if group_array is None else _freeze(group_array, copy=False),
+    )
+    object.__setattr__(scored, "_validated", True)
+    return scored
+
+
+def _refuse_row(
+    values: NDArray[np.floating[Any]], refused: int, layout: _Layout, ids: NDArray[np.str_]
+) -> None:
+    """Raise for the first refused row of ``values``: a non-finite value anywhere is named
+    before a row that spans too much (only runs on the error path)."""
+    if np.isfinite(values[refused]).all():  # the spread rule; unless a later row is not finite
+        later = first_nonfinite_row(values[refused + 1 :])
+        if later < 0:
+            raise layout.error(f"{_row(refused, ids)}, {layout.matrix}: {logit_spread_refusal(values[refused])}")
+        refused += 1 + later
+    col = int(np.argmin(np.isfinite(values[refused])))
+    raise layout.error(
+        f"{_row(refused, ids)}, {layout.column(col)}: {_show(values[refused, col])} is not finite; "
+        f"every {'probability' if layout.probs else 'logit'} must be finite (fix or drop the row)"
     )
 
 
@@ -804,8 +884,8 @@ def write_scored_set(scored: ScoredSet, path: str | Path) -> Path:
     Parameters
     ----------
     scored : ScoredSet
-        The set to write; it is validated again (a ScoredSet built field by field skips
-        :meth:`ScoredSet.from_arrays`).
+        The set to write. A set built field by field (not by :meth:`ScoredSet.from_arrays`,
+        :meth:`ScoredSet.subset` or :func:`read_scored_set`) is validated first.
     path : str or Path
         Target file; its extension chooses the format. An existing file is replaced.
 
@@ -832,7 +912,7 @@ def write_scored_set(scored: ScoredSet, path: str | Path) -> Path:
     file = Path(path)
     suffix = _format(file)
     kind: Literal["npz", "table"] = "npz" if suffix == ".npz" else "table"
-    checked = _validate(
+    checked = scored if scored._validated else _validate(
         scored.logits, scored.labels, scored.ids, scored.groups, _Layout(source=str(file), kind=kind), copy=False
     )
     folder = file.parent

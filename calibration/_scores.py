@@ -20,7 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import chunk_rows
 from ._stats import CalibrationStats, equal_width_bin_index
-from ._validation import check_labels, check_logits, check_n_bins, check_temperature
+from ._scored import ScoredSet, checked_data
+from ._validation import check_n_bins, check_temperature
 
 __all__ = ["TopLabelScores"]
 
@@ -57,13 +58,16 @@ class TopLabelScores:
     brier: NDArray[np.float64]
 
     @classmethod
-    def from_logits(cls, logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0) -> TopLabelScores:
+    def from_logits(
+        cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0
+    ) -> TopLabelScores:
         """Score every row of ``logits`` against ``labels`` at ``temperature``: one pass.
 
         Parameters
         ----------
-        logits : array of shape (n_samples, n_classes)
-            Frozen logits or log-probabilities (float32 read as it is).
+        logits : array of shape (n_samples, n_classes), or ScoredSet
+            Frozen logits or log-probabilities (float32 read as it is). A validated
+            :class:`ScoredSet` stands for logits and labels (pass no ``labels``).
         labels : array of shape (n_samples,)
             True classes in [0, n_classes).
         temperature : float, default=1.0
@@ -88,8 +92,7 @@ class TopLabelScores:
         >>> scores.confidence.round(6).tolist(), scores.nll.round(6).tolist()
         ([0.666667], [0.405465])
         """
-        checked = check_logits(logits)
-        checked_labels = check_labels(labels, checked.shape[0], checked.shape[1])
+        checked, checked_labels = checked_data(logits, labels)
         return _score_rows(checked, checked_labels, check_temperature(temperature))
 
     @property

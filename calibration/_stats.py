@@ -16,9 +16,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._kernels import calibration_sums
 from ._serialise import JsonResult, json_safe
-from ._validation import check_labels, check_logits, check_n_bins, check_temperature
+from ._scored import ScoredSet, checked_data
+from ._validation import check_n_bins, check_temperature
 
-__all__ = ["CalibrationStats", "ReliabilityTable", "equal_width_bin_index", "equal_width_edges"]
+__all__ = ["CalibrationStats", "ReliabilityTable", "equal_width_bin_index", "equal_width_edges", "summarise_checked"]
 
 
 def equal_width_edges(n_bins: int) -> NDArray[np.float64]:
@@ -36,6 +37,26 @@ def equal_width_bin_index(confidence: NDArray[np.float64], n_bins: int) -> NDArr
     [0, 0, 1, 2]
     """
     return np.searchsorted(equal_width_edges(n_bins)[1:-1], confidence, side="left")
+
+
+def summarise_checked(
+    logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], temperature: float, n_bins: int
+) -> CalibrationStats:
+    """:meth:`CalibrationStats.from_logits` on checked inputs (one calibration pass, no checks)."""
+    count, confidence_sum, correct, variance_sum, nll_sum, brier_sum = calibration_sums(
+        logits, labels, 1.0 / temperature, n_bins
+    )
+    return CalibrationStats(
+        n_bins=n_bins,
+        temperature=temperature,
+        n_classes=int(logits.shape[1]),
+        bin_count=count,
+        bin_confidence_sum=confidence_sum,
+        bin_correct=correct,
+        bin_variance_sum=variance_sum,
+        nll_sum=nll_sum,
+        brier_sum=brier_sum,
+    )
 
 
 # The per-bin columns of a reliability table, in the order a row shows them.
@@ -150,27 +171,20 @@ class CalibrationStats:
 
     @classmethod
     def from_logits(
-        cls, logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0, n_bins: int = 15
+        cls,
+        logits: ArrayLike | ScoredSet,
+        labels: ArrayLike | None = None,
+        *,
+        temperature: float = 1.0,
+        n_bins: int = 15,
     ) -> CalibrationStats:
-        """Summarise one chunk of logits (n_samples, n_classes) and labels at ``temperature``."""
-        checked = check_logits(logits)
-        checked_labels = check_labels(labels, checked.shape[0], checked.shape[1])
-        temperature = check_temperature(temperature)
-        n_bins = check_n_bins(n_bins)
-        count, confidence_sum, correct, variance_sum, nll_sum, brier_sum = calibration_sums(
-            checked, checked_labels, 1.0 / temperature, n_bins
-        )
-        return cls(
-            n_bins=n_bins,
-            temperature=temperature,
-            n_classes=int(checked.shape[1]),
-            bin_count=count,
-            bin_confidence_sum=confidence_sum,
-            bin_correct=correct,
-            bin_variance_sum=variance_sum,
-            nll_sum=nll_sum,
-            brier_sum=brier_sum,
-        )
+        """Summarise one chunk of logits (n_samples, n_classes) and labels at ``temperature``.
+
+        A validated :class:`ScoredSet` may stand for both (pass no ``labels``): it is not
+        checked again.
+        """
+        checked, checked_labels = checked_data(logits, labels)
+        return summarise_checked(checked, checked_labels, check_temperature(temperature), check_n_bins(n_bins))
 
     @classmethod
     def empty(cls, *, n_bins: int = 15, temperature: float = 1.0, n_classes: int) -> CalibrationStats:

@@ -3,8 +3,9 @@
 Each command takes the scored sets it reads (already read and checked by
 :func:`calibration.read_scored_set`) and its parsed options, and returns an :class:`Outcome`:
 the JSON object — built from the results' own ``to_dict()``, never copied field by field —
-the readable report, the warnings and the exit status. Parsing, reading and printing are
-:mod:`flows.cli`'s.
+the readable report, the warnings and the exit status. The sets go to the core as they are:
+a validated :class:`~calibration.ScoredSet` is not checked again, so every logit is checked
+once, when it is read. Parsing, reading and printing are :mod:`flows.cli`'s.
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ import numpy as np
 
 from calibration import (
     ScoredSet,
-    accuracy,
     check_temperature,
     choose_threshold,
     evaluate,
-    expected_calibration_error,
     fit_temperature,
     paired_bootstrap_nll,
     qualify_calibration_set,
@@ -146,13 +145,13 @@ def _status(failures: tuple[str, ...]) -> int:
 def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     scored = sets["data"]
     args.progress.stage(f"fitting T on {scored.n_samples:,} x {scored.n_classes:,} logits")
-    fit = fit_temperature(scored.logits, scored.labels, bounds=(args.lower, args.upper))
+    fit = fit_temperature(scored, bounds=(args.lower, args.upper))
     args.progress.stage("measuring ECE before and after")
-    ece_before, ece_after = (
-        expected_calibration_error(scored.logits, scored.labels, temperature=t, n_bins=args.bins, scheme=args.scheme)
-        for t in (1.0, fit.temperature)
+    # One calibration pass at each temperature gives the ECE, and at T = 1 the accuracy.
+    before, after = (
+        evaluate(scored, temperature=t, n_bins=args.bins, scheme=args.scheme) for t in (1.0, fit.temperature)
     )
-    top_accuracy = accuracy(scored.logits, scored.labels)
+    ece_before, ece_after, top_accuracy = before.ece, after.ece, before.accuracy
     payload = {"data": args.data, **fit.to_dict(), "ece_before": ece_before, "ece_after": ece_after,
                "n_bins": args.bins, "scheme": args.scheme, "accuracy": top_accuracy, "in_sample": True}
     flag = f"  ON THE {fit.at_bound.upper()} BOUND" if fit.at_bound else ""
@@ -181,8 +180,8 @@ def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), or drop --by-group"
         )
     report = evaluate(
-        scored.logits, scored.labels, temperature=args.temperature, n_bins=args.bins, scheme=args.scheme,
-        min_count=args.min_count, groups=scored.groups if args.by_group else None,
+        scored, temperature=args.temperature, n_bins=args.bins, scheme=args.scheme, min_count=args.min_count,
+        groups=scored.groups if args.by_group else None,
     )
     payload = {"data": args.data, **report.to_dict()}
     table = report.table
@@ -287,7 +286,7 @@ def _qualify(sets: Sets, args: argparse.Namespace) -> Outcome:
     if reference is not None:
         _same_classes(scored, args.data, reference, args.reference)
     report = qualify_calibration_set(
-        scored.logits, scored.labels, ids=scored.ids, training_ids=training_ids,
+        scored, ids=scored.ids, training_ids=training_ids,
         reference_labels=None if reference is None else reference.labels,
         min_total=args.min_total, min_per_class=args.min_per_class, max_tv_distance=args.max_tv,
     )
@@ -333,14 +332,14 @@ def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
             warnings = (f"{id_overlap} ids of {args.eval_data} also appear in {args.fit_data} (e.g. "
                         f"{str(shared[0])!r}); evaluate on examples not used to fit T, or the improvement is flattered",)
     args.progress.stage(f"fitting T on {fit_set.n_samples:,} x {fit_set.n_classes:,} logits")
-    fit = fit_temperature(fit_set.logits, fit_set.labels, bounds=(args.lower, args.upper))
+    fit = fit_temperature(fit_set, bounds=(args.lower, args.upper))
     args.progress.stage(f"evaluating on {args.eval_data} and bootstrapping the NLL change")
     before, after = (
-        evaluate(eval_set.logits, eval_set.labels, temperature=t, n_bins=args.bins, scheme=args.scheme).summary()
+        evaluate(eval_set, temperature=t, n_bins=args.bins, scheme=args.scheme).summary()
         for t in (1.0, fit.temperature)
     )
     comparison = paired_bootstrap_nll(
-        eval_set.logits, eval_set.labels, temperature_before=1.0, temperature_after=fit.temperature,
+        eval_set, temperature_before=1.0, temperature_after=fit.temperature,
         n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
     )
     fitted = fit.to_dict()

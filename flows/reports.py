@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from calibration import GateSweep, QualificationReport, ReliabilityTable
+import monitoring
+from calibration import GateSweep, QualificationReport, json_safe
 from flows.steps import GatedCheckpoint, RefitVerification
 from flows.versions import RefitProvenance, VersionRecord, binning_convention
 
@@ -57,17 +58,17 @@ def version_record(
     record = VersionRecord(
         temperature=calibrated.fit.temperature, temperature_bounds=calibrated.fit.bounds,
         gate_threshold=choice.threshold, gate_target_accuracy=choice.target_accuracy,
-        gate_confidence_level=choice.confidence_level, gate_coverage=_defined(choice.coverage),
-        gate_accepted_accuracy=_defined(choice.accepted_accuracy), checkpoint_uri=accepted.checkpoint_uri,
+        gate_confidence_level=choice.confidence_level, gate_coverage=json_safe(choice.coverage),
+        gate_accepted_accuracy=json_safe(choice.accepted_accuracy), checkpoint_uri=accepted.checkpoint_uri,
         checkpoint_digest=accepted.checkpoint_digest, checkpoint_output=accepted.checkpoint_output,
         calibration_data_version=calibrated.calibration_data_version, calibration_n=calibrated.fit.n,
         holdout_data_version=accepted.holdout_data_version, train_steps=accepted.train_steps,
         train_data_version=accepted.train_data_version, holdout_accuracy=accepted.accuracy,
         holdout_metrics_n=gated.after.n, holdout_metrics_split="evaluation part of the holdout (not used to fit T)",
-        holdout_nll_before=_defined(gated.before.nll), holdout_nll_after=_defined(gated.after.nll),
+        holdout_nll_before=json_safe(gated.before.nll), holdout_nll_after=json_safe(gated.after.nll),
         holdout_ece_before=gated.before.ece, holdout_ece_after=gated.after.ece, nll_reduction="mean",
-        bootstrap_nll_change=_defined(bootstrap.estimate), bootstrap_nll_change_low=_defined(bootstrap.low),
-        bootstrap_nll_change_high=_defined(bootstrap.high), bootstrap_confidence_level=bootstrap.confidence_level,
+        bootstrap_nll_change=json_safe(bootstrap.estimate), bootstrap_nll_change_low=json_safe(bootstrap.low),
+        bootstrap_nll_change_high=json_safe(bootstrap.high), bootstrap_confidence_level=bootstrap.confidence_level,
         bootstrap_verdict=bootstrap.verdict, ece_scheme=gated.after.scheme, ece_n_bins=gated.after.n_bins,
         fitted_at=gated.fitted_at, idempotency_key=idempotency_key, pipeline_run_id=run_id,
     )
@@ -81,7 +82,7 @@ def version_record(
         traffic_last_served_at=origin.last_served_at.isoformat(), traffic_n=accepted.holdout.n_samples,
         fit_n=calibrated.fit.n, verify_n=verification.n,
         split=f"by serving time: the older {origin.fit_fraction:.0%} fits T, the newer rest verifies",
-        verification=verification.summary, verification_p_value=_defined(verification.p_value),
+        verification=verification.summary, verification_p_value=json_safe(verification.p_value),
         verification_shape=verification.shape.shape,
     )
     return dataclasses.replace(
@@ -89,11 +90,6 @@ def version_record(
         holdout_metrics_split="newer part of the refit's traffic window (not used to fit T); before = parent's T",
         holdout_accuracy_source="recent labelled traffic of the parent version",
     )
-
-
-def _defined(value: float | None) -> float | None:
-    """None for an undefined number (NaN): stored as the tag "none", never as "nan"."""
-    return None if value is None or math.isnan(value) else float(value)
 
 
 def run_params(record: VersionRecord, gated: GatedCheckpoint) -> dict[str, Any]:
@@ -151,32 +147,14 @@ def qualification_payload(report: QualificationReport) -> dict[str, Any]:
     return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in payload.items()}
 
 
-def _draw_table(axis: Any, table: ReliabilityTable, title: str) -> None:
-    centres = (table.lower + table.upper) / 2.0
-    width = table.upper - table.lower
-    filled = table.count > 0
-    colours = np.where(table.sparse, "#bbbbbb", "#3b75af")
-    axis.bar(centres[filled], table.accuracy[filled], width=width[filled] * 0.9, color=colours[filled], edgecolor="black")
-    axis.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
-    axis.plot(centres[filled], table.mean_confidence[filled], "o", color="#d1495b", markersize=3, label="mean confidence")
-    for x, count in zip(centres[filled], table.count[filled]):
-        axis.text(x, 1.03, str(int(count)), ha="center", va="bottom", fontsize=6, rotation=90)
-    axis.set(xlim=(0, 1), ylim=(0, 1.15), xlabel="confidence", title=title)
-
-
 def reliability_figure(gated: GatedCheckpoint) -> Figure:
-    """Before/after reliability diagrams of the evaluation part; counts on each bar, sparse bins grey."""
-    figure = Figure(figsize=(9, 4), layout="constrained")
-    before, after = figure.subplots(1, 2, sharey=True)
-    _draw_table(before, gated.before.table, f"T = {gated.accepted.temperature_before:.4g}: ECE {gated.before.ece:.4f}, "
-                                            f"NLL {gated.before.nll:.4f}")
-    _draw_table(after, gated.after.table,
-                f"T = {gated.temperature:.4g}: ECE {gated.after.ece:.4f}, NLL {gated.after.nll:.4f}")
-    before.set_ylabel("accuracy (bars); count per bin on top; grey = sparse")
-    after.legend(loc="upper left", fontsize=7)
-    figure.suptitle(
-        f"{gated.accepted.checkpoint_uri}\nevaluation part n={gated.after.n}; "
+    """Before/after reliability diagrams of the evaluation part (:func:`monitoring.reliability_figure`):
+    counts on each bar, sparse bins grey and hatched."""
+    return monitoring.reliability_figure(
+        gated.after.table,
+        before=gated.before.table,
+        captions=(f"before: T = {gated.accepted.temperature_before:.4g}, NLL {gated.before.nll:.4f}",
+                  f"after: T = {gated.temperature:.4g}, NLL {gated.after.nll:.4f}"),
+        title=f"{gated.accepted.checkpoint_uri}\nevaluation part n={gated.after.n}; "
         f"{binning_convention(gated.after.n_bins, gated.after.scheme)}",
-        fontsize=8,
     )
-    return figure

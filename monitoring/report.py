@@ -12,42 +12,49 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import fields
-from datetime import datetime
 from typing import Any
 
-import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration import ReliabilityTable
+from calibration import ReliabilityTable, json_safe
 
 from .drift import DriftReport
 
 __all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
 
 
-def _json_number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
-def reliability_figure(table: ReliabilityTable, *, title: str) -> Figure:
+def reliability_figure(
+    table: ReliabilityTable,
+    *,
+    title: str,
+    before: ReliabilityTable | None = None,
+    captions: tuple[str, str] = ("before", "after"),
+) -> Figure:
     """Reliability diagram: accuracy per confidence bin against the diagonal, counts annotated.
 
     Bars show each non-empty bin's accuracy over the bin's span; a dot marks its mean
     confidence (the gap is the vertical distance to it); the diagonal is perfect calibration.
     Every bar carries its count; sparse bins (fewer than ``table.min_count`` rows) are grey
-    and hatched: noise, not signal. The title line gives n and the ECE with its binning.
+    and hatched: noise, not signal. Each diagram's title gives n and the ECE with its binning.
 
     Parameters
     ----------
     table : ReliabilityTable
         The bins to draw (``CalibrationStats.reliability_table()`` or ``DriftReport.reliability``).
     title : str
-        First line of the title (e.g. model, version and window).
+        First line of the title (e.g. model, version and window); with ``before``, the
+        figure's title above both diagrams.
+    before : ReliabilityTable, optional
+        The same rows measured before a change (e.g. at the previous temperature): drawn to
+        the left of ``table``, on the same accuracy axis.
+    captions : (str, str), default ("before", "after")
+        With ``before``, the first line of each diagram's title (before, after).
 
     Returns
     -------
@@ -58,16 +65,34 @@ def reliability_figure(table: ReliabilityTable, *, title: str) -> Figure:
     --------
     >>> import numpy as np
     >>> from calibration import CalibrationStats
-    >>> stats = CalibrationStats.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0], n_bins=5)
+    >>> logits, labels = np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0]
+    >>> stats = CalibrationStats.from_logits(logits, labels, n_bins=5)
     >>> fig = reliability_figure(stats.reliability_table(min_count=2), title="m v1")
     >>> sum(len(bars) for bars in fig.axes[0].containers)  # one bar per non-empty bin
     3
     >>> [text.get_text() for text in fig.axes[0].texts]  # its count
     ['1', '1', '1']
+    >>> flatter = CalibrationStats.from_logits(logits, labels, temperature=2.0, n_bins=5)
+    >>> fig = reliability_figure(flatter.reliability_table(), before=stats.reliability_table(), title="m v2",
+    ...                          captions=("T = 1", "T = 2"))
+    >>> [ax.get_title().splitlines()[0] for ax in fig.axes]
+    ['T = 1', 'T = 2']
     """
-    figure = Figure(figsize=(6.0, 6.0), dpi=100)
+    figure = Figure(figsize=(6.0, 6.0) if before is None else (11.0, 5.8), dpi=100)
     FigureCanvasAgg(figure)
-    ax = figure.add_subplot(1, 1, 1)
+    if before is None:
+        _draw_reliability(figure.add_subplot(1, 1, 1), table, title)
+    else:
+        left, right = figure.subplots(1, 2, sharey=True)
+        _draw_reliability(left, before, captions[0])
+        _draw_reliability(right, table, captions[1])
+        right.set_ylabel("")
+        figure.suptitle(title, fontsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def _draw_reliability(ax: Axes, table: ReliabilityTable, heading: str) -> None:
     filled = table.count > 0
     dense = filled & ~table.sparse
     sparse = filled & table.sparse
@@ -101,14 +126,12 @@ def reliability_figure(table: ReliabilityTable, *, title: str) -> Figure:
         )  # fmt: skip
     n = table.n
     ece = table.ece if n else math.nan
-    ax.set_title(f"{title}\nn = {n}, ECE = {_fmt(ece)} ({table.n_bins} {table.scheme} bins)", fontsize=10)
+    ax.set_title(f"{heading}\nn = {n}, ECE = {_fmt(ece)} ({table.n_bins} {table.scheme} bins)", fontsize=10)
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.08)
     ax.set_xlabel("confidence (top label)")
     ax.set_ylabel("accuracy")
     ax.legend(loc="upper left", fontsize=8)
-    figure.tight_layout()
-    return figure
 
 
 def drift_markdown(report: DriftReport) -> str:
@@ -210,16 +233,16 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
             "n": report.n,
             "tested": not math.isnan(report.p_value),
             "drifted": report.overall_drift,
-            "ece": _json_number(report.ece),
-            "baseline_ece": _json_number(report.baseline_ece),
-            "ece_excess": _json_number(report.ece_excess),
-            "p_value": _json_number(report.p_value),
+            "ece": json_safe(report.ece),
+            "baseline_ece": json_safe(report.baseline_ece),
+            "ece_excess": json_safe(report.ece_excess),
+            "p_value": json_safe(report.p_value),
             "p_threshold": report.p_threshold,
-            "nll": _json_number(report.nll),
-            "accuracy": _json_number(report.accuracy),
-            "mean_confidence": _json_number(report.mean_confidence),
-            "coverage": _json_number(report.coverage),
-            "accepted_accuracy": _json_number(report.accepted_accuracy),
+            "nll": json_safe(report.nll),
+            "accuracy": json_safe(report.accuracy),
+            "mean_confidence": json_safe(report.mean_confidence),
+            "coverage": json_safe(report.coverage),
+            "accepted_accuracy": json_safe(report.accepted_accuracy),
         }
     ]
     for g in report.groups:
@@ -230,14 +253,14 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
                 "n": g.n,
                 "tested": g.tested,
                 "drifted": g.drifted,
-                "ece": _json_number(g.ece),
-                "baseline_ece": _json_number(g.baseline_ece),
-                "ece_excess": _json_number(g.ece_excess),
-                "p_value": _json_number(g.p_value),
+                "ece": json_safe(g.ece),
+                "baseline_ece": json_safe(g.baseline_ece),
+                "ece_excess": json_safe(g.ece_excess),
+                "p_value": json_safe(g.p_value),
                 "p_threshold": g.p_threshold,
-                "nll": _json_number(g.nll),
-                "accuracy": _json_number(g.accuracy),
-                "mean_confidence": _json_number(g.mean_confidence),
+                "nll": json_safe(g.nll),
+                "accuracy": json_safe(g.accuracy),
+                "mean_confidence": json_safe(g.mean_confidence),
                 "coverage": None,
                 "accepted_accuracy": None,
             }
@@ -305,17 +328,10 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     """
     payload: dict[str, Any] = {}
     for name in (f.name for f in fields(DriftReport)):
-        value = getattr(report, name)
         if name == "reliability":
-            payload[name] = value.rows()
+            payload[name] = report.reliability.rows()
         elif name == "groups":
             payload[name] = drift_table_rows(report)[1:]
-        elif isinstance(value, datetime):
-            payload[name] = value.isoformat()
-        elif isinstance(value, (float, np.floating)):
-            payload[name] = _json_number(float(value))
-        elif isinstance(value, tuple):
-            payload[name] = [_json_number(v) if isinstance(v, float) else v for v in value]
         else:
-            payload[name] = value
+            payload[name] = json_safe(getattr(report, name))
     return payload

@@ -176,6 +176,9 @@ def first_nonfinite_row(logits: NDArray[np.floating[Any]]) -> int:
     return first_refused_row(logits, math.inf)
 
 
+_FLOAT32_SPREAD = 2.0 * float(np.finfo(np.float32).max)
+
+
 def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX_LOGIT_SPREAD) -> int:
     """The first row holding a NaN or an infinity or whose max − min (in float64) is above
     ``max_spread``, or -1: one read, no temporary beyond a chunk.
@@ -186,9 +189,12 @@ def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX
     if logits.size < COMPILED_MIN_ELEMENTS or logits.dtype not in (np.float32, np.float64):
         return _reference_first_refused_row(logits, max_spread)
     kernels = _compiled()
+    # float32 values span at most 2 * 3.4e38 in float64: a limit above that needs no max and min.
+    finite_only = max_spread >= _FLOAT32_SPREAD if logits.dtype == np.float32 else max_spread == math.inf
     offset = 0
     for part, _ in _compiled_parts(logits, np.zeros(logits.shape[0], dtype=np.intp)):
-        row: int = int(kernels.first_refused_row(part, float(max_spread), _block_rows(part)))
+        row: int = int(kernels.first_nonfinite_row(part, _block_rows(part)) if finite_only
+                       else kernels.first_refused_row(part, float(max_spread), _block_rows(part)))
         if row >= 0:
             return offset + row
         offset += part.shape[0]

@@ -52,7 +52,7 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-__all__ = ["expansion_sums", "expansion_sums_serial", "calibration_bin_sums", "first_refused_row", "exp_nonpositive"]
+__all__ = ["expansion_sums", "expansion_sums_serial", "calibration_bin_sums", "first_nonfinite_row", "first_refused_row", "exp_nonpositive"]
 
 _LOG2E = 1.4426950408889634
 # ln 2 split in two so that n * _LN2_HI is exact for |n| < 2**11 (Cody and Waite).
@@ -512,29 +512,50 @@ def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: i
     return count, confidence_sum, correct, variance_sum, nll_sum, brier_sum
 
 
+@njit(fastmath=False, cache=True, inline="always")
+def _row_finite(row, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Every value of the row finite: x - x is 0 exactly when x is finite (four lanes)."""
+    a0 = a1 = a2 = a3 = 0.0
+    k4 = k - k % 4
+    for j in range(0, k4, 4):
+        a0 += row[j] - row[j]
+        a1 += row[j + 1] - row[j + 1]
+        a2 += row[j + 2] - row[j + 2]
+        a3 += row[j + 3] - row[j + 3]
+    for j in range(k4, k):
+        a0 += row[j] - row[j]
+    return (a0 + a1) + (a2 + a3) == 0.0
+
+
 @njit(parallel=True, fastmath=False, cache=True)
 def first_refused_row(logits, max_spread, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The first row with a NaN or an infinity, or whose max − min (in float64) is above
-    ``max_spread``, or -1 (x - x is 0 exactly when x is finite)."""
+    ``max_spread``, or -1."""
     n, k = logits.shape
     n_blocks = (n + block_rows - 1) // block_rows
     first = np.full(n_blocks, -1, dtype=np.int64)
     for b in prange(n_blocks):
-        start = b * block_rows
-        stop = min(n, start + block_rows)
-        for i in range(start, stop):
-            row = logits[i]
-            a0 = a1 = a2 = a3 = 0.0
-            k4 = k - k % 4
-            for j in range(0, k4, 4):
-                a0 += row[j] - row[j]
-                a1 += row[j + 1] - row[j + 1]
-                a2 += row[j + 2] - row[j + 2]
-                a3 += row[j + 3] - row[j + 3]
-            for j in range(k4, k):
-                a0 += row[j] - row[j]
-            top, bottom = _row_range(row, k)
-            if (a0 + a1) + (a2 + a3) != 0.0 or not top - bottom <= max_spread:
+        for i in range(b * block_rows, min(n, (b + 1) * block_rows)):
+            top, bottom = _row_range(logits[i], k)
+            if not (_row_finite(logits[i], k) and top - bottom <= max_spread):
+                first[b] = i
+                break
+    for b in range(n_blocks):
+        if first[b] >= 0:
+            return first[b]
+    return -1
+
+
+@njit(parallel=True, fastmath=False, cache=True)
+def first_nonfinite_row(logits, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The first row with a NaN or an infinity, or -1: :func:`first_refused_row` without the
+    spread, for inputs whose spread cannot exceed the limit (float32) or has none."""
+    n, k = logits.shape
+    n_blocks = (n + block_rows - 1) // block_rows
+    first = np.full(n_blocks, -1, dtype=np.int64)
+    for b in prange(n_blocks):
+        for i in range(b * block_rows, min(n, (b + 1) * block_rows)):
+            if not _row_finite(logits[i], k):
                 first[b] = i
                 break
     for b in range(n_blocks):

@@ -109,6 +109,8 @@ def test_first_refused_row_on_both_paths(n: int) -> None:
             logits[n - 1, 4] = 2 * MAX_LOGIT_SPREAD
             assert first_refused_row(logits) == n - 1
             assert first_nonfinite_row(logits) == -1  # finite: only the spread rule refuses it
+        # A limit below float32's own range is still checked on float32 (no finite-only shortcut).
+        assert first_refused_row(logits, 1e-3) == 0
         logits[n // 2, 1] = np.nan
         assert first_refused_row(logits) == first_nonfinite_row(logits) == n // 2
 

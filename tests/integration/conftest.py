@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
+import time
+import urllib.request
 
 # Nothing under ~ or the repo: Prefect reads its home when first imported.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
@@ -18,6 +23,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +59,54 @@ class Store:
             "training_ids_path": str(self.template.training_ids_path), "settings": self.settings,
         }
         return args | overrides
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]:
+    """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (one worker,
+    no job runner: healthy in seconds); yields its base URL and stops it afterwards.
+
+    ``artifact_options`` say where artifacts go, e.g. ``--default-artifact-root DIR`` or
+    ``--artifacts-destination DIR`` (artifacts proxied by the server).
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(db, root / "mlflow.db")
+    url, log = f"http://127.0.0.1:{free_port()}", root / "server.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+             f"sqlite:///{root / 'mlflow.db'}", *artifact_options, "--host", "127.0.0.1", "--port",
+             url.rsplit(":", 1)[1], "--workers", "1"],
+            cwd=root, env=os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, stdout=output,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
 
 
 def mlflow_client(registry: MlflowRegistry) -> MlflowClient:

@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +25,7 @@ from flows.monitor import VersionCheck, artifact_key, monitor
 from flows.tasks import open_prediction_log
 from flows.settings import ThermostatSettings
 from monitoring import log_predictions
-from tests.integration.conftest import Registered
+from tests.integration.conftest import Registered, mlflow_server
 
 pytestmark = pytest.mark.integration
 
@@ -39,48 +34,12 @@ UI_PASSWORD = "ui-hunter2-Z9"
 VENV_BIN = Path(sys.executable).parent
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
-def mlflow_server(registered: Registered, tmp_path: Path) -> Iterator[str]:
+def credentialed_server(registered: Registered, tmp_path: Path) -> Iterator[str]:
     """A real ``mlflow server`` on loopback over a copy of the registered store; yields its base URL."""
-    root = tmp_path / "server"
-    root.mkdir()
-    shutil.copyfile(registered.db, root / "mlflow.db")
-    port = _free_port()
-    env = os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    with (root / "server.log").open("wb") as server_log:
-        server = subprocess.Popen(
-            [str(VENV_BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-             "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "1"],
-            cwd=root, env=env, stdout=server_log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+    with mlflow_server(registered.db, tmp_path / "server", "--artifacts-destination",
+                       str(tmp_path / "server" / "artifacts")) as url:
+        yield url
 
 
 def _stored_logs(flow_run_id: Any) -> list[str]:
@@ -120,11 +79,11 @@ def _artifacts(key: str) -> list[str]:
 
 
 def test_the_monitor_stores_and_shows_no_password(
-    registered: Registered, mlflow_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    registered: Registered, credentialed_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level(logging.INFO)
-    host = mlflow_server.removeprefix("http://")
+    host = credentialed_server.removeprefix("http://")
     settings = ThermostatSettings(
         state_dir=tmp_path, bootstrap_resamples=300,
         tracking_uri=f"http://alice:{TRACKING_PASSWORD}@{host}",

@@ -23,7 +23,7 @@ from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
 from flows.versions import LAST_DRIFT_EVENT_TAG
-from monitoring import PredictionLog, log_predictions
+from monitoring import log_predictions
 from tests.flows.synthetic import arched_traffic
 from tests.integration.conftest import Registered, mlflow_client
 

@@ -18,12 +18,10 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +36,7 @@ from flows.pipeline import post_finetune
 from flows.registration import Registration
 from flows.registry import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
 from flows.settings import ThermostatSettings
-from tests.integration.conftest import Template, mlflow_client
+from tests.integration.conftest import Template, mlflow_client, mlflow_server
 
 pytestmark = pytest.mark.integration
 
@@ -57,52 +55,12 @@ CRASH_POINTS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"mlflow server did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.3)
-
-
 @pytest.fixture(scope="module")
-def mlflow_server(template: Template, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_url(template: Template, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One real ``mlflow server`` on loopback for this module, over a copy of the template store."""
     root = tmp_path_factory.mktemp("mlflow-server")
-    shutil.copyfile(template.db, root / "mlflow.db")
-    port = _free_port()
-    log = root / "server.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [str(VENV_BIN / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-             "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "1"],
-            cwd=root, env=os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, stdout=output,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, server, log)
+    with mlflow_server(template.db, root, "--default-artifact-root", str(root / "artifacts")) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
 
 
 @dataclass(frozen=True)
@@ -178,7 +136,7 @@ def crashed(request: pytest.FixtureRequest, template: Template, prefect_api: Non
             tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Target, int, str]]:
     """Every crash point's child run (one store and lock per point), died."""
     backend = str(request.param)
-    server_url = request.getfixturevalue("mlflow_server") if backend == "server" else None
+    server_url = request.getfixturevalue("server_url") if backend == "server" else None
     root = tmp_path_factory.mktemp(f"crashes-{backend}")
     targets = {point: _target(backend, root / point / "state", template, f"crash-{backend}-{point}", server_url)
                for point in CRASH_POINTS}
@@ -253,9 +211,9 @@ class _GatewayTimeoutOnce(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_504_after_the_create_calls_were_committed_leaves_one_run_and_one_version(
-    mlflow_server: str, template: Template, prefect_api: None, tmp_path: Path
+    server_url: str, template: Template, prefect_api: None, tmp_path: Path
 ) -> None:
-    host, port = mlflow_server.removeprefix("http://").split(":")
+    host, port = server_url.removeprefix("http://").split(":")
     handler = type("Handler", (_GatewayTimeoutOnce,), {
         "upstream": (host, int(port)), "fail_once": {"/runs/create", "/model-versions/create"}, "failed": [],
     })
@@ -270,7 +228,7 @@ def test_a_504_after_the_create_calls_were_committed_leaves_one_run_and_one_vers
         proxy.shutdown()
         thread.join()
     assert sorted(handler.failed) == ["/api/2.0/mlflow/model-versions/create", "/api/2.0/mlflow/runs/create"]
-    direct = Target(settings=target.settings.model_copy(update={"tracking_uri": mlflow_server}),
+    direct = Target(settings=target.settings.model_copy(update={"tracking_uri": server_url}),
                     model_name=target.model_name)
     assert registration.outcome == "registered"
     _assert_one_complete_version_with_alias(direct, registration)

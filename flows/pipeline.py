@@ -203,6 +203,7 @@ def post_finetune(
     references = None if reference_labels is None else np.asarray(reference_labels, dtype=np.intp)
     registry = MlflowRegistry.from_settings(settings)
     with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
+                    lease_seconds=settings.lock_lease_seconds,
                     description=f"post-finetune of {checkpoint_uri}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-") as tmp:
         repairs = recover_interrupted(registry, model_name)

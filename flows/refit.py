@@ -302,6 +302,7 @@ def refit(
     training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
     registry = MlflowRegistry.from_settings(settings)
     with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
+                    lease_seconds=settings.lock_lease_seconds,
                     description=f"refit of {model_name} @{alias}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_prediction_log(settings) as log:
         repairs = recover_interrupted(registry, model_name)

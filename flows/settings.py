@@ -88,6 +88,10 @@ class ThermostatSettings(BaseSettings):
 
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
+    lock_lease_seconds: float = Field(
+        default=30.0, ge=3.0, description="the lock's lease, renewed every third of it; a dead holder elsewhere "
+        "loses the lock once it expires (workers' clocks must agree to well within it)",
+    )
 
     # The prediction log and the drift monitor.
     prediction_log_url: str | None = Field(

@@ -62,6 +62,7 @@ from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
 from flows.tasks import open_prediction_log
+from flows.versions import VersionRecord, binning_convention
 from monitoring import PredictionLog, mask_url
 
 __all__ = [
@@ -182,23 +183,27 @@ def digits_traffic(
     return features, split.labels[rows]
 
 
+def _shown(value: float | None, form: str = ".4f") -> str:
+    return "n/a" if value is None else format(value, form)
+
+
 def _report(registration: Registration, seconds: float) -> str:
-    tags = registration.tags
-    threshold = "none (everything goes to review)" if registration.gate_threshold is None else f"{registration.gate_threshold:.4f}"
+    record = VersionRecord.from_tags(registration.tags, where=f"{registration.model_name} version {registration.version}")
+    threshold = "none (everything goes to review)" if record.gate_threshold is None else f"{record.gate_threshold:.4f}"
     status = ("NEW version, alias moved" if registration.created
               else "already registered (same checkpoint, data and settings): nothing new, alias not moved")
     return "\n".join([
         f"{registration.model_name}@{registration.alias}: version {registration.version} — {status}  ({seconds:.1f} s)",
-        f"  checkpoint      {registration.checkpoint_uri}  digest {registration.checkpoint_digest[:12]}",
-        f"  temperature     T = {registration.temperature:.4f}  (calibration n = {tags['calibration_n']})",
-        f"  gate            threshold {threshold} for target accuracy {float(tags['gate_target_accuracy']):.2f}: "
-        f"coverage {registration.gate_coverage:.1%}",
-        f"  evaluation n={tags['holdout_metrics_n']}  NLL {float(tags['holdout_nll_before']):.4f} -> "
-        f"{float(tags['holdout_nll_after']):.4f}  change {float(tags['bootstrap_nll_change']):+.4f} "
-        f"[{float(tags['bootstrap_nll_change_low']):+.4f}, {float(tags['bootstrap_nll_change_high']):+.4f}] "
-        f"-> {tags['bootstrap_verdict']}",
-        f"                  ECE {float(tags['holdout_ece_before']):.4f} -> {float(tags['holdout_ece_after']):.4f}"
-        f"  ({tags['ece_binning']})",
+        f"  checkpoint      {record.checkpoint_uri}  digest {record.checkpoint_digest[:12]}",
+        f"  temperature     T = {record.temperature:.4f}  (calibration n = {record.calibration_n})",
+        f"  gate            threshold {threshold} for target accuracy {record.gate_target_accuracy:.2f}: "
+        f"coverage {_shown(record.gate_coverage, '.1%')}",
+        f"  evaluation n={record.holdout_metrics_n}  NLL {_shown(record.holdout_nll_before)} -> "
+        f"{_shown(record.holdout_nll_after)}  change {_shown(record.bootstrap_nll_change, '+.4f')} "
+        f"[{_shown(record.bootstrap_nll_change_low, '+.4f')}, {_shown(record.bootstrap_nll_change_high, '+.4f')}] "
+        f"-> {record.bootstrap_verdict}",
+        f"                  ECE {record.holdout_ece_before:.4f} -> {record.holdout_ece_after:.4f}"
+        f"  ({binning_convention(record.ece_n_bins, record.ece_scheme)})",
     ])
 
 

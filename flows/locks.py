@@ -23,10 +23,10 @@ matches. Lease times use the workers' clocks: keep them within a few seconds of 
 
 Inspect or clear a model's lock::
 
-    python -m flows.locks show digits
-    python -m flows.locks clear digits     # only when its holder is known to be dead
+    thermostat lock show digits
+    thermostat lock clear digits     # only when its holder is known to be dead
 
-(from the checkout, with the same ``THERMOSTAT_*`` settings as the worker).
+(or ``python -m flows.locks ...``; with the same ``THERMOSTAT_*`` settings as the worker).
 """
 
 from __future__ import annotations
@@ -230,11 +230,14 @@ def _try_acquire(engine: Engine, name: str, token: str, description: str, lease_
         return _try_acquire(engine, name, token, description, lease_seconds)
     if not (seen.expired or seen.alive is False):
         return False, seen
-    # Compare-and-set on the holder token: of several waiters, exactly one takes it over.
+    # Compare-and-set on the holder token: of several waiters, exactly one takes it over. A lease
+    # taken over for having expired must still be expired when the row is written: a holder that
+    # renewed it in between keeps it (its heartbeat moves expires_at past now).
+    condition = [_locks.c.name == name, _locks.c.holder == seen.holder]
+    if seen.alive is not False:
+        condition.append(_locks.c.expires_at < now)
     with engine.begin() as connection:
-        taken = connection.execute(
-            sa.update(_locks).where(_locks.c.name == name, _locks.c.holder == seen.holder).values(**values)
-        ).rowcount
+        taken = connection.execute(sa.update(_locks).where(*condition).values(**values)).rowcount
     return (taken == 1), seen
 
 
@@ -315,7 +318,7 @@ def model_lock(
             held = "" if seen is None else f": {seen.summary}"
             raise TimeoutError(
                 f"{name} is still held after waiting {timeout_seconds:.1f} s (THERMOSTAT_LOCK_TIMEOUT_SECONDS){held}; "
-                f"if that holder is dead, its lease expires by itself, or run `python -m flows.locks clear {model_name}`"
+                f"if that holder is dead, its lease expires by itself, or run `thermostat lock clear {model_name}`"
             )
         time.sleep(_POLL_SECONDS)
     lease = ModelLease(engine, name, token, lease_seconds)
@@ -348,8 +351,8 @@ def clear_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | No
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.locks") -> int:
     """``python -m flows.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
 
-    Reads the ``THERMOSTAT_*`` settings from the environment, like the worker. Returns 0, or 2
-    on bad arguments (argparse's message on stderr).
+    Reads the ``THERMOSTAT_*`` settings from the environment, like the worker. Returns 0; 2 on
+    bad arguments or settings; 3 when the database cannot be read (the message on stderr).
     """
     import json
 
@@ -363,8 +366,15 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.lock
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error
         return exit_.code if isinstance(exit_.code, int) else 2
-    settings = ThermostatSettings()
-    holder = (show_lock if args.action == "show" else clear_lock)(args.model_name, settings)
+    try:
+        settings = ThermostatSettings()
+        holder = (show_lock if args.action == "show" else clear_lock)(args.model_name, settings)
+    except ValueError as error:  # the settings (pydantic's ValidationError is one) or the name
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except (sa.exc.SQLAlchemyError, OSError) as error:
+        print(f"{prog}: error: the lock table could not be read: {error}", file=sys.stderr)
+        return 3
     if args.json:
         print(json.dumps({"action": args.action, "model_name": args.model_name,
                           "holder": None if holder is None else holder.to_dict()}))

@@ -20,6 +20,8 @@ first and then retry on a deleted version).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,7 +47,7 @@ from flows.steps import GatedCheckpoint, RefitVerification, StepRefused, idempot
 from flows.tasks import io_task, step_task
 from flows.versions import VersionRecord, registered_version
 
-__all__ = ["Outcome", "Registration", "recover_interrupted", "register"]
+__all__ = ["ALIAS_TAG", "PREVIOUS_ALIAS_VERSION_TAG", "Outcome", "Registration", "recover_interrupted", "register"]
 
 
 Outcome = Literal["registered", "completed", "already_registered"]
@@ -153,9 +155,9 @@ def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str,
             registry.delete_version(model_name, number)
             if run_id is not None and registry.run_state(run_id) == "RUNNING":
                 registry.end_run(run_id, failed=True)
-            unset = f"; @{', @'.join(pointing)} pointed at it and is now unset" if pointing else ""
+            given_back = _give_alias_back(registry, model_name, version.tags, pointing)
             repairs.append(f"removed version {number} left pending by an interrupted registration ({reason}); "
-                           f"run {run_id} marked FAILED{unset}")
+                           f"run {run_id} marked FAILED{given_back}")
     for run in registry.open_runs(model_name):
         if run.info.run_id not in kept_runs:
             registry.end_run(run.info.run_id, failed=True)
@@ -164,6 +166,45 @@ def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str,
     for repair in repairs:
         logger.warning("%s: %s", model_name, repair)
     return tuple(repairs)
+
+
+# The alias a registration moves and the version it held before, written with the version (in
+# the create call), so that recovery can give the alias back when it removes the version.
+ALIAS_TAG = "thermostat.alias"
+PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
+
+
+@contextmanager
+def _undone_on_failure(undo: Callable[[], object], what: str) -> Iterator[None]:
+    """Undo a step's own partial work when the step fails, then re-raise.
+
+    Prefect stages a task's rollback hooks only when the task *succeeds*: a step that fails
+    half-way (a reply lost after the server applied the call, then every retry failing) must
+    undo what it did itself; the hooks of the steps before it still run. Best effort: what
+    cannot be undone now is left pending, and the next run of the model removes it
+    (:func:`recover_interrupted`).
+    """
+    try:
+        yield
+    except BaseException:
+        try:
+            undo()
+        except Exception:  # noqa: BLE001 - the original error is the one to raise
+            get_logger("thermostat").warning("could not undo %s; the next run of the model finishes it", what,
+                                             exc_info=True)
+        raise
+
+
+def _give_alias_back(registry: MlflowRegistry, name: str, tags: Mapping[str, str], pointing: list[str]) -> str:
+    """After a removed pending version: its alias back on the version it held before (recorded
+    with the version), when that version still exists; says what was done."""
+    if not pointing:
+        return ""
+    alias, previous = tags.get(ALIAS_TAG), tags.get(PREVIOUS_ALIAS_VERSION_TAG, "none")
+    if alias in pointing and previous != "none" and any(str(v.version) == previous for v in registry.versions(name)):
+        registry.set_alias(name, alias, previous)
+        return f"; @{alias} is back on version {previous}"
+    return f"; @{', @'.join(pointing)} pointed at it and is now unset"
 
 
 def _hook_registry(txn: Transaction) -> MlflowRegistry:
@@ -198,11 +239,12 @@ def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, 
     _remember(registry, context, run_id=run_id)
     # MLflow's HTTP client repeats a POST that got a 5xx, possibly after the server committed it:
     # under the model's lock, any other registration run of the model still RUNNING is such a copy.
-    for duplicate in registry.open_runs(model_name):
-        if duplicate.info.run_id != run_id:
-            registry.end_run(duplicate.info.run_id, failed=True)
-            get_run_logger().warning("%s run %s is a copy of run %s made by an HTTP retry: marked FAILED", context,
-                                     duplicate.info.run_id, run_id)
+    with _undone_on_failure(lambda: registry.end_run(run_id, failed=True), f"run {run_id}"):
+        for duplicate in registry.open_runs(model_name):
+            if duplicate.info.run_id != run_id:
+                registry.end_run(duplicate.info.run_id, failed=True)
+                get_run_logger().warning("%s run %s is a copy of run %s made by an HTTP retry: marked FAILED", context,
+                                         duplicate.info.run_id, run_id)
     get_run_logger().info("%s MLflow run %s", context, run_id)
     return run_id
 
@@ -233,47 +275,52 @@ def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoin
 @step_task(name="create-version")
 def create_version(
     registry: MlflowRegistry, run_id: str, record: VersionRecord, files: CheckpointFiles, n_classes: int,
-    model_name: str,
+    model_name: str, alias: str,
 ) -> str:
-    """The version, with its record as tags and the record's T and threshold in the pyfunc's config."""
+    """The version, with its record as tags (and the alias it is for, with that alias's holder
+    now) and the record's T and threshold in the pyfunc's config."""
     context, key = log_context(record.checkpoint_uri, record.temperature), record.idempotency_key
     source = registry.log_calibrated_model(run_id, checkpoint_dir=files.local_dir, n_classes=n_classes,
                                            model_config=record.model_config())
-    try:
-        version = registry.create_version(model_name, source=source, run_id=run_id, tags=record.to_tags())
-    except Exception:
-        # The server may have committed a version before the error reached us (a lost reply):
-        # remember the key so that the rollback removes whatever carries it.
-        _remember(registry, context, model_name=model_name, key=key, version=None)
-        raise
-    number = str(version.version)
-    _remember(registry, context, model_name=model_name, key=key, version=number)
+    holder = registry.alias_holder(model_name, alias)
+    tags = record.to_tags() | {ALIAS_TAG: alias, PREVIOUS_ALIAS_VERSION_TAG: "none" if holder is None
+                               else str(holder.version)}
+    # The server may commit a version whose reply never arrives: whatever carries our key and is
+    # still pending is removed when this step fails (its own rollback hook would not run).
+    with _undone_on_failure(lambda: _delete_pending(registry, model_name, key, context), f"versions with key {key}"):
+        version = registry.create_version(model_name, source=source, run_id=run_id, tags=tags)
+        number = str(version.version)
+        _remember(registry, context, model_name=model_name, key=key, version=number)
     # Find-or-create, reconciled after the fact: MLflow's HTTP client repeats this POST on a 5xx
     # (e.g. a proxy timing out after forwarding it), so the server may hold one copy per attempt,
     # all with our key and all pending. Under the model's lock no other run creates versions of
     # the model, and recover_interrupted left no pending version before the transaction: every
     # pending version with our key but another number is such a copy. Keep the one the server
     # answered with and delete the others before the alias moves, so nothing points at them.
-    for copy in registry.versions_with_key(model_name, key):
-        if str(copy.version) != number and copy.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING:
-            registry.delete_version(model_name, str(copy.version))
-            get_run_logger().warning("%s version %s was a copy of version %s made by an HTTP retry of the create "
-                                     "call: deleted", context, copy.version, number)
+        for copy in registry.versions_with_key(model_name, key):
+            if str(copy.version) != number and copy.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING:
+                registry.delete_version(model_name, str(copy.version))
+                get_run_logger().warning("%s version %s was a copy of version %s made by an HTTP retry of the "
+                                         "create call: deleted", context, copy.version, number)
     get_run_logger().info("%s registered %s version %s (pending until the alias moves and the run closes)",
                           context, model_name, number)
     return number
 
 
-@create_version.on_rollback
-def _delete_version(txn: Transaction) -> None:
-    registry, name, key = _hook_registry(txn), txn.get("model_name"), txn.get("key")
+def _delete_pending(registry: MlflowRegistry, name: str, key: str, context: str, version: str | None = None) -> None:
+    """Delete every pending version carrying ``key`` (and ``version``): a registration's undo."""
     numbers = {str(v.version) for v in registry.versions_with_key(name, key)
                if v.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING}
-    if txn.get("version") is not None:
-        numbers.add(txn.get("version"))
+    if version is not None:
+        numbers.add(version)
     for number in sorted(numbers, key=int):
         registry.delete_version(name, number)
-        get_logger("thermostat").warning("%s rolled back: deleted %s version %s", txn.get("context"), name, number)
+        get_logger("thermostat").warning("%s rolled back: deleted %s version %s", context, name, number)
+
+
+@create_version.on_rollback
+def _delete_version(txn: Transaction) -> None:
+    _delete_pending(_hook_registry(txn), txn.get("model_name"), txn.get("key"), txn.get("context"), txn.get("version"))
 
 
 @step_task(name="move-alias")
@@ -282,19 +329,25 @@ def move_alias(registry: MlflowRegistry, model_name: str, alias: str, version: s
     previous = registry.alias_holder(model_name, alias)
     previous_version = None if previous is None else str(previous.version)
     _remember(registry, context, model_name=model_name, alias=alias, previous_version=previous_version)
-    registry.set_alias(model_name, alias, version)
+    with _undone_on_failure(lambda: _put_alias_back(registry, model_name, alias, previous_version, context),
+                            f"{model_name}@{alias}"):
+        registry.set_alias(model_name, alias, version)
     get_run_logger().info("%s %s@%s -> version %s (was %s)", context, model_name, alias, version, previous_version)
     return previous_version
 
 
-@move_alias.on_rollback
-def _restore_alias(txn: Transaction) -> None:
-    registry, name, alias, previous = _hook_registry(txn), txn.get("model_name"), txn.get("alias"), txn.get("previous_version")
+def _put_alias_back(registry: MlflowRegistry, name: str, alias: str, previous: str | None, context: str) -> None:
     if previous is None:
         registry.delete_alias(name, alias)
     else:
         registry.set_alias(name, alias, previous)
-    get_logger("thermostat").warning("%s rolled back: %s@%s restored to %s", txn.get("context"), name, alias, previous)
+    get_logger("thermostat").warning("%s rolled back: %s@%s restored to %s", context, name, alias, previous)
+
+
+@move_alias.on_rollback
+def _restore_alias(txn: Transaction) -> None:
+    _put_alias_back(_hook_registry(txn), txn.get("model_name"), txn.get("alias"), txn.get("previous_version"),
+                    txn.get("context"))
 
 
 @step_task(name="close-run")
@@ -319,7 +372,7 @@ def register(
     Only a :class:`GatedCheckpoint` is accepted, and its digest chain is re-verified against
     the checkpoint files being packaged. A repeat (same idempotency key) registers nothing.
     A refit passes its ``verification``: its version's record then carries the refit's provenance.
-    Call it under the model's lock (``lease``, checked before anything is written) after
+    Call it under the model's lock (``lease``, checked before every write) after
     :func:`recover_interrupted`, whose ``repairs`` the result reports.
     """
     if not isinstance(gated, GatedCheckpoint):
@@ -342,14 +395,22 @@ def register(
         return _registration(gated, model_name, existing, alias, created=False, alias_moved=False,
                              run_id=version.run_id, tags=dict(version.tags),
                              outcome="completed" if completed_now else "already_registered", repairs=repairs)
-    if lease is not None:
-        lease.check()
+    def still_held() -> None:  # before every write: a lease taken over means another run owns the model now
+        if lease is not None:
+            lease.check()
+
+    still_held()
     with transaction():
         run_id = open_run(registry, gated, model_name, key)
         record = version_record(gated, idempotency_key=key, run_id=run_id, verification=verification)
+        still_held()
         record_evidence(registry, run_id, gated, record)
-        version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name)
+        still_held()
+        version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name,
+                                    alias)
+        still_held()
         move_alias(registry, model_name, alias, version_id, context)
+        still_held()
         close_run(registry, run_id)
         mark_complete(registry, model_name, version_id, context)
     tags = dict(registry.get_version(model_name, version_id).tags)

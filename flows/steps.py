@@ -1,12 +1,13 @@
-"""The post-finetune steps as pure functions over typed results.
+"""The steps of a registration as pure functions over typed results, for a fine-tune and a refit.
 
 acceptance → refit T → re-sweep gate → register, enforced by types: each step takes the
 result of the one before it. Every result carries the digest of the checkpoint it was
 computed on, and :func:`verify_chain` refuses a gate result whose chain does not lead back
-to the checkpoint being registered.
+to the checkpoint being registered. A refit enters through :func:`accept_registered_version`
+and :func:`refit_temperature_by_time`, and is verified by :func:`verify_refit`.
 
-No MLflow and no Prefect here: the flow (``flows.pipeline``) does the I/O and wraps these in
-thin tasks.
+No MLflow and no Prefect here: the flows (``flows.pipeline``, ``flows.refit``) and
+``flows.registration`` do the I/O and wrap these in thin tasks.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_lock_is_exclusive_and_released(settings: ThermostatSettings) -> None:
     with model_lock("m", url=_url(settings), timeout_seconds=5, description="first"):
         holder = show_lock("m", settings)
         assert holder is not None and (holder.description, holder.alive, holder.expired) == ("first", True, False)
-        with pytest.raises(TimeoutError, match=r"thermostat-register-m is still held after .*: thermostat-register-m held by first .*flows.locks clear m"):
+        with pytest.raises(TimeoutError, match=r"thermostat-register-m is still held after .*: thermostat-register-m held by first .*thermostat lock clear m"):
             with model_lock("m", url=_url(settings), timeout_seconds=0.6):
                 pass
     assert show_lock("m", settings) is None

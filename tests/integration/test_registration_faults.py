@@ -33,7 +33,7 @@ from mlflow.exceptions import MlflowException
 
 from flows.locks import show_lock
 from flows.pipeline import post_finetune
-from flows.registration import Registration
+from flows.registration import ALIAS_TAG, PREVIOUS_ALIAS_VERSION_TAG, Registration
 from flows.registry import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
 from flows.settings import ThermostatSettings
 from tests.integration.conftest import Template, mlflow_client, mlflow_server
@@ -297,6 +297,56 @@ def test_a_rolled_back_run_ends_failed_even_after_a_blip_in_closing_it(
     runs = mlflow_client(registry).search_runs([registry.experiment_id()])
     assert [run.info.status for run in runs] == ["FAILED"]
     assert show_lock("digits", target.settings) is None
+
+
+def test_a_step_that_fails_after_the_server_applied_it_undoes_its_own_part(
+    template: Template, prefect_api: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prefect stages a task's rollback hooks only when the task succeeds: the alias move that
+    the server applied before failing must put the alias back itself (not leave it unset when
+    the new version is deleted)."""
+    target = _target("embedded", tmp_path, template, "digits", None)
+    first = post_finetune(**_run_args(template, "digits"), settings=target.settings)
+    original = MlflowClient.set_registered_model_alias
+
+    def applied_then_refused(self: MlflowClient, name: str, alias: str, version: str) -> None:
+        original(self, name, alias, version)
+        if version != first.version:  # the move to the new version (the undo moves it back)
+            raise MlflowException("injected: the reply was lost, then access denied", error_code="PERMISSION_DENIED")
+
+    monkeypatch.setattr(MlflowClient, "set_registered_model_alias", applied_then_refused)
+    with pytest.raises(MlflowException, match="access denied"):
+        post_finetune(**(_run_args(template, "digits") | {"checkpoint_uri": template.checkpoints["mlp"].uri}),
+                      settings=target.settings)
+    registry = target.registry
+    assert [str(v.version) for v in registry.versions("digits")] == [first.version]
+    assert registry.aliases("digits") == {"champion": first.version}
+    runs = mlflow_client(registry).search_runs([registry.experiment_id()], order_by=["attributes.start_time ASC"])
+    assert [run.info.status for run in runs] == ["FINISHED", "FAILED"]
+    assert show_lock("digits", target.settings) is None
+
+
+def test_recovery_gives_the_alias_back_when_it_removes_a_version_it_points_at(
+    template: Template, prefect_api: None, tmp_path: Path
+) -> None:
+    """A pending version an alias points at whose run was rolled back (FAILED) is removed by the
+    next run, and the alias goes back to the version it held before (recorded with the version)."""
+    target = _target("embedded", tmp_path, template, "digits", None)
+    first = post_finetune(**_run_args(template, "digits"), settings=target.settings)
+    client = mlflow_client(target.registry)
+    run = client.create_run(target.registry.experiment_id())
+    left = client.create_model_version(
+        "digits", source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id,
+        tags=first.tags | {REGISTRATION_TAG: "pending", ALIAS_TAG: "champion", PREVIOUS_ALIAS_VERSION_TAG: first.version},
+    )
+    client.set_registered_model_alias("digits", "champion", str(left.version))
+    client.set_terminated(run.info.run_id, status="FAILED")
+    again = post_finetune(**_run_args(template, "digits"), settings=target.settings)
+    assert again.outcome == "already_registered" and again.version == first.version
+    assert any(f"removed version {left.version}" in repair and f"@champion is back on version {first.version}" in repair
+               for repair in again.repairs), again.repairs
+    assert target.registry.aliases("digits") == {"champion": first.version}
+    assert [str(v.version) for v in target.registry.versions("digits")] == [first.version]
 
 
 def test_a_quoted_model_name_registers_and_repeats(template: Template, prefect_api: None, tmp_path: Path) -> None:

@@ -10,16 +10,22 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,distributed]'
+	# A test-only peer whose package is named `calibration`, like ours: installed apart, its
+	# one module loaded by path (tests/calibration/test_estimators.py).
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt --target $(VENV)/peers/uncertainty-calibration \
+		uncertainty-calibration
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/thermostat demo
 
-# The PostgreSQL tests need the server binaries: installed here when missing (as root; without
-# root, .ci/postgres.sh says how, and those tests skip with that reason).
+# The PostgreSQL tests need the server binaries, the dashboard's tests Debian's chromium and
+# prometheus: installed here when missing (as root; without root, the scripts say how, and those
+# tests skip with that reason).
 test: $(STAMP)
 	bash .ci/postgres.sh
+	bash .ci/browser-and-prometheus.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 typecheck: $(STAMP)
@@ -28,6 +34,11 @@ typecheck: $(STAMP)
 # Benchmarks run in their own environment (.venv-bench) with the `bench` extra's peers.
 bench:
 	bash benchmarks/run.sh
+
+# Partitioned sets, local engine vs Dask (issue 13): generates 20M rows in a temp folder (~1.4 GB).
+.PHONY: bench-partitioned
+bench-partitioned: $(STAMP)
+	$(BIN)/python -m benchmarks.partitioned $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .thermostat

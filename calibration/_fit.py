@@ -18,9 +18,19 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, closest_ratios, nearby_ratio, nll_expansion_sums
 from ._scored import ScoredSet, split_data, validated_set
 from ._serialise import JsonResult
+from ._temperature import log_temperature_interval
 from ._validation import check_bounds, check_finite_logits, check_labels, check_logits
 
-__all__ = ["TemperatureFit", "fit_temperature", "minimise_nll", "DEFAULT_BOUNDS"]
+__all__ = [
+    "TemperatureFit",
+    "fit_temperature",
+    "fit_result",
+    "minimise_nll",
+    "refuse_inverted_binary",
+    "warm_start_sample_rows",
+    "warm_start_search",
+    "DEFAULT_BOUNDS",
+]
 
 DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
 
@@ -33,6 +43,13 @@ class TemperatureFit(JsonResult):
     at T = 1 and at the fitted T. ``at_bound`` is ``"lower"``/``"upper"`` when the optimum
     sits on a bound (such a fit must not be trusted), else ``None`` (``false`` in
     :meth:`to_dict`: a yes/no question answered in JSON).
+
+    ``temperature_low`` and ``temperature_high`` bound the ``confidence_level`` interval of T
+    had the rows been drawn at random from the traffic: a normal interval on log T with the
+    sandwich standard error from the search's last pass, SD(g) / sqrt(n) / NLL'' (g the row's
+    NLL gradient in 1/T, NLL'' the mean curvature at the optimum). Measured by simulation
+    (labels drawn from softmax(z / T_true), 400 seeded runs): the 95 % interval covers T_true
+    in 93–97 % of runs (docs/statistics.md). NaN (JSON null) for a fit on a bound.
     """
 
     temperature: float
@@ -43,6 +60,9 @@ class TemperatureFit(JsonResult):
     n_classes: int
     bounds: tuple[float, float]
     nll_reduction: Literal["mean"] = "mean"
+    temperature_low: float = math.nan
+    temperature_high: float = math.nan
+    confidence_level: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON types; ``at_bound`` is ``false``, ``"lower"`` or ``"upper"``."""
@@ -162,22 +182,31 @@ def _fit_checked(
 ) -> TemperatureFit:
     """:func:`fit_temperature` on checked inputs (a non-finite logit still shows in the passes'
     sums, and is then named by :func:`check_finite_logits`: see :func:`_expansion`)."""
-    lower, upper = bounds
     n_samples, n_classes = checked_logits.shape
     if n_classes == 2:
-        _refuse_inverted_binary(checked_logits, checked_labels)
+        correct = int(np.count_nonzero(checked_logits.argmax(axis=1) == checked_labels))
+        refuse_inverted_binary(correct, n_samples)
 
     # The full pass expands at a ratio p/q of small integers near the warm start: there the
     # NLL at T = 1 (nll_before, exact) comes cheap, the cheaper the fewer bits p and q have
     # (see _kernels.closest_ratios); the degree-6 model absorbs the distance.
-    start = _warm_start(checked_logits, checked_labels, (lower, upper))
-    result = minimise_nll(_expansion(checked_logits, checked_labels), (lower, upper), start=start)
+    start = _warm_start(checked_logits, checked_labels, bounds)
+    result = minimise_nll(_expansion(checked_logits, checked_labels), bounds, start=start)
+    return fit_result(result, n_samples, n_classes, bounds)
+
+
+def fit_result(result: NllMinimum, n_samples: int, n_classes: int, bounds: tuple[float, float]) -> TemperatureFit:
+    """The :class:`TemperatureFit` of a finished search (in memory or over partitions)."""
+    lower, upper = bounds
     temperature = 1.0 / result.inverse_temperature
     nll_after = result.nll
     at_bound = result.at_bound
     # By convexity the optimum beats T = 1; keep the comparison explicit all the same.
     if result.nll_at_one < nll_after and lower <= 1.0 <= upper:
         temperature, nll_after, at_bound = 1.0, result.nll_at_one, None
+    low, high = (math.nan, math.nan) if at_bound is not None else log_temperature_interval(
+        temperature, _log_temperature_error(result), _CONFIDENCE_LEVEL
+    )
     return TemperatureFit(
         temperature=temperature,
         nll_before=result.nll_at_one,
@@ -186,7 +215,31 @@ def _fit_checked(
         n=n_samples,
         n_classes=n_classes,
         bounds=(lower, upper),
+        temperature_low=low,
+        temperature_high=high,
+        confidence_level=_CONFIDENCE_LEVEL,
     )
+
+
+_CONFIDENCE_LEVEL = 0.95
+
+
+def _log_temperature_error(result: NllMinimum) -> float:
+    """The sandwich SE of log T at the optimum, from the search's last pass.
+
+    ``standard_error`` divides the rows' gradient spread by the curvature where the pass
+    expanded; the curvature at the optimum, a step h away, is the degree-6 model's:
+    Σ_{j>=2} D_j h^(j-2) / (j-2)!. SE(log T) = SE(1/T) · T.
+    """
+    derivatives = result.derivatives
+    if not (math.isfinite(result.standard_error) and derivatives[1] > 0.0):
+        return math.nan
+    spread = result.standard_error * derivatives[1]  # SD(g) / sqrt(n)
+    step = result.inverse_temperature - result.expanded_at
+    curvature = sum(derivatives[j] * step ** (j - 1) / _FACTORIALS[j - 1] for j in range(1, len(derivatives)))
+    if not curvature > 0.0:
+        return math.nan
+    return spread / curvature / result.inverse_temperature
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,21 +401,36 @@ def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bou
     Strided, not random: deterministic, and reproducible by a partitioned dataset (each
     partition takes the rows whose global index the stride divides).
     """
-    n_samples = logits.shape[0]
-    rows = _warm_start_rows(n_samples)
+    rows, stride = warm_start_sample_rows(logits.shape[0])
     if rows == 0:
         return 1.0
-    stride = n_samples // rows
     sample, sample_labels = logits[::stride], labels[::stride]
     # The subsamples take the compiled kernels when the full data does, on the calling
     # thread (they are below PARALLEL_MIN_ELEMENTS: no parallel region to wait for).
     compiled = logits.size >= COMPILED_MIN_ELEMENTS
-    # First a quarter of the sample (gathered, so its passes read it from cache), from
-    # T = 2: fine-tuned nets are overconfident, and T in [1, 4] is one trust-region step
-    # away. Then, unless its last pass was already within a standard error of the optimum,
-    # one more pass there: its derivatives and standard error say whether the full pass
-    # can start from it.
-    coarse_expansion = _subsample_expansion(logits, sample[::4], sample_labels[::4], compiled)
+    return warm_start_search(
+        _subsample_expansion(logits, sample[::4], sample_labels[::4], compiled),
+        lambda: _subsample_expansion(logits, sample, sample_labels, compiled),
+        bounds,
+    )
+
+
+def warm_start_sample_rows(n_samples: int) -> tuple[int, int]:
+    """``(rows, stride)`` of the warm-start sample of ``n_samples`` rows: the rows whose index
+    the stride divides (``rows == 0``: no warm start, start from T = 1)."""
+    rows = _warm_start_rows(n_samples)
+    return (rows, n_samples // rows) if rows else (0, 0)
+
+
+def warm_start_search(coarse_expansion: Expansion, fine_expansion: Callable[[], Expansion], bounds: tuple[float, float]) -> float:
+    """The warm start's search, given the passes over its sample's quarter and over the sample.
+
+    First the quarter (gathered, so its passes read it from cache), from T = 2: fine-tuned
+    nets are overconfident, and T in [1, 4] is one trust-region step away. Then, unless its
+    last pass was already within a standard error of the optimum, one more pass there: its
+    derivatives and standard error say whether the full pass can start from it. Otherwise the
+    whole sample (built only then), from there.
+    """
     coarse = minimise_nll(coarse_expansion, bounds, start=_WARM_START_FROM, tolerance=1e-3)
     if coarse.at_bound is None and abs(coarse.inverse_temperature - coarse.expanded_at) > coarse.standard_error:
         coarse = minimise_nll(coarse_expansion, bounds, start=coarse.inverse_temperature, tolerance=1e-3)
@@ -371,12 +439,7 @@ def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bou
     if point is not None:
         return point
     # Then the whole sample, from there (one pass, as a rule).
-    fine = minimise_nll(
-        _subsample_expansion(logits, sample, sample_labels, compiled),
-        bounds,
-        start=coarse.inverse_temperature,
-        tolerance=1e-4,
-    )
+    fine = minimise_nll(fine_expansion(), bounds, start=coarse.inverse_temperature, tolerance=1e-4)
     point = _expansion_point(fine)
     if point is not None:
         return point
@@ -432,9 +495,8 @@ def _warm_start_rows(n_samples: int) -> int:
     return rows if rows <= _WARM_START_MAX_ROW_SHARE * n_samples else 0
 
 
-def _refuse_inverted_binary(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp]) -> None:
-    correct = int(np.count_nonzero(logits.argmax(axis=1) == labels))
-    n = labels.shape[0]
+def refuse_inverted_binary(correct: int, n: int) -> None:
+    """Refuse a binary set whose classifier is right on fewer than half of its ``n`` rows."""
     if 2 * correct < n:
         raise ValueError(
             f"the binary classifier is right on {correct} of {n} calibration examples "

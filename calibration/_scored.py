@@ -166,6 +166,7 @@ class ScoredSet:
         ids: ArrayLike | None = None,
         groups: ArrayLike | None = None,
         source: str = "arrays",
+        first_row: int = 0,
     ) -> ScoredSet:
         """Validate arrays and return them as a scored set (the arrays are copied).
 
@@ -182,6 +183,9 @@ class ScoredSet:
             Group key per row (converted to str).
         source : str, default "arrays"
             Names the origin at the start of every error message.
+        first_row : int, default 0
+            The number of the first row in messages: a part of a larger file (a Parquet row
+            group, a chunk) names the file's rows.
 
         Returns
         -------
@@ -203,7 +207,9 @@ class ScoredSet:
         ...
         calibration._scored.ScoredSetError: arrays: row 0 (id 'a'), logits column 1: inf is not finite; every logit must be finite (fix or drop the row)
         """
-        layout = _Layout(source=str(source), kind="arrays")
+        if isinstance(first_row, bool) or not isinstance(first_row, (int, np.integer)) or first_row < 0:
+            raise TypeError(f"first_row must be an integer >= 0; got {first_row!r}")
+        layout = _Layout(source=str(source), kind="arrays", first_row=int(first_row))
         return _validate(logits, labels, ids, groups, layout, copy=True)
 
     def subset(self, indices: ArrayLike) -> ScoredSet:
@@ -327,6 +333,13 @@ class _Layout:
     source: str
     kind: Literal["arrays", "npz", "table"]
     probs: bool = False
+    # Rows are named from here: a partition of a file names the file's rows, not its own.
+    first_row: int = 0
+
+    def row(self, row: int, ids: NDArray[np.str_] | None = None) -> str:
+        """``row N`` (with the id when known), N counted in the file or arrays the user sees."""
+        shown = self.first_row + row
+        return f"row {shown}" if ids is None else f"row {shown} (id {str(ids[row])!r})"
 
     @property
     def matrix(self) -> str:
@@ -353,10 +366,6 @@ class _Layout:
 def _show(value: object) -> str:
     """repr of a value without numpy's ``np.str_(...)`` wrappers."""
     return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _row(row: int, ids: NDArray[np.str_] | None) -> str:
-    return f"row {row}" if ids is None else f"row {row} (id {str(ids[row])!r})"
 
 
 def _validate(
@@ -389,15 +398,7 @@ def _validate(
             f"of {layout.matrix}"
         )
     id_array = _as_ids(ids, n_samples, layout)
-    label_ints = _as_labels(label_array, n_classes, layout, id_array)
-    values = _as_float_block(block, layout, id_array)
-    # The one read of every value: finite, and (logits) each row's spread within the limit.
-    # Probabilities are only checked for finiteness here; their log is checked below.
-    refused = first_refused_row(values, math.inf if layout.probs else MAX_LOGIT_SPREAD)
-    if refused >= 0:
-        _refuse_row(values, refused, layout, id_array)
-    if layout.probs:
-        values = _logits_from_probs(values, layout, id_array)
+    values, label_ints = _checked_values(block, label_array, layout, id_array)
     group_array = None if groups is None else _as_strings(groups, n_samples, layout, "groups")
     scored = ScoredSet(
         ids=_freeze(id_array, copy=False),
@@ -409,19 +410,36 @@ def _validate(
     return scored
 
 
+def _checked_values(
+    block: NDArray[Any], labels: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp]]:
+    """The logits (from probabilities when ``layout.probs``) and integer labels of a block whose
+    shapes were checked: every rule on values and labels, ids only named in messages."""
+    label_ints = _as_labels(labels, block.shape[1], layout, ids)
+    values = _as_float_block(block, layout, ids)
+    # The one read of every value: finite, and (logits) each row's spread within the limit.
+    # Probabilities are only checked for finiteness here; their log is checked below.
+    refused = first_refused_row(values, math.inf if layout.probs else MAX_LOGIT_SPREAD)
+    if refused >= 0:
+        _refuse_row(values, refused, layout, ids)
+    if layout.probs:
+        values = _logits_from_probs(values, layout, ids)
+    return values, label_ints
+
+
 def _refuse_row(
-    values: NDArray[np.floating[Any]], refused: int, layout: _Layout, ids: NDArray[np.str_]
+    values: NDArray[np.floating[Any]], refused: int, layout: _Layout, ids: NDArray[np.str_] | None
 ) -> None:
     """Raise for the first refused row of ``values``: a non-finite value anywhere is named
     before a row that spans too much (only runs on the error path)."""
     if np.isfinite(values[refused]).all():  # the spread rule; unless a later row is not finite
         later = first_nonfinite_row(values[refused + 1 :])
         if later < 0:
-            raise layout.error(f"{_row(refused, ids)}, {layout.matrix}: {logit_spread_refusal(values[refused])}")
+            raise layout.error(f"{layout.row(refused, ids)}, {layout.matrix}: {logit_spread_refusal(values[refused])}")
         refused += 1 + later
     col = int(np.argmin(np.isfinite(values[refused])))
     raise layout.error(
-        f"{_row(refused, ids)}, {layout.column(col)}: {_show(values[refused, col])} is not finite; "
+        f"{layout.row(refused, ids)}, {layout.column(col)}: {_show(values[refused, col])} is not finite; "
         f"every {'probability' if layout.probs else 'logit'} must be finite (fix or drop the row)"
     )
 
@@ -453,7 +471,7 @@ def _as_strings(raw: ArrayLike | None, n_samples: int, layout: _Layout, name: Li
         entry = "id" if name == "ids" else "group"
         rule = "a unique, non-empty id" if name == "ids" else "a non-empty group"
         raise layout.error(
-            f"row {row}, {layout.field(name)}: the {entry} is {'missing' if missing[row] else 'empty'}; "
+            f"{layout.row(row)}, {layout.field(name)}: the {entry} is {'missing' if missing[row] else 'empty'}; "
             f"every row needs {rule} (fill it in or drop the row)"
         )
     return strings
@@ -474,14 +492,14 @@ def _as_ids(raw: ArrayLike | None, n_samples: int, layout: _Layout) -> NDArray[n
         n_duplicated = int(np.unique(ordered[1:][repeated]).size)
         more = f" ({n_duplicated - 1} more ids are duplicated)" if n_duplicated > 1 else ""
         raise layout.error(
-            f"{layout.field('ids')}: id {duplicate!r} appears in row {first} and row {second}{more}; "
+            f"{layout.field('ids')}: id {duplicate!r} appears in {layout.row(first)} and {layout.row(second)}{more}; "
             f"ids must be unique (drop or rename the duplicates)"
         )
     return ids
 
 
 def _as_labels(
-    labels: NDArray[Any], n_classes: int, layout: _Layout, ids: NDArray[np.str_]
+    labels: NDArray[Any], n_classes: int, layout: _Layout, ids: NDArray[np.str_] | None
 ) -> NDArray[np.intp]:
     rule = f"labels must be integers in [0, {n_classes})"
     kind = labels.dtype.kind
@@ -500,7 +518,7 @@ def _as_labels(
         if not integral.all():
             row = int(np.argmin(integral))
             raise layout.error(
-                f"{_row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is not an integer; {rule}"
+                f"{layout.row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is not an integer; {rule}"
             )
         values = numbers
     else:
@@ -509,13 +527,13 @@ def _as_labels(
     if not inside.all():
         row = int(np.argmin(inside))
         raise layout.error(
-            f"{_row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is outside [0, {n_classes}); "
+            f"{layout.row(row, ids)}, {layout.field('labels')}: {_show(labels[row])} is outside [0, {n_classes}); "
             f"{rule}, one per logit column (check the label mapping)"
         )
     return values.astype(np.intp)
 
 
-def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_]) -> NDArray[np.floating[Any]]:
+def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None) -> NDArray[np.floating[Any]]:
     kind = block.dtype.kind
     if kind == "f":
         return block if block.dtype in (np.float32, np.float64) else block.astype(np.float64)
@@ -529,7 +547,7 @@ def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_])
     raise layout.error(f"{layout.matrix}: dtype {block.dtype} found; logits must be numbers")
 
 
-def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_]) -> None:
+def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None) -> None:
     """Name the first cell that does not parse as a number (only runs on the error path)."""
     frame = pd.DataFrame(block)
     parsed = frame.apply(lambda column: pd.to_numeric(column, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
@@ -540,20 +558,20 @@ def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[n
     row = int(np.argmax(bad.any(axis=1)))
     col = int(np.argmax(bad[row]))
     raise layout.error(
-        f"{_row(row, ids)}, {layout.column(col)}: {_show(block[row, col])} is not a number; "
+        f"{layout.row(row, ids)}, {layout.column(col)}: {_show(block[row, col])} is not a number; "
         f"every {'probability' if layout.probs else 'logit'} must be a finite number"
     )
 
 
 def _logits_from_probs(
-    probs: NDArray[np.floating[Any]], layout: _Layout, ids: NDArray[np.str_]
+    probs: NDArray[np.floating[Any]], layout: _Layout, ids: NDArray[np.str_] | None
 ) -> NDArray[np.floating[Any]]:
     positive = probs > 0
     if not positive.all():
         row = int(np.argmin(positive.all(axis=1)))
         col = int(np.argmin(positive[row]))
         raise layout.error(
-            f"{_row(row, ids)}, {layout.column(col)}: probability {_show(probs[row, col])} is <= 0; "
+            f"{layout.row(row, ids)}, {layout.column(col)}: probability {_show(probs[row, col])} is <= 0; "
             f"probabilities must be > 0 because their log is the logit (store logits instead)"
         )
     sums = probs.sum(axis=1, dtype=np.float64)
@@ -561,7 +579,7 @@ def _logits_from_probs(
     if off.any():
         row = int(np.argmax(off))
         raise layout.error(
-            f"{_row(row, ids)}: probabilities in {layout.matrix} sum to {float(sums[row]):.6g}; each row must "
+            f"{layout.row(row, ids)}: probabilities in {layout.matrix} sum to {float(sums[row]):.6g}; each row must "
             f"sum to 1 within {_PROB_SUM_TOLERANCE:g} (if these are logits, store them as logits)"
         )
     # log keeps the dtype: float32 probabilities give float32 logits.
@@ -843,10 +861,10 @@ def _numbered_columns(columns: list[str], prefix: str, pattern: re.Pattern[str],
     return [numbered[k] for k in range(len(numbered))]
 
 
-def _from_frame(frame: pd.DataFrame, source: str, found: list[str]) -> ScoredSet:
-    """Validate the read columns of a table; ``found`` lists every column of the file (for messages)."""
-    columns = [str(name) for name in frame.columns]
-    frame.columns = pd.Index(columns)
+def table_columns(columns: list[str], source: str, found: list[str]) -> tuple[list[str], bool]:
+    """The value columns of a table (``logit_0`` ... or ``prob_0`` ..., ordered by k) and
+    whether they hold probabilities; refuses what a scored table must not be. ``found``
+    lists every column of the file (for messages)."""
     logit_columns = _numbered_columns(columns, "logit", _LOGIT_COLUMN, source)
     prob_columns = _numbered_columns(columns, "prob", _PROB_COLUMN, source)
     if logit_columns and prob_columns:
@@ -861,10 +879,17 @@ def _from_frame(frame: pd.DataFrame, source: str, found: list[str]) -> ScoredSet
             f"{source}: missing column(s) {', '.join(missing)}; {_TABLE_EXPECTED}; found columns: "
             f"{_listing(found) or 'none'}"
         )
-    probs = bool(prob_columns)
+    return (prob_columns, True) if prob_columns else (logit_columns, False)
+
+
+def _from_frame(frame: pd.DataFrame, source: str, found: list[str]) -> ScoredSet:
+    """Validate the read columns of a table; ``found`` lists every column of the file (for messages)."""
+    columns = [str(name) for name in frame.columns]
+    frame.columns = pd.Index(columns)
+    value_columns, probs = table_columns(columns, source, found)
     layout = _Layout(source=source, kind="table", probs=probs)
     return _validate(
-        frame[prob_columns if probs else logit_columns].to_numpy(),
+        frame[value_columns].to_numpy(),
         frame["label"].to_numpy(),
         frame["id"].to_numpy(),
         frame["group"].to_numpy() if "group" in columns else None,

@@ -1,7 +1,8 @@
 """Per-row top-label scores at one temperature, and calibration statistics grouped from them.
 
 One pass over the logits gives every row's predicted class, top-label confidence,
-correctness, NLL and Brier terms. Any grouping of the rows (per group, overall, the gate's
+correctness, NLL and Brier terms, and the NLL's first two derivatives in 1/T (the scores of
+the temperature test, :mod:`calibration._temperature`). Any grouping of the rows (per group, overall, the gate's
 accepted set) is then a ``bincount`` over those length-N vectors, never another pass over
 the N × K logits: a window split into G groups costs one pass, not G + 1.
 
@@ -21,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import chunk_rows
 from ._stats import CalibrationStats, equal_width_bin_index
 from ._scored import ScoredSet, checked_data
+from ._temperature import TemperatureStats, score_rows
 from ._validation import check_n_bins, check_temperature
 
 __all__ = ["TopLabelScores"]
@@ -34,7 +36,9 @@ class TopLabelScores:
     ``confidence`` its softmax probability at ``temperature``, ``correct`` whether it is the
     label, ``nll`` the row's negative log-likelihood of its label in nats (exact
     log-softmax, no clipping) and ``brier`` its multi-class Brier term
-    Σ_k (p_k − [y = k])². All arrays have shape (n_samples,); sums accumulate in float64.
+    Σ_k (p_k − [y = k])². ``gradient`` and ``curvature`` are the first and second derivative
+    of the row's NLL in 1/T at ``temperature``: E_p[z] − z_y and Var_p[z] (see
+    :class:`TemperatureStats`). All arrays have shape (n_samples,); sums accumulate in float64.
 
     Examples
     --------
@@ -56,6 +60,8 @@ class TopLabelScores:
     correct: NDArray[np.bool_]
     nll: NDArray[np.float64]
     brier: NDArray[np.float64]
+    gradient: NDArray[np.float64]
+    curvature: NDArray[np.float64]
 
     @classmethod
     def from_logits(
@@ -119,6 +125,32 @@ class TopLabelScores:
         [0, 1]
         """
         return self.grouped_calibration_stats(np.zeros(self.n, dtype=np.intp), 1, n_bins=n_bins)[0]
+
+    def temperature_stats(self) -> TemperatureStats:
+        """The :class:`TemperatureStats` of all the rows (n, Σ gradient, Σ gradient², Σ curvature).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).temperature_stats().n
+        1
+        """
+        return TemperatureStats.from_rows(self.gradient, self.curvature, self.temperature)
+
+    def grouped_temperature_stats(self, group_codes: NDArray[np.intp], n_groups: int) -> tuple[TemperatureStats, ...]:
+        """One :class:`TemperatureStats` per group code in [0, n_groups) (codes trusted: see
+        :meth:`grouped_calibration_stats`, which checks them), from three ``bincount``s."""
+
+        def per_group(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.bincount(group_codes, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
+
+        count = np.bincount(group_codes, minlength=n_groups)
+        gradient, square, curvature = (per_group(w) for w in (self.gradient, self.gradient**2, self.curvature))
+        return tuple(
+            TemperatureStats(temperature=self.temperature, n=int(count[g]), gradient_sum=float(gradient[g]),
+                             gradient_square_sum=float(square[g]), curvature_sum=float(curvature[g]))
+            for g in range(n_groups)
+        )
 
     def grouped_calibration_stats(
         self, group_codes: ArrayLike, n_groups: int, *, n_bins: int = 15
@@ -209,6 +241,8 @@ def _score_rows(
     confidence = np.empty(n, dtype=np.float64)
     nll = np.empty(n, dtype=np.float64)
     brier = np.empty(n, dtype=np.float64)
+    gradient = np.empty(n, dtype=np.float64)
+    curvature = np.empty(n, dtype=np.float64)
     predictions = np.empty(n, dtype=np.intp)
     step = chunk_rows(logits.shape[1])
     for start in range(0, n, step):
@@ -224,7 +258,9 @@ def _score_rows(
         # The top class has d = 0, so its probability is exactly 1 / s0.
         confidence[start:stop] = 1.0 / s0
         predictions[start:stop] = chunk.argmax(axis=1)
-        nll[start:stop] = np.log(s0) - beta * d[rows, chunk_labels]
+        d_label = d[rows, chunk_labels]
+        nll[start:stop] = np.log(s0) - beta * d_label
+        gradient[start:stop], curvature[start:stop] = score_rows(d, e, s0, d_label)
         # Brier: sum_k (p_k - [y = k])^2 = sum_k p_k^2 - 2 p_y + 1.
         brier[start:stop] = (e * e).sum(axis=1) / (s0 * s0) - 2.0 * (e[rows, chunk_labels] / s0) + 1.0
     return TopLabelScores(
@@ -235,4 +271,6 @@ def _score_rows(
         correct=predictions == labels,
         nll=nll,
         brier=brier,
+        gradient=gradient,
+        curvature=curvature,
     )

@@ -1,4 +1,4 @@
-"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, demo, lock.
+"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, export, demo, lock.
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :func:`calibration.read_scored_set`), calls the core in :mod:`calibration` (through
@@ -16,12 +16,13 @@ Exit status (one contract for every command)
     The command ran and printed its report, but the result did not pass: ``qualify`` found
     the set does not qualify; ``sweep`` found no threshold that meets the target; ``fit`` or
     ``compare`` fitted a temperature on a search bound (such a fit must never be
-    registered); ``compare`` could not establish an improvement. The reason is on stderr as
-    ``thermostat: warning: <message>`` (``qualify``: in the report).
+    registered); ``compare`` could not establish an improvement; ``drift`` found drift. The
+    reason is on stderr as ``thermostat: warning: <message>`` (``qualify``: in the report).
 2
     Bad input: an unreadable or refused scored set, an option value out of range, a usage
-    error. The message is on stderr as ``thermostat: error: <message>`` and names the file,
-    the column or row, or the flag; nothing is printed on stdout and nothing is written.
+    error (``drift``: a window below ``--min-window`` rows, too few to decide). The message is
+    on stderr as ``thermostat: error: <message>`` and names the file, the column or row, or the
+    flag; nothing is printed on stdout and nothing is written.
 3
     The computation itself failed (a numerical routine gave up); the message is on stderr.
 
@@ -49,7 +50,18 @@ from typing import Any, cast
 
 import numpy as np
 
-from calibration import DEFAULT_BOUNDS, MAX_CLASSES, ScoredSet, ScoredSetError, json_safe, read_scored_set
+from calibration import (
+    DEFAULT_BOUNDS,
+    ESTIMATORS,
+    MAX_CLASSES,
+    PartitionedScoredSet,
+    ScoredSet,
+    ScoredSetError,
+    is_partitioned_path,
+    json_safe,
+    open_partitioned,
+    read_scored_set,
+)
 from flows.commands import (
     COMMANDS,
     EXIT_BAD_INPUT,
@@ -59,6 +71,7 @@ from flows.commands import (
     Outcome,
     in_flags,
 )
+from flows.engines import DEFAULT_CONNECT_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
 from flows.local_only import stay_local
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "main"]
@@ -99,8 +112,19 @@ class _Progress:
             wait, compiling = self._every, ""
 
 
-def _read(path: str, args: argparse.Namespace) -> ScoredSet:
+def _read(path: str, args: argparse.Namespace, *, partitioned: bool) -> ScoredSet | PartitionedScoredSet:
+    """A scored-set file read into memory; or, for a command that takes them, a folder or glob
+    of Parquet files (or, with ``--engine dask``, one Parquet file) opened as a partitioned set."""
     args.progress.stage(f"reading {path}")
+    dask = getattr(args, "engine", "local") == "dask"
+    if not partitioned and is_partitioned_path(path):
+        raise ValueError(f"{path}: is a folder or a pattern; `thermostat {args.command}` reads one scored-set file "
+                         "into memory (fit, evaluate and compare also take a folder or glob of Parquet files)")
+    if partitioned and (is_partitioned_path(path) or (dask and path.lower().endswith(".parquet"))):
+        return open_partitioned(path, max_classes=args.max_classes)
+    if dask:
+        raise ValueError(f"{path}: --engine dask computes on Parquet partitions: give a folder or glob of .parquet "
+                         "files (or one .parquet file), or drop --engine dask")
     return read_scored_set(path, max_classes=args.max_classes)
 
 
@@ -126,21 +150,25 @@ def _demo(argv: list[str]) -> int:
 _EXIT_TEXT = """\
 exit status (every command): 0 ran and passed; 1 ran and printed its report, but the
 result did not pass (qualify: not qualified; sweep: no threshold meets the target;
-fit/compare: T on a search bound; compare: improvement not established), the reason
-on stderr; 2 bad input (unreadable or refused data, an option out of range): the
+fit/compare: T on a search bound; compare: improvement not established; drift:
+drift found), the reason on stderr; 2 bad input (unreadable or refused data, an option out of range): the
 message on stderr names the file, column, row or flag, nothing is printed on stdout
 and nothing is written; 3 the computation failed."""
 
 _DATA_HELP = "scored set: .npz (logits|probs, labels, ids, groups), .parquet or .csv (id, label, group, logit_0..)"
+_PARTITIONED_HELP = (_DATA_HELP + "; or a folder or glob ('day=*/*.parquet') of Parquet files, read partition by "
+                     "partition (row group by row group), never all at once")
 
 # Example arguments per command for the generated --json key lists; a later variant lists the
 # keys it adds ("with --by-group also ...").
 _EXAMPLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "fit": (("DATA",),),
-    "evaluate": (("DATA",), ("DATA", "--by-group")),
+    "evaluate": (("DATA",), ("DATA", "--by-group"), ("DATA", "--estimator", "all")),
     "sweep": (("DATA", "--temperature", "1", "--target-accuracy", "0.5"),),
     "qualify": (("DATA",),),
     "compare": (("FIT_DATA", "EVAL_DATA", "--resamples", "20"),),
+    "drift": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "20", "--groups",
+               "--min-group-size", "10", "--estimator", "debiased_l1"),),
 }
 
 
@@ -216,23 +244,40 @@ def _parser(*, with_keys: bool = False) -> argparse.ArgumentParser:
         sub.add_argument("--lower", type=float, default=DEFAULT_BOUNDS[0], help="lowest T searched (default 0.05)")
         sub.add_argument("--upper", type=float, default=DEFAULT_BOUNDS[1], help="highest T searched (default 20)")
 
+    def engine(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--engine", choices=ENGINES, default="local",
+                         help="where partitioned data is computed on: local (this process, default) or dask")
+        sub.add_argument("--dask-address", metavar="tcp://HOST:PORT",
+                         help="with --engine dask: a running Dask scheduler (default: a temporary local cluster)")
+        sub.add_argument("--dask-workers", type=int, metavar="N",
+                         help=f"with --engine dask and no address: workers of the temporary local cluster "
+                              f"(default {DEFAULT_DASK_WORKERS})")
+        sub.add_argument("--dask-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
+                         help=f"with --dask-address: how long to wait for the scheduler and a worker "
+                              f"(default {DEFAULT_CONNECT_TIMEOUT:g})")
+
     def json_flag(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
         sub.add_argument("--max-classes", type=int, default=MAX_CLASSES, metavar="K",
                          help=f"refuse data with more classes than this before reading rows (default {MAX_CLASSES:,})")
 
     fit = command("fit", "fit T by minimising mean NLL over log T inside bounds")
-    fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    fit.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
     bounds(fit)
     binning(fit)
+    engine(fit)
     json_flag(fit)
 
     ev = command("evaluate", "accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature")
-    ev.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    ev.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
     ev.add_argument("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
     binning(ev)
     ev.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
     ev.add_argument("--min-count", type=int, default=10, help="bins with fewer examples are sparse (default 10)")
+    ev.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
+                    help=f"also estimate the calibration error with a 95%% interval (repeatable): "
+                         f"{', '.join(ESTIMATORS)}, or all; needs the set in memory")
+    engine(ev)
     json_flag(ev)
 
     sw = command("sweep", "choose the gate threshold on confidences calibrated at T")
@@ -255,14 +300,48 @@ def _parser(*, with_keys: bool = False) -> argparse.ArgumentParser:
     json_flag(qu)
 
     co = command("compare", "fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap")
-    co.add_argument("fit_data", metavar="FIT_DATA", help="scored set that chooses T")
-    co.add_argument("eval_data", metavar="EVAL_DATA", help="held-out scored set that measures the effect")
+    co.add_argument("fit_data", metavar="FIT_DATA", help="scored set that chooses T (a file, folder or glob)")
+    co.add_argument("eval_data", metavar="EVAL_DATA",
+                    help="held-out scored set that measures the effect (a file, folder or glob; a partitioned set "
+                         "gets a normal interval instead of the bootstrap)")
     bounds(co)
     binning(co)
     co.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     co.add_argument("--confidence-level", type=float, default=0.95, help="interval level (default 0.95)")
     co.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    engine(co)
     json_flag(co)
+
+    dr = command("drift", "the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted "
+                          "on), both read at T: the temperature test and the ECE test, with intervals")
+    dr.add_argument("reference", metavar="REFERENCE",
+                    help="the registration-time scored set T was fitted on: its rows give the baseline and T's own "
+                         "estimation error (" + _DATA_HELP + ")")
+    dr.add_argument("window", metavar="WINDOW", help="labelled traffic to check, the same K classes")
+    dr.add_argument("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+    dr.add_argument("--groups", action="store_true",
+                    help="also test each group of WINDOW's 'group' column (Bonferroni over the groups tested), against "
+                         "the same group of REFERENCE when it has one with at least --min-group-size rows")
+    dr.add_argument("--margin", type=float, default=0.05,
+                    help="relative shift of T that counts: 0.05 flags T_window/T_reference beyond 1.05 or below "
+                         "1/1.05 (default 0.05)")
+    dr.add_argument("--tolerance", type=float, default=0.02,
+                    help="excess of the window's debiased ECE over the reference's that counts (default 0.02)")
+    dr.add_argument("--level", type=float, default=0.01,
+                    help="significance level of the decision on the whole window: its two tests run at half of it, "
+                         "a group's at half of it divided by the groups tested (default 0.01)")
+    dr.add_argument("--min-window", type=int, default=500,
+                    help="fewer labelled rows in WINDOW are refused (exit 2): too few to decide (default 500)")
+    dr.add_argument("--min-group-size", type=int, default=200, help="smaller groups are not tested (default 200)")
+    dr.add_argument("--bins", type=int, default=15, metavar="M", help="equal-width ECE bins (default 15)")
+    dr.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
+                    help=f"calibration-error estimators reported with intervals (repeatable): {', '.join(ESTIMATORS)}, "
+                         "or all (default all)")
+    dr.add_argument("--confidence-level", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    dr.add_argument("--resamples", type=int, default=1000,
+                    help="bootstrap resamples of the reported estimators' intervals (default 1000)")
+    dr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    json_flag(dr)
 
     if with_keys:  # only for --help: it runs each command on a small example
         for name, sub in subs.items():
@@ -271,6 +350,11 @@ def _parser(*, with_keys: bool = False) -> argparse.ArgumentParser:
     commands.add_parser("demo", help="run the end-to-end demo (flows.demo); arguments pass through", add_help=False)
     commands.add_parser("lock", help="show or clear a model's registration lock: lock show|clear MODEL [--json]",
                         add_help=False)
+    commands.add_parser("export", help="write a version's prediction log to Parquet, one file per UTC day (idempotent, "
+                        "resumable): export --model NAME --version V --out DIR [--until ISO8601] [--json]",
+                        add_help=False)
+    commands.add_parser("dashboard", help="serve the calibration dashboard, its JSON API and Prometheus /metrics "
+                        "(read-only): dashboard [--host 127.0.0.1] [--port 8765]", add_help=False)
     return parser
 
 
@@ -303,6 +387,14 @@ def main(argv: list[str] | None = None) -> int:
         from flows.locks import main as lock_main
 
         return lock_main(arguments[1:], prog="thermostat lock")
+    if arguments[:1] == ["export"]:  # imported only when asked for: it reads the settings and a database
+        from flows.export_command import main as export_main
+
+        return export_main(arguments[1:], prog="thermostat export")
+    if arguments[:1] == ["dashboard"]:  # imported only when asked for: it serves until interrupted
+        from flows.dashboard import main as dashboard_main
+
+        return dashboard_main(arguments[1:], prog="thermostat dashboard")
     parser = _parser(with_keys=bool({"-h", "--help"} & set(arguments)))
     try:
         args = parser.parse_args(arguments)
@@ -310,12 +402,24 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         command = COMMANDS[args.command]
+        options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
+                   getattr(args, "dask_workers", None))
         with _Progress() as args.progress:
-            sets = {name: _read(getattr(args, name), args) for name in command.data if getattr(args, name) is not None}
-            outcome: Outcome = command.run(sets, args)
+            sets = {name: _read(getattr(args, name), args, partitioned=command.partitioned)
+                    for name in command.data if getattr(args, name) is not None}
+            if options[0] == "dask":
+                args.progress.stage("starting the Dask engine" if options[1] is None else f"connecting to {options[1]}")
+            timeout = getattr(args, "dask_timeout", DEFAULT_CONNECT_TIMEOUT)
+            if not timeout > 0:
+                raise ValueError(f"--dask-timeout must be a positive number of seconds; got {timeout:g}")
+            with engine_from_options(*options, connect_timeout=timeout) as args.engine_runner:
+                outcome: Outcome = command.run(sets, args)
         rendered = json.dumps(json_safe(outcome.payload), allow_nan=False, indent=2) if args.json else outcome.text
     except (ScoredSetError, ValueError, TypeError) as exc:
         print(f"thermostat: error: {in_flags(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ConnectionError as exc:  # --dask-address: no scheduler there, or one without workers
+        print(f"thermostat: error: --dask-address: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as exc:  # the readers and the core refuse sizes they can tell in advance
         print(f"thermostat: error: the input needs more memory than this machine has ({exc})", file=sys.stderr)

@@ -15,17 +15,31 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from calibration import (
+    ESTIMATORS,
+    LOCAL_ENGINE,
+    CalibrationErrorEstimate,
+    CalibrationReport,
+    Engine,
+    PartitionedScoredSet,
     ScoredSet,
+    TemperatureFit,
+    TopLabelScores,
+    calibration_error_from_stats,
+    calibration_errors,
     check_temperature,
     choose_threshold,
     evaluate,
+    evaluate_partitioned,
+    fit_partitioned,
     fit_temperature,
+    nll_difference_partitioned,
     paired_bootstrap_nll,
     qualify_calibration_set,
     sweep_thresholds,
@@ -57,6 +71,7 @@ _FLAG_WORDING = (
     (re.compile(r"\bpass max_classes= to read_scored_set\b"), "pass --max-classes"),
     (re.compile(r"\bmax_classes\b"), "--max-classes"),
 )
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # the drift command's window has no time of its own
 _SWEEP_COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 _MISSING = "n/a"
 
@@ -71,15 +86,71 @@ class Outcome:
     status: int = EXIT_OK
 
 
-Sets = Mapping[str, ScoredSet]
+AnySet = ScoredSet | PartitionedScoredSet
+Sets = Mapping[str, AnySet]
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A command: which of its arguments name scored sets, and what it does with them."""
+    """A command: which of its arguments name scored sets, and what it does with them.
+
+    ``partitioned``: the command also takes partitioned sets (a folder or glob of Parquet
+    files), computed on by the engine in ``args.engine_runner``.
+    """
 
     data: tuple[str, ...]
     run: Callable[[Sets, argparse.Namespace], Outcome]
+    partitioned: bool = False
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    """The engine the command line opened (the local one when none was: ``--help``'s examples)."""
+    engine: Engine = getattr(args, "engine_runner", LOCAL_ENGINE)
+    return engine
+
+
+def _n_partitions(scored: AnySet) -> int:
+    return scored.n_partitions if isinstance(scored, PartitionedScoredSet) else 1
+
+
+def _engine_fields(args: argparse.Namespace, *sets: AnySet) -> dict[str, Any]:
+    """The ``--json`` fields saying where the work ran: engine, partitions read, workers."""
+    engine = _engine(args)
+    return {"engine": engine.name, "n_partitions": sum(_n_partitions(scored) for scored in sets),
+            "n_workers": engine.n_workers}
+
+
+def _equal_width_only(args: argparse.Namespace, scored: AnySet) -> None:
+    if isinstance(scored, PartitionedScoredSet) and args.scheme != "equal-width":
+        raise ValueError(f"{scored.source}: --scheme {args.scheme} needs every confidence sorted together, in "
+                         "memory; a partitioned set is measured with equal-width bins (drop --scheme)")
+
+
+def _in_memory(sets: Sets, name: str) -> ScoredSet:
+    """A set of a command that reads its sets into memory (the command line never opens
+    partitioned sets for it)."""
+    scored = sets[name]
+    if not isinstance(scored, ScoredSet):
+        raise TypeError(f"{name}: this command reads a scored-set file into memory, not a partitioned set")
+    return scored
+
+
+def _fitted(scored: AnySet, args: argparse.Namespace) -> TemperatureFit:
+    bounds = (args.lower, args.upper)
+    if isinstance(scored, PartitionedScoredSet):
+        return fit_partitioned(scored, bounds=bounds, engine=_engine(args))
+    return fit_temperature(scored, bounds=bounds)
+
+
+def _evaluated(scored: AnySet, args: argparse.Namespace, temperature: float, *, trusted: bool,
+               by_group: bool = False, min_count: int = 10) -> CalibrationReport:
+    """:func:`evaluate` of a set in memory or over partitions (``trusted``: the partitions were
+    validated by an earlier map of this command)."""
+    if isinstance(scored, PartitionedScoredSet):
+        return evaluate_partitioned(scored, temperature=temperature, n_bins=args.bins, min_count=min_count,
+                                    by_group=by_group, engine=_engine(args), trusted=trusted)
+    return evaluate(scored, temperature=temperature, n_bins=args.bins, scheme=args.scheme, min_count=min_count,
+                    groups=scored.groups if by_group else None)
 
 
 def in_flags(message: str) -> str:
@@ -115,6 +186,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = ""
     return "\n".join([line(header), *(line(row) for row in rows)])
 
 
+def _interval_text(fit: TemperatureFit) -> str:
+    """`` [low, high] (95% interval)``, or a note for a fit on a bound (no interval)."""
+    if not (math.isfinite(fit.temperature_low) and math.isfinite(fit.temperature_high)):
+        return " (no interval: on a bound)"
+    return f" [{fit.temperature_low:.4g}, {fit.temperature_high:.4g}] ({fit.confidence_level:.0%} interval)"
+
+
 def _bounds_text(bounds: Sequence[float]) -> str:
     return f"[{bounds[0]:g}, {bounds[1]:g}]"
 
@@ -144,16 +222,16 @@ def _status(failures: tuple[str, ...]) -> int:
 
 def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     scored = sets["data"]
+    _equal_width_only(args, scored)
     args.progress.stage(f"fitting T on {scored.n_samples:,} x {scored.n_classes:,} logits")
-    fit = fit_temperature(scored, bounds=(args.lower, args.upper))
+    fit = _fitted(scored, args)
     args.progress.stage("measuring ECE before and after")
     # One calibration pass at each temperature gives the ECE, and at T = 1 the accuracy.
-    before, after = (
-        evaluate(scored, temperature=t, n_bins=args.bins, scheme=args.scheme) for t in (1.0, fit.temperature)
-    )
+    before, after = (_evaluated(scored, args, t, trusted=True) for t in (1.0, fit.temperature))
     ece_before, ece_after, top_accuracy = before.ece, after.ece, before.accuracy
     payload = {"data": args.data, **fit.to_dict(), "ece_before": ece_before, "ece_after": ece_after,
-               "n_bins": args.bins, "scheme": args.scheme, "accuracy": top_accuracy, "in_sample": True}
+               "n_bins": args.bins, "scheme": args.scheme, "accuracy": top_accuracy, "in_sample": True,
+               **_engine_fields(args, scored)}
     flag = f"  ON THE {fit.at_bound.upper()} BOUND" if fit.at_bound else ""
     rows = [
         ["NLL (mean, nats)", _number(fit.nll_before), _number(fit.nll_after)],
@@ -162,7 +240,8 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     ]
     text = "\n".join([
         f"{args.data}: {fit.n} examples, {fit.n_classes} classes",
-        f"fitted temperature {fit.temperature:.6g} (search bounds {_bounds_text(fit.bounds)}){flag}",
+        f"fitted temperature {fit.temperature:.6g}{_interval_text(fit)} (search bounds {_bounds_text(fit.bounds)})"
+        f"{flag}",
         "",
         _table(["", "T = 1", f"T = {fit.temperature:.4g} (in-sample)"], rows),
         "",
@@ -175,15 +254,18 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
 
 def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
     scored = sets["data"]
-    if args.by_group and scored.groups is None:
+    _equal_width_only(args, scored)
+    if args.by_group and isinstance(scored, ScoredSet) and scored.groups is None:
         raise ValueError(
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), or drop --by-group"
         )
-    report = evaluate(
-        scored, temperature=args.temperature, n_bins=args.bins, scheme=args.scheme, min_count=args.min_count,
-        groups=scored.groups if args.by_group else None,
-    )
-    payload = {"data": args.data, **report.to_dict()}
+    args.progress.stage(f"evaluating {scored.n_samples:,} x {scored.n_classes:,} logits")
+    report = _evaluated(scored, args, args.temperature, trusted=False, by_group=args.by_group,
+                        min_count=args.min_count)
+    estimates = _estimates(scored, args)
+    payload = {"data": args.data, **report.to_dict(), **_engine_fields(args, scored)}
+    if estimates:
+        payload["estimators"] = [estimate.to_dict() for estimate in estimates]
     table = report.table
     lines = [
         f"{args.data}: {report.n} examples, {report.n_classes} classes, at T = {report.temperature:g}",
@@ -216,11 +298,47 @@ def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
             ),
             f"count-weighted mean of group ECEs: {_number(breakdown.weighted_ece)} (overall ECE {_number(report.ece)})",
         ]
-    return Outcome(payload, "\n".join(lines))
+    return Outcome(payload, "\n".join(lines + _estimate_lines(estimates)))
+
+
+def _estimates(scored: AnySet, args: argparse.Namespace) -> tuple[CalibrationErrorEstimate, ...]:
+    """The ``--estimator`` results, in the order named (``all``: every estimator), from one
+    top-label pass; none without the flag."""
+    if not args.estimator:
+        return ()
+    if isinstance(scored, PartitionedScoredSet):
+        raise ValueError(f"{args.data}: --estimator needs the set in memory; give one scored-set file (a folder or "
+                         "glob of Parquet files gets the report's binned ECE only), or drop --estimator")
+    names = ESTIMATORS if "all" in args.estimator else tuple(dict.fromkeys(args.estimator))
+    args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
+    return calibration_errors(scored, temperature=args.temperature, estimators=names, n_bins=args.bins,
+                              scheme=args.scheme)
+
+
+def _estimate_lines(estimates: Sequence[CalibrationErrorEstimate]) -> list[str]:
+    """The estimators' table and each one's convention (nothing when there are none)."""
+    if not estimates:
+        return []
+    first = estimates[0]
+    rows = [[estimate.estimator, _number(estimate.estimate), _number(estimate.low), _number(estimate.high),
+             estimate.binning if estimate.bandwidth is None
+             else f"bandwidth {_number(estimate.bandwidth)}; {estimate.binning}"]
+            for estimate in estimates]
+    conventions = [f"{estimate.estimator}: {estimate.convention}"
+                   + ("" if estimate.squared_estimate is None else f" (CE^2 = {estimate.squared_estimate:.6f})")
+                   for estimate in estimates]
+    return [
+        "",
+        f"calibration error, {first.confidence_level:.0%} intervals by {first.method}",
+        _table(["estimator", "estimate", "low", "high", "bins"], rows, align="lrrrl"),
+        *conventions,
+    ]
+
+
 
 
 def _sweep(sets: Sets, args: argparse.Namespace) -> Outcome:
-    scored = sets["data"]
+    scored = _in_memory(sets, "data")
     temperature = check_temperature(args.temperature)
     predictions, confidence = top_label_confidence(scored.logits, temperature=temperature, check_finite=False)
     correct = predictions == scored.labels
@@ -271,7 +389,7 @@ def _read_training_ids(path: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _same_classes(first: ScoredSet, first_name: str, second: ScoredSet, second_name: str) -> None:
+def _same_classes(first: AnySet, first_name: str, second: AnySet, second_name: str) -> None:
     if first.n_classes != second.n_classes:
         raise ValueError(
             f"{second_name}: has {second.n_classes} classes but {first_name} has {first.n_classes}; "
@@ -280,9 +398,9 @@ def _same_classes(first: ScoredSet, first_name: str, second: ScoredSet, second_n
 
 
 def _qualify(sets: Sets, args: argparse.Namespace) -> Outcome:
-    scored = sets["data"]
+    scored = _in_memory(sets, "data")
     training_ids = None if args.training_ids is None else _read_training_ids(args.training_ids)
-    reference = sets.get("reference")
+    reference = _in_memory(sets, "reference") if "reference" in sets else None
     if reference is not None:
         _same_classes(scored, args.data, reference, args.reference)
     report = qualify_calibration_set(
@@ -323,55 +441,186 @@ def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
         raise ValueError(
             f"{args.eval_data}: is also FIT_DATA; test data never chooses T, so evaluate on a split not used to fit"
         )
+    _equal_width_only(args, fit_set)
+    _equal_width_only(args, eval_set)
     id_overlap: int | None = None
     warnings: tuple[str, ...] = ()
-    if not (_is_row_index(fit_set.ids) or _is_row_index(eval_set.ids)):
+    in_memory = isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)
+    if (
+        isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)
+        and not (_is_row_index(fit_set.ids) or _is_row_index(eval_set.ids))
+    ):
         shared = np.intersect1d(fit_set.ids, eval_set.ids)
         id_overlap = int(shared.size)
         if id_overlap:
             warnings = (f"{id_overlap} ids of {args.eval_data} also appear in {args.fit_data} (e.g. "
                         f"{str(shared[0])!r}); evaluate on examples not used to fit T, or the improvement is flattered",)
     args.progress.stage(f"fitting T on {fit_set.n_samples:,} x {fit_set.n_classes:,} logits")
-    fit = fit_temperature(fit_set, bounds=(args.lower, args.upper))
-    args.progress.stage(f"evaluating on {args.eval_data} and bootstrapping the NLL change")
-    before, after = (
-        evaluate(eval_set, temperature=t, n_bins=args.bins, scheme=args.scheme).summary()
-        for t in (1.0, fit.temperature)
-    )
-    comparison = paired_bootstrap_nll(
-        eval_set, temperature_before=1.0, temperature_after=fit.temperature,
-        n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
-    )
+    fit = _fitted(fit_set, args)
+    args.progress.stage(f"evaluating on {args.eval_data} and measuring the NLL change")
+    before = _evaluated(eval_set, args, 1.0, trusted=False).summary()
+    after = _evaluated(eval_set, args, fit.temperature, trusted=True).summary()
+    if isinstance(eval_set, PartitionedScoredSet):
+        comparison = nll_difference_partitioned(
+            eval_set, temperature_before=1.0, temperature_after=fit.temperature,
+            confidence_level=args.confidence_level, engine=_engine(args), trusted=True,
+        )
+        interval = f"normal interval over {comparison.n:,} rows (a partitioned set is not bootstrapped)"
+    else:
+        comparison = paired_bootstrap_nll(
+            eval_set, temperature_before=1.0, temperature_after=fit.temperature,
+            n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
+        )
+        interval = f"paired-bootstrap interval ({comparison.n_resamples} resamples, seed {comparison.seed})"
     fitted = fit.to_dict()
     payload = {"fit_data": args.fit_data, "eval_data": args.eval_data,
-               **{key: fitted[key] for key in ("temperature", "at_bound", "bounds")},
+               **{key: fitted[key] for key in ("temperature", "at_bound", "bounds", "temperature_low",
+                                               "temperature_high")},
+               "temperature_confidence_level": fit.confidence_level,
                "fit_n": fit.n, "eval_n": eval_set.n_samples, "n_classes": fit.n_classes, "n_bins": args.bins,
                "scheme": args.scheme, "before": before, "after": after, "nll_difference": comparison.to_dict(),
-               "verdict": comparison.verdict, "id_overlap": id_overlap}
+               "verdict": comparison.verdict, "id_overlap": id_overlap,
+               "interval": "paired bootstrap" if comparison.n_resamples else "normal",
+               **_engine_fields(args, fit_set, eval_set)}
     names = [("NLL (mean, nats)", "nll"), (f"ECE ({args.bins} {args.scheme} bins)", "ece"), ("MCE", "mce"),
              ("Brier", "brier"), ("accuracy", "accuracy"), ("mean confidence", "mean_confidence")]
     text = "\n".join([
-        f"fitted T = {fit.temperature:.6g} on {args.fit_data} ({fit.n} examples, bounds {_bounds_text(fit.bounds)})",
+        f"fitted T = {fit.temperature:.6g}{_interval_text(fit)} on {args.fit_data} ({fit.n} examples, bounds "
+        f"{_bounds_text(fit.bounds)})",
         f"evaluated on {args.eval_data} ({eval_set.n_samples} examples)",
         "",
         _table(["", "T = 1", f"T = {fit.temperature:.4g}"],
                [[label, _number(before[key]), _number(after[key])] for label, key in names]),
         "",
         f"NLL change (after - before): {comparison.estimate:+.4f} nats, {comparison.confidence_level:.0%} "
-        f"paired-bootstrap interval [{comparison.low:+.4f}, {comparison.high:+.4f}] "
-        f"({comparison.n_resamples} resamples, seed {comparison.seed})",
+        f"{interval}: [{comparison.low:+.4f}, {comparison.high:+.4f}]",
         f"verdict: {comparison.verdict}",
     ])
+    if not in_memory:
+        warnings += (f"ids are not compared between {args.fit_data} and {args.eval_data} when either is partitioned; "
+                     "make sure the held-out rows were not used to fit T",)
     failed = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
     if comparison.verdict != "improved":
         failed += (f"the improvement is not established on {args.eval_data}: verdict {comparison.verdict!r}",)
     return Outcome(payload, text, (*warnings, *failed), _status(failed))
 
 
+# Keys of the drift decision's payload that belong to the monitor (cool-down, the version, the
+# time window), not to a comparison of two files.
+_MONITOR_ONLY = ("refit_recommended", "in_cooldown", "cooldown_until", "model_name", "model_version", "window_start",
+                 "window_end", "checked_at", "served_temperatures", "min_window", "null_mean", "n_resamples")
+
+
+def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
+    """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
+    registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
+    from monitoring import DRIFT_ECE_ESTIMATOR, decide_drift, drift_payload, summarise_arrays
+
+    reference, window = _in_memory(sets, "reference"), _in_memory(sets, "window")
+    _same_classes(reference, args.reference, window, args.window)
+    temperature = check_temperature(args.temperature)
+    if window.n_samples < args.min_window:
+        raise ValueError(
+            f"{args.window}: has {window.n_samples} labelled rows; at least --min-window {args.min_window} are needed "
+            "to decide (lower --min-window to decide on fewer, at the cost of power)"
+        )
+    if args.groups and window.groups is None:
+        raise ValueError(f"{args.window}: has no groups; --groups needs a 'group' column (an npz key 'groups'), or "
+                         "drop --groups")
+    chosen = args.estimator or ["all"]
+    names = ESTIMATORS if "all" in chosen else tuple(dict.fromkeys(chosen))
+    args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
+    reference_scores = TopLabelScores.from_logits(reference, temperature=temperature)
+    reference_sums = reference_scores.temperature_stats()
+    group_reference: dict[str, Any] = {}
+    if args.groups and reference.groups is not None:
+        keys, codes = np.unique(reference.groups.astype(str), return_inverse=True)
+        for key, sums in zip(keys.tolist(), reference_scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
+            if sums.n >= args.min_group_size:  # a smaller group's own T is too noisy to stand for it
+                group_reference[key] = sums
+    reference_stats = reference_scores.calibration_stats(n_bins=args.bins)
+    resamples = {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
+    reference_ece = calibration_error_from_stats(reference_stats, estimator=DRIFT_ECE_ESTIMATOR, **resamples)
+    args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
+    summary = summarise_arrays(window, None, temperature=temperature, start=_EPOCH, end=_EPOCH,
+                               groups=window.groups if args.groups else None, n_bins=args.bins)
+    report = decide_drift(
+        summary, baseline_ece=reference_ece.estimate, baseline_ece_interval=(reference_ece.low, reference_ece.high),
+        reference=reference_sums, group_reference=group_reference, min_window=args.min_window,
+        p_threshold=args.level, ece_tolerance=args.tolerance, temperature_margin=args.margin,
+        min_group_size=args.min_group_size, seed=args.seed, confidence_level=args.confidence_level,
+    )
+    args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
+    window_estimates = calibration_errors(window, temperature=temperature, estimators=names, n_bins=args.bins,
+                                          **resamples)
+    reference_estimates = calibration_errors(reference, temperature=temperature, estimators=names, n_bins=args.bins,
+                                             **resamples)
+    payload = {"reference": args.reference, "window": args.window, "reference_n": reference.n_samples,
+               **{key: value for key, value in drift_payload(report).items() if key not in _MONITOR_ONLY},
+               "estimators": [{"estimator": mine.estimator, "window": mine.to_dict(), "reference": theirs.to_dict()}
+                              for mine, theirs in zip(window_estimates, reference_estimates, strict=True)]}
+    test = report.temperature_test
+    assert test is not None  # the window has at least --min-window rows
+    headline = (f"DRIFT ({', '.join(report.tests_fired)})" if report.drift_detected else "ok: no drift")
+    rows = [
+        [f"temperature (margin {args.margin:.0%})",
+         f"window T {_number(test.window_temperature)} vs reference {_number(test.reference_temperature)}: "
+         f"ratio {_number(test.ratio, 3)} [{_number(test.ratio_low, 3)}, {_number(test.ratio_high, 3)}], "
+         f"{test.direction}",
+         f"z = {test.z:+.2f}", _p_text(test.p_value), f"{report.test_level:g}",
+         "yes" if report.temperature_drift else "no"],
+        [f"ECE (tolerance {args.tolerance:g})",
+         f"{report.ece_estimator} {_number(report.ece_estimate)} vs reference {_number(report.baseline_ece)}: "
+         f"excess {_number(report.ece_excess)}",
+         f"excess {_number(report.ece_excess)}", _p_text(report.p_value), f"{report.test_level:g}",
+         "yes" if report.ece_drift else "no"],
+    ]
+    for g in report.groups:
+        if not g.tested or g.temperature_test is None:
+            continue
+        rows.append([f"group {g.group!r} temperature", f"T {_number(g.temperature_test.window_temperature)}, ratio "
+                     f"{_number(g.temperature_test.ratio, 3)}, {g.temperature_test.direction} (n={g.n})",
+                     f"z = {g.temperature_test.z:+.2f}", _p_text(g.temperature_test.p_value), f"{g.p_threshold:.2g}",
+                     "yes" if g.temperature_drift else "no"])
+        rows.append([f"group {g.group!r} ECE", f"{_number(g.ece_estimate)} vs reference {_number(g.baseline_ece)}",
+                     f"excess {_number(g.ece_excess)}", _p_text(g.p_value), f"{g.p_threshold:.2g}",
+                     "yes" if g.ece_drift else "no"])
+    estimator_rows = [
+        [mine.estimator, f"{_number(mine.estimate)} [{_number(mine.low)}, {_number(mine.high)}]",
+         f"{_number(theirs.estimate)} [{_number(theirs.low)}, {_number(theirs.high)}]"]
+        for mine, theirs in zip(window_estimates, reference_estimates, strict=True)
+    ]
+    text = "\n".join([
+        f"{args.window}: {report.n} labelled rows against the reference {args.reference} ({reference.n_samples} rows), "
+        f"both at T = {temperature:g}",
+        f"verdict: {headline}",
+        "",
+        _table(["test", "compares", "statistic", "p-value", "level", "fired"], rows, align="llrrrl"),
+        "",
+        f"window's optimal T {test.window_temperature:.4g} [{test.window_temperature_low:.4g}, "
+        f"{test.window_temperature_high:.4g}] ({args.confidence_level:.0%} interval, one Newton step from T = "
+        f"{temperature:g}); the reference's {test.reference_temperature:.4g}",
+        "",
+        f"calibration error at T = {temperature:g}, {args.confidence_level:.0%} intervals "
+        f"({window_estimates[0].method})" if window_estimates else "",
+        _table(["estimator", "window", "reference"], estimator_rows, align="lrr") if estimator_rows else "",
+        "",
+        "reasons:",
+        *(f"- {reason}" for reason in report.reasons),
+    ])
+    warnings = (f"drift: {report.reasons[0]}",) if report.drift_detected else ()
+    return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if report.drift_detected else EXIT_OK)
+
+
+def _p_text(p: float) -> str:
+    return _MISSING if not math.isfinite(p) else f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
+
+
 COMMANDS: dict[str, Command] = {
-    "fit": Command(("data",), _fit),
-    "evaluate": Command(("data",), _evaluate),
+    "fit": Command(("data",), _fit, partitioned=True),
+    "evaluate": Command(("data",), _evaluate, partitioned=True),
     "sweep": Command(("data",), _sweep),
     "qualify": Command(("data", "reference"), _qualify),
-    "compare": Command(("fit_data", "eval_data"), _compare),
+    "compare": Command(("fit_data", "eval_data"), _compare, partitioned=True),
+    "drift": Command(("reference", "window"), _drift),
 }

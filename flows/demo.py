@@ -187,6 +187,10 @@ def _shown(value: float | None, form: str = ".4f") -> str:
     return "n/a" if value is None else format(value, form)
 
 
+def _interval_shown(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.4f}, {interval[1]:.4f}] (95% interval)"
+
+
 def _report(registration: Registration, seconds: float) -> str:
     record = VersionRecord.from_tags(registration.tags, where=f"{registration.model_name} version {registration.version}")
     threshold = "none (everything goes to review)" if record.gate_threshold is None else f"{record.gate_threshold:.4f}"
@@ -195,7 +199,8 @@ def _report(registration: Registration, seconds: float) -> str:
     return "\n".join([
         f"{registration.model_name}@{registration.alias}: version {registration.version} — {status}  ({seconds:.1f} s)",
         f"  checkpoint      {record.checkpoint_uri}  digest {record.checkpoint_digest[:12]}",
-        f"  temperature     T = {record.temperature:.4f}  (calibration n = {record.calibration_n})",
+        f"  temperature     T = {record.temperature:.4f}{_interval_shown(record.temperature_interval)}  "
+        f"(calibration n = {record.calibration_n})",
         f"  gate            threshold {threshold} for target accuracy {record.gate_target_accuracy:.2f}: "
         f"coverage {_shown(record.gate_coverage, '.1%')}",
         f"  evaluation n={record.holdout_metrics_n}  NLL {_shown(record.holdout_nll_before)} -> "
@@ -310,10 +315,17 @@ def _check_line(check: VersionCheck) -> str:
     verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else " (in cool-down: no event)"),
                "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
     coverage = "n/a" if report.coverage != report.coverage else f"{report.coverage:.1%}"
-    line = (f"{head}: {verdict}\n      n={report.n}  ECE {report.ece:.4f} (baseline {report.baseline_ece:.4f}, "
-            f"excess {report.ece_excess:+.4f}, tolerance {report.ece_tolerance:.2f}; p={report.p_value:.3g} vs "
-            f"{report.p_threshold:g})  NLL {report.nll:.4f}  accuracy {report.accuracy:.3f}  mean confidence "
-            f"{report.mean_confidence:.3f}  gate coverage {coverage}")
+    test = report.temperature_test
+    fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
+    temperature = "" if test is None else (
+        f"\n      window T {test.window_temperature:.3f} [{test.window_temperature_low:.3f}, "
+        f"{test.window_temperature_high:.3f}] vs reference {test.reference_temperature:.3f}: ratio {test.ratio:.3f}, "
+        f"{test.direction}, z={test.z:+.2f}, p={test.p_value:.2g} (margin {report.temperature_margin:.0%})"
+    )
+    line = (f"{head}: {verdict}{fired}\n      n={report.n}  ECE {report.ece_estimate:.4f} [{report.ece_low:.4f}, "
+            f"{report.ece_high:.4f}] (reference {report.baseline_ece:.4f}, tolerance {report.ece_tolerance:.2f}; "
+            f"p={report.p_value:.3g} vs {report.test_level:g})  NLL {report.nll:.4f}  accuracy {report.accuracy:.3f}  "
+            f"mean confidence {report.mean_confidence:.3f}  gate coverage {coverage}{temperature}")
     if check.event_id is not None:
         line += f"\n      event thermostat.calibration.drift emitted for mlmodel.{check.model_name}.v{check.version}"
     if report.in_cooldown and report.drift_detected and report.cooldown_until is not None:
@@ -326,7 +338,8 @@ def _refit_line(outcome: RefitOutcome) -> str:
     if outcome.registration is not None:
         r = outcome.registration
         threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
-        text = (f"{head}: {outcome.status.upper()} -> version {r.version}, T = {r.temperature:.4f}, gate threshold "
+        text = (f"{head}: {outcome.status.upper()} -> version {r.version}, T = {r.temperature:.4f}"
+                f"{_interval_shown(outcome.interval)}, gate threshold "
                 f"{threshold}, same checkpoint digest {r.checkpoint_digest[:12]}")
     else:
         text = f"{head}: {outcome.status.upper()} — nothing registered"

@@ -1,8 +1,11 @@
 """The calibrated pyfunc: a checkpoint's MLflow model with its temperature and gate applied.
 
 This file is logged as an MLflow "model from code" (it ends in ``set_model``), so the
-registered artifact carries this source instead of a cloud-pickled object. It imports only
-numpy, pandas and mlflow: the served model does not need Thermostat installed.
+registered artifact carries this source instead of a cloud-pickled object — a version keeps
+the code it was registered with. It imports only numpy, pandas and mlflow, so the served model
+does not need Thermostat installed; only logging predictions (below) needs its ``monitoring``
+package (and SQLAlchemy) in the serving environment, e.g. ``mlflow models serve
+--env-manager local`` from Thermostat's virtualenv.
 
 ``context.model_config`` holds, and so the registered version carries:
 
@@ -11,24 +14,99 @@ numpy, pandas and mlflow: the served model does not need Thermostat installed.
   everything to review (no threshold met the target accuracy);
 - ``checkpoint_output`` — ``"logits"`` or ``"probabilities"``: what the checkpoint's
   ``predict`` returns. Probabilities become logits through their log (softmax is
-  shift-invariant per row).
+  shift-invariant per row);
+- ``registered_model_name``, ``registered_model_version`` (saved as ``None``) and
+  ``log_predictions`` (saved ``True``): load-time switches (:data:`SERVING_CONFIG`), set
+  through ``mlflow.pyfunc.load_model(..., model_config=...)`` or MLflow's
+  ``SERVING_MODEL_CONFIG`` variable. MLflow overrides only keys a version was saved with.
 
-``predict`` returns a DataFrame with one row per input row: ``class``, ``confidence``,
-``decision`` (``"auto"``/``"review"``) and ``prob_0`` ... ``prob_{K-1}``.
+Input and output
+----------------
+``predict`` takes the checkpoint's input. A DataFrame may carry two more, optional, columns:
+``request_id`` (str; a uuid4 is generated for a row without one) and ``group`` (str or null),
+which are taken off before the checkpoint sees the rest. It returns a DataFrame with one row
+per input row: ``class``, ``confidence``, ``decision`` (``"auto"``/``"review"``),
+``prob_0`` ... ``prob_{K-1}``, then ``request_id`` (given or generated: the id to attach the
+label to), ``model_version`` (the registered version that answered; null when unknown) and
+``temperature`` (the T in force).
+
+Which version am I?
+-------------------
+The name and version come from ``model_config`` when set, else from the
+``registered_model_meta`` file MLflow writes into a model it downloads through a
+``models:/NAME@ALIAS`` or ``models:/NAME/VERSION`` URI (``mlflow models serve -m
+models:/digits@champion`` resolves the alias once, downloads that version and records it
+there). Loaded from a path or a ``runs:/`` URI, the version is unknown: the response's
+``model_version`` is null and nothing is logged.
+
+Logging what is served
+----------------------
+When the environment variable ``THERMOSTAT_PREDICTION_LOG_URL`` (the settings' prediction log
+URL) is set at load time, ``log_predictions`` is true and the version is known, every
+prediction is logged (raw logits, class, confidence, T, request id, group, serving time) by a
+:class:`monitoring.PredictionLogWriter`: in batches from a background thread, flushed every
+``THERMOSTAT_SERVING_LOG_BATCH_ROWS`` rows (default 256) or ``THERMOSTAT_SERVING_LOG_FLUSH_MS``
+milliseconds (default 250) and at interpreter exit, with at most
+``THERMOSTAT_SERVING_LOG_MAX_PENDING_ROWS`` rows waiting (default 10000). A logging failure
+never fails a prediction: the rows are counted lost (:attr:`CalibratedCheckpointModel.prediction_log_stats`)
+and reported in the server's log (first loss, every tenth, at exit). uvicorn ends a graceful
+shutdown by re-raising ``SIGTERM`` with the default handler, so ``atexit`` never runs there: the
+pyfunc's ``SIGTERM`` handler drains the writer (writes what is queued; later rows are written
+before their response returns), then hands the signal on. If logging is asked for but
+impossible (unknown version, ``monitoring`` not importable, a malformed URL), the model serves
+anyway, says why at load, and counts every row it serves as lost.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 from mlflow.models import set_model
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
 
-__all__ = ["CHECKPOINT_ARTIFACT", "CalibratedCheckpointModel", "calibrated_frame"]
+if TYPE_CHECKING:
+    from monitoring import LogWriterStats
+
+__all__ = [
+    "CHECKPOINT_ARTIFACT",
+    "GROUP_COLUMN",
+    "LOG_URL_VARIABLE",
+    "REGISTERED_MODEL_META",
+    "REQUEST_ID_COLUMN",
+    "SERVING_CONFIG",
+    "CalibratedCheckpointModel",
+    "calibrated_frame",
+    "served_frame",
+    "split_request_columns",
+]
 
 CHECKPOINT_ARTIFACT = "checkpoint"
+REQUEST_ID_COLUMN = "request_id"
+GROUP_COLUMN = "group"
+LOG_URL_VARIABLE = "THERMOSTAT_PREDICTION_LOG_URL"
+REGISTERED_MODEL_META = "registered_model_meta"
+"""The file MLflow writes beside ``MLmodel`` when it downloads a ``models:/`` URI (name, version)."""
+SERVING_CONFIG: dict[str, Any] = {"registered_model_name": None, "registered_model_version": None,
+                                  "log_predictions": True}
+"""``model_config`` keys a version is saved with so that they can be set at load time."""
+
+_BATCH_ROWS_VARIABLE = "THERMOSTAT_SERVING_LOG_BATCH_ROWS"
+_FLUSH_MS_VARIABLE = "THERMOSTAT_SERVING_LOG_FLUSH_MS"
+_MAX_PENDING_VARIABLE = "THERMOSTAT_SERVING_LOG_MAX_PENDING_ROWS"
+_REPORT_EVERY = 10
+_logger = logging.getLogger("thermostat.serving")
 
 
 def calibrated_frame(logits: np.ndarray[Any, Any], temperature: float, gate_threshold: float | None) -> pd.DataFrame:
@@ -52,8 +130,225 @@ def calibrated_frame(logits: np.ndarray[Any, Any], temperature: float, gate_thre
     return frame
 
 
+def served_frame(
+    logits: np.ndarray[Any, Any], temperature: float, gate_threshold: float | None, *,
+    request_ids: Sequence[str], model_version: str | None,
+) -> pd.DataFrame:
+    """The pyfunc's response: :func:`calibrated_frame`, then ``request_id``, ``model_version``, ``temperature``."""
+    frame = calibrated_frame(logits, temperature, gate_threshold)
+    frame[REQUEST_ID_COLUMN] = np.asarray(request_ids, dtype=object)
+    frame["model_version"] = np.full(logits.shape[0], model_version, dtype=object)
+    frame["temperature"] = np.full(logits.shape[0], float(temperature))
+    return frame
+
+
+def _is_missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def split_request_columns(model_input: Any) -> tuple[Any, list[object] | None, list[str | None] | None]:
+    """``model_input`` without the ``request_id``/``group`` columns, and those columns' values.
+
+    Only a DataFrame carries them; any other input comes back unchanged with ``None, None``.
+    Missing values stay ``None`` (a request id is generated for them later).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"x": [1.0, 2.0], "request_id": ["a", None], "group": ["web", None]})
+    >>> features, ids, groups = split_request_columns(frame)
+    >>> list(features.columns), ids, groups
+    (['x'], ['a', None], ['web', None])
+    """
+    if not isinstance(model_input, pd.DataFrame):
+        return model_input, None, None
+    present = [column for column in (REQUEST_ID_COLUMN, GROUP_COLUMN) if column in model_input.columns]
+    if not present:
+        return model_input, None, None
+    ids = groups = None
+    if REQUEST_ID_COLUMN in present:
+        ids = [None if _is_missing(value) else value for value in model_input[REQUEST_ID_COLUMN].tolist()]
+    if GROUP_COLUMN in present:
+        groups = [None if _is_missing(value) else str(value) for value in model_input[GROUP_COLUMN].tolist()]
+    return model_input.drop(columns=present), ids, groups
+
+
+def _request_ids(given: list[object] | None, n_rows: int) -> list[str]:
+    """The given ids as str, with a uuid4 for every row that has none."""
+    if given is None:
+        return [str(uuid.uuid4()) for _ in range(n_rows)]
+    return [str(uuid.uuid4()) if value is None else str(value) for value in given]
+
+
+def _model_root(context: PythonModelContext) -> Path | None:
+    """The folder of this model's ``MLmodel``: the first one above the checkpoint artifact."""
+    checkpoint = context.artifacts.get(CHECKPOINT_ARTIFACT)
+    if checkpoint is None:
+        return None
+    for folder in list(Path(checkpoint).parents)[:3]:
+        if (folder / "MLmodel").is_file():
+            return folder
+    return None
+
+
+def _registered_identity(config: dict[str, Any], context: PythonModelContext) -> tuple[str | None, str | None]:
+    """(name, version) of the registered version this model is: ``model_config`` first, then the
+    ``registered_model_meta`` file of a ``models:/`` download; ``(None, None)`` when unknown."""
+    name, version = config.get("registered_model_name"), config.get("registered_model_version")
+    if name is not None and version is not None:
+        return str(name), str(version)
+    root = _model_root(context)
+    meta = None if root is None else root / REGISTERED_MODEL_META
+    if meta is None or not meta.is_file():
+        return None, None
+    import yaml
+
+    try:
+        content = yaml.safe_load(meta.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        _logger.warning("cannot read %s (%s): the registered version of this model is unknown", meta, error)
+        return None, None
+    if not isinstance(content, dict) or content.get("model_name") is None or content.get("model_version") is None:
+        return None, None
+    return str(content["model_name"]), str(content["model_version"])
+
+
+class _Writer(Protocol):
+    def submit(self, logits: Any, request_ids: Sequence[str], groups: Sequence[str | None] | None = None,
+               time_served: datetime | None = None) -> bool: ...
+
+    def flush(self, timeout: float | None = 10.0) -> bool: ...
+
+    def close(self, timeout: float | None = None) -> Any: ...
+
+    @property
+    def stats(self) -> Any: ...
+
+
+class _NotLogged:
+    """Stands in for the writer when logging was asked for but cannot work: counts every row lost."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.rows = 0
+        self.events = 0
+        self.closed = False
+        _logger.warning("predictions will NOT be logged: %s", reason)
+        import atexit
+
+        atexit.register(self.close)
+
+    def submit(self, logits: Any, request_ids: Sequence[str], groups: Sequence[str | None] | None = None,
+               time_served: datetime | None = None) -> bool:
+        self.rows += len(request_ids)
+        self.events += 1
+        if self.events == 1 or self.events % _REPORT_EVERY == 0:
+            _logger.warning("predictions are NOT logged (%s): %d row(s) lost since start", self.reason, self.rows)
+        return False
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        return True
+
+    def close(self, timeout: float | None = None) -> dict[str, Any]:
+        import atexit
+
+        atexit.unregister(self.close)
+        if self.rows and not self.closed:
+            _logger.warning("predictions were NOT logged (%s): %d row(s) lost", self.reason, self.rows)
+        self.closed = True
+        return self.stats
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return {"rows_submitted": self.rows, "rows_written": 0, "rows_dropped": self.rows, "pending_rows": 0,
+                "batches_written": 0, "loss_events": self.events, "last_error": self.reason, "closed": self.closed}
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        _logger.warning("%s=%r is not an integer >= 1; using %d", name, value, default)
+        return default
+    return number
+
+
+def _show_serving_logs() -> None:
+    """Let the serving log's lines reach stderr in a server that configured no logging (uvicorn
+    configures only its own loggers): INFO and above, with time and level."""
+    if _logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    _logger.addHandler(handler)
+    _logger.setLevel(logging.INFO)
+
+
+def _drain_on_termination(writer: Any) -> None:
+    """On ``SIGTERM``, write what is queued and log later predictions synchronously, then let the
+    previous handler act (uvicorn's graceful shutdown; by default, termination).
+
+    uvicorn (behind ``mlflow models serve``) answers ``SIGTERM`` by finishing its requests and
+    then re-raising the signal with the default handler, so the process ends without running
+    :mod:`atexit`: the writer must have written everything by then.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may install signal handlers; atexit still flushes
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        try:
+            writer.drain()
+        except Exception as error:  # pragma: no cover - stopping must never fail on the log
+            _logger.warning("draining the prediction log failed: %s: %s", type(error).__name__, error)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL or previous is None:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError) as error:  # pragma: no cover - e.g. an embedded interpreter
+        _logger.warning("cannot watch SIGTERM (%s): predictions queued when the process is killed may be lost", error)
+
+
+def _start_writer(url: str, name: str | None, version: str | None, temperature: float) -> _Writer:
+    _show_serving_logs()
+    if name is None or version is None:
+        return _NotLogged(
+            f"{LOG_URL_VARIABLE} is set but the registered name and version of this model are unknown: serve it "
+            "as models:/NAME@ALIAS (or models:/NAME/VERSION), or set registered_model_name and "
+            "registered_model_version in SERVING_MODEL_CONFIG"
+        )
+    try:
+        from monitoring import PredictionLog, PredictionLogWriter, mask_url
+    except ImportError as error:
+        return _NotLogged(f"{LOG_URL_VARIABLE} is set but Thermostat's monitoring package cannot be imported "
+                          f"({error}); serve from an environment with Thermostat installed (--env-manager local)")
+    try:
+        writer = PredictionLogWriter(
+            PredictionLog(url), name, version, temperature,
+            batch_rows=_env_int(_BATCH_ROWS_VARIABLE, 256),
+            flush_interval=_env_int(_FLUSH_MS_VARIABLE, 250) / 1000.0,
+            max_pending_rows=_env_int(_MAX_PENDING_VARIABLE, 10_000),
+            report_every=_REPORT_EVERY,
+        )
+    except Exception as error:
+        return _NotLogged(f"the prediction log {LOG_URL_VARIABLE} cannot be opened: {type(error).__name__}: {error}")
+    _drain_on_termination(writer)
+    _logger.info("logging every prediction of %s version %s (T=%s) to %s in batches of %d rows or every %d ms",
+                 name, version, temperature, mask_url(url), _env_int(_BATCH_ROWS_VARIABLE, 256),
+                 _env_int(_FLUSH_MS_VARIABLE, 250))
+    return writer
+
+
 class CalibratedCheckpointModel(PythonModel):
-    """Wraps the checkpoint's pyfunc; applies T and the gate from ``model_config``."""
+    """Wraps the checkpoint's pyfunc; applies T and the gate from ``model_config``; logs what it serves."""
 
     def load_context(self, context: PythonModelContext) -> None:
         import mlflow.pyfunc
@@ -70,6 +365,12 @@ class CalibratedCheckpointModel(PythonModel):
         self._threshold = None if threshold is None else float(threshold)
         self._from_probabilities = output == "probabilities"
         self._checkpoint = mlflow.pyfunc.load_model(context.artifacts[CHECKPOINT_ARTIFACT])
+        self._model_name, self._model_version = _registered_identity(config, context)
+        url = os.environ.get(LOG_URL_VARIABLE, "").strip()
+        enabled = config.get("log_predictions", True) not in (False, "false", "False", 0)
+        self._writer: _Writer | None = (
+            _start_writer(url, self._model_name, self._model_version, temperature) if url and enabled else None
+        )
 
     @property
     def temperature(self) -> float:
@@ -79,6 +380,30 @@ class CalibratedCheckpointModel(PythonModel):
     @property
     def gate_threshold(self) -> float | None:
         return self._threshold
+
+    @property
+    def model_name(self) -> str | None:
+        """The registered model's name (None when unknown)."""
+        return self._model_name
+
+    @property
+    def model_version(self) -> str | None:
+        """The registered version this model is (None when unknown)."""
+        return self._model_version
+
+    @property
+    def prediction_log_stats(self) -> LogWriterStats | dict[str, Any] | None:
+        """The prediction log writer's counts (``rows_dropped`` is the loss); None when not logging."""
+        return None if self._writer is None else self._writer.stats
+
+    def flush_prediction_log(self, timeout: float | None = 10.0) -> bool:
+        """Write every prediction queued so far (True when none is pending; True when not logging)."""
+        return True if self._writer is None else self._writer.flush(timeout)
+
+    def close_prediction_log(self, timeout: float | None = None) -> None:
+        """Flush and stop the prediction log writer (also done at interpreter exit)."""
+        if self._writer is not None:
+            self._writer.close(timeout)
 
     def raw_logits(self, model_input: Any) -> np.ndarray[Any, Any]:
         """The frozen logits z the calibrated probabilities are computed from (before dividing by T).
@@ -100,7 +425,18 @@ class CalibratedCheckpointModel(PythonModel):
     def predict(
         self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> pd.DataFrame:
-        return calibrated_frame(self.raw_logits(model_input), self._temperature, self._threshold)
+        features, given_ids, groups = split_request_columns(model_input)
+        logits = self.raw_logits(features)
+        served_at = datetime.now(UTC)
+        request_ids = _request_ids(given_ids, logits.shape[0])
+        frame = served_frame(logits, self._temperature, self._threshold, request_ids=request_ids,
+                             model_version=self._model_version)
+        if self._writer is not None:
+            try:
+                self._writer.submit(logits, request_ids, groups, served_at)
+            except Exception as error:  # pragma: no cover - submit never raises; a prediction never fails on logging
+                _logger.warning("prediction not logged: %s: %s", type(error).__name__, error)
+        return frame
 
 
 set_model(CalibratedCheckpointModel())

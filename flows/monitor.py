@@ -38,12 +38,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.events import DRIFT_EVENT, emit, version_resource
 from flows.registry import MlflowRegistry
+from flows.run_records import CHECK_KIND, KIND_TAG, PREFECT_FLOW_RUN_TAG, current_flow_run_id
 from flows.settings import ThermostatSettings
-from flows.tasks import check_window, io_task, open_prediction_log, step_task
+from flows.cluster import summarise_export_on_dask
+from flows.tasks import check_window, io_task, open_window_source, step_task
 from flows.versions import LAST_DRIFT_EVENT_TAG, RegisteredVersion, registered_version, serving_versions
 from monitoring import (
     DriftReport,
-    PredictionLog,
+    LabelledSource,
     Verdict,
     WindowSummary,
     decide_drift,
@@ -120,36 +122,58 @@ def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: li
 
 @io_task(name="summarise-window")
 def summarise(
-    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+    source: LabelledSource, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> WindowSummary | None:
     """The window's statistics at the registered T, read in chunks; None if the version never logged."""
     try:
         summary = summarise_window(
-            log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
+            source, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
             n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size,
         )
     except LookupError:
-        get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, log)
+        get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, source)
         return None
     get_run_logger().info("%s read %d labelled rows in %d chunk(s) of at most %d from %r", version.context,
-                          summary.n, summary.n_chunks, settings.monitor_chunk_size, log)
+                          summary.n, summary.n_chunks, settings.monitor_chunk_size, source)
+    return summary
+
+
+def summarise_on_dask(
+    version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> WindowSummary | None:
+    """The window's statistics from the export, one Prefect task per partition on Dask."""
+    summary = summarise_export_on_dask(
+        settings, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
+        n_bins=version.n_bins, threshold=version.gate_threshold,
+    )
+    if summary is None:
+        get_run_logger().warning("%s no row of this version in the export at %s", version.context,
+                                 settings.export_path)
     return summary
 
 
 @step_task(name="decide-drift")
 def decide(summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings) -> DriftReport:
     report = decide_drift(
-        summary, baseline_ece=version.baseline_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
+        summary, baseline_ece=version.reference_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
         p_threshold=settings.drift_p_threshold, ece_tolerance=settings.drift_ece_tolerance,
         min_group_size=settings.drift_min_group_size, last_drift_at=version.last_drift_event_at,
         cooldown=settings.drift_cooldown, now=summary.end, n_resamples=settings.drift_resamples, seed=settings.seed,
-        min_bin_count=settings.min_bin_count,
+        min_bin_count=settings.min_bin_count, reference=version.reference_stats,
+        temperature_margin=settings.drift_temperature_margin, baseline_ece_interval=version.reference_ece_interval,
+        confidence_level=settings.drift_confidence_level,
     )
     logger = get_run_logger()
     headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
-    logger.info("%s verdict %s: n=%d, ECE %.4f (baseline %.4f, tolerance %.4f, p=%.3g), NLL %.4f, accuracy %.4f, "
-                "mean confidence %.4f", version.context, headline, report.n, report.ece, report.baseline_ece,
-                report.ece_tolerance, report.p_value, report.nll, report.accuracy, report.mean_confidence)
+    fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
+    test = report.temperature_test
+    window_t = ("n/a" if test is None else
+                f"{test.window_temperature:.4g} [{test.window_temperature_low:.4g}, {test.window_temperature_high:.4g}] "
+                f"(z=%+.2f, p=%.3g)" % (test.z, test.p_value))
+    logger.info("%s verdict %s%s: n=%d, window T %s, ECE %.4f [%.4f, %.4f] (reference %.4f, tolerance %.4f, p=%.3g), "
+                "NLL %.4f, accuracy %.4f, mean confidence %.4f", version.context, headline, fired, report.n, window_t,
+                report.ece_estimate, report.ece_low, report.ece_high, report.baseline_ece, report.ece_tolerance,
+                report.p_value, report.nll, report.accuracy, report.mean_confidence)
     for reason in report.reasons:
         logger.info("%s %s", version.context, reason)
     return report
@@ -168,14 +192,15 @@ def record_check(registry: MlflowRegistry, report: DriftReport, version: Registe
             "thermostat.window_start": report.window_start.isoformat(),
             "thermostat.window_end": report.window_end.isoformat(),
             "thermostat.refit_recommended": str(report.refit_recommended).lower(),
+            "thermostat.tests_fired": ",".join(report.tests_fired) or "none",
             "temperature": repr(version.temperature), "checkpoint_uri": version.checkpoint_uri,
-            "checkpoint_digest": version.checkpoint_digest,
-        },
+            "checkpoint_digest": version.checkpoint_digest, KIND_TAG: CHECK_KIND,
+        } | ({} if (flow_run_id := current_flow_run_id()) is None else {PREFECT_FLOW_RUN_TAG: flow_run_id}),
         experiment_name=settings.monitoring_experiment_name, start_time=report.checked_at,
     )
     try:
         metrics = drift_metrics(report) | {
-            "temperature": version.temperature, "baseline_ece": report.baseline_ece, "ece_excess": report.ece_excess,
+            "temperature": version.temperature, "baseline_ece": report.baseline_ece,
         }
         registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
         title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
@@ -263,10 +288,13 @@ def publish_artifacts(
 
 
 def _check_version(
-    version: RegisteredVersion, *, registry: MlflowRegistry, log: PredictionLog, start: datetime, end: datetime,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, start: datetime, end: datetime,
     settings: ThermostatSettings,
 ) -> VersionCheck:
-    summary = summarise(log, version, start, end, settings)
+    if settings.engine == "dask":
+        summary = summarise_on_dask(version, start, end, settings)
+    else:
+        summary = summarise(source, version, start, end, settings)
     if summary is None:
         publish_artifacts(version, None, None, None, None, settings, start, end)
         return VersionCheck(
@@ -318,9 +346,9 @@ def monitor(
     settings = settings if settings is not None else ThermostatSettings()
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     registry = MlflowRegistry.from_settings(settings)
-    with open_prediction_log(settings) as log:
+    with open_window_source(settings) as source:
         versions = find_serving_versions(registry, model_name, aliases)
         return [
-            _check_version(version, registry=registry, log=log, start=start, end=end, settings=settings)
+            _check_version(version, registry=registry, source=source, start=start, end=end, settings=settings)
             for version in versions
         ]

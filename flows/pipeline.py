@@ -140,8 +140,9 @@ def calibrate(
     calibrated = refit_temperature(accepted, settings=settings, reference_labels=reference_labels)
     fit = calibrated.fit
     get_run_logger().info(
-        "%s fitted on calibration n=%d: mean NLL %.4f -> %.4f", log_context(accepted.checkpoint_uri, fit.temperature),
-        fit.n, fit.nll_before, fit.nll_after,
+        "%s fitted on calibration n=%d: mean NLL %.4f -> %.4f; %.0f%% interval of T [%.4g, %.4g]",
+        log_context(accepted.checkpoint_uri, fit.temperature), fit.n, fit.nll_before, fit.nll_after,
+        100 * fit.confidence_level, fit.temperature_low, fit.temperature_high,
     )
     return calibrated
 

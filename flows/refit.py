@@ -46,8 +46,9 @@ from flows.holdout import read_ids
 from flows.locks import model_lock
 from flows.registration import Registration, recover_interrupted, register
 from flows.registry import MlflowRegistry, validate_model_name
+from flows.run_records import RefitRecord, current_flow_run_id
 from flows.settings import ThermostatSettings
-from flows.tasks import check_window, fetch_checkpoint, gate, io_task, open_prediction_log, step_task
+from flows.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
 from flows.steps import (
     ESCALATION,
     AcceptedCheckpoint,
@@ -62,7 +63,7 @@ from flows.steps import (
 )
 from flows.traffic import Traffic, recent_labelled_traffic
 from flows.versions import RegisteredVersion, registered_version
-from monitoring import PredictionLog
+from monitoring import LabelledSource
 
 __all__ = ["RefitOutcome", "refit"]
 
@@ -93,8 +94,27 @@ class RefitOutcome:
         return None if self.registration is None else self.registration.version
 
     @property
+    def parent_interval(self) -> tuple[float, float] | None:
+        """The parent's registered interval of T (None: registered before intervals were stored)."""
+        return None if self.verification is None else self.verification.parent_interval
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The new T's interval, as registered (None when nothing was registered)."""
+        if self.registration is None:
+            return None
+        low, high = self.registration.tags.get("temperature_low"), self.registration.tags.get("temperature_high")
+        if low in (None, "none") or high in (None, "none"):
+            return None
+        return float(low), float(high)
+
+    @property
     def temperature(self) -> float | None:
         return None if self.registration is None else self.registration.temperature
+
+
+def _interval_text(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.4g}, {interval[1]:.4g}]"
 
 
 # ---------------------------------------------------------------------------------- tasks
@@ -119,10 +139,10 @@ def resolve_parent(
 
 @io_task(name="read-traffic")
 def read_traffic(
-    log: PredictionLog, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+    source: LabelledSource, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> Traffic | None:
     traffic = recent_labelled_traffic(
-        log, parent.model_name, parent.version, start=start, end=end, max_rows=settings.refit_max_rows,
+        source, parent.model_name, parent.version, start=start, end=end, max_rows=settings.refit_max_rows,
         chunk_size=settings.monitor_chunk_size,
     )
     if traffic is None:
@@ -170,8 +190,9 @@ def refit_by_time(accepted: AcceptedCheckpoint, settings: ThermostatSettings) ->
         return refusal
     fit = calibrated.fit
     get_run_logger().info(
-        "%s new T=%.6g fitted on the older n=%d rows (mean NLL %.4f at T=1 -> %.4f); %d newer rows verify",
-        context, fit.temperature, fit.n, fit.nll_before, fit.nll_after, calibrated.evaluation_ids.shape[0],
+        "%s new T=%.6g [%.4g, %.4g] fitted on the older n=%d rows (mean NLL %.4f at T=1 -> %.4f); %d newer rows "
+        "verify", context, fit.temperature, fit.temperature_low, fit.temperature_high, fit.n, fit.nll_before,
+        fit.nll_after, calibrated.evaluation_ids.shape[0],
     )
     return calibrated
 
@@ -200,7 +221,7 @@ def publish_report(outcome: RefitOutcome) -> None:
     slug = "".join(c if c.isalnum() else "-" for c in outcome.model_name.lower()).strip("-") or "model"
     lines = [
         f"## Refit of {outcome.model_name} version {outcome.parent_version} (@{outcome.alias}, "
-        f"T={outcome.parent_temperature:.6g}): {outcome.status}",
+        f"T={outcome.parent_temperature:.6g}{_interval_text(outcome.parent_interval)}): {outcome.status}",
         "",
         outcome.reason,
     ]
@@ -212,7 +233,8 @@ def publish_report(outcome: RefitOutcome) -> None:
     if outcome.registration is not None:
         r = outcome.registration
         threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
-        lines += ["", f"New version **{r.version}**: T = {r.temperature:.6g}, gate threshold {threshold}, "
+        lines += ["", f"New version **{r.version}**: T = {r.temperature:.6g}{_interval_text(outcome.interval)}, "
+                      f"gate threshold {threshold}, "
                       f"same checkpoint `{r.checkpoint_uri}` (digest `{r.checkpoint_digest[:12]}`); "
                       f"@{r.alias} moved: {r.alias_moved}; MLflow run `{r.run_id}`."]
     if outcome.verification is not None:
@@ -235,13 +257,40 @@ def _verification_payload(verification: RefitVerification | None) -> dict[str, A
         "ece_before": json_safe(verification.ece_before), "ece_after": json_safe(verification.ece_after),
         "baseline_ece": verification.baseline_ece, "ece_tolerance": verification.ece_tolerance,
         "p_value": json_safe(verification.p_value), "shape": verification.shape.shape,
+        "parent_interval": None if verification.parent_interval is None else list(verification.parent_interval),
+        "within_parent_interval": verification.within_parent_interval,
+        "tests_fired_after": list(verification.drift_after.tests_fired),
         "sign_changes": verification.shape.sign_changes, "shape_message": verification.shape.message,
         "reasons": list(verification.reasons),
     }
 
 
+@io_task(name="record-refused-refit")
+def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dict[str, Any],
+                   settings: ThermostatSettings) -> str:
+    """A refused refit as an MLflow run in the monitoring experiment (:class:`flows.run_records.RefitRecord`):
+    the durable record the dashboard's alert list reads (a Prefect artifact or event may not outlive its server)."""
+    record = RefitRecord(
+        model_name=outcome.model_name, parent_version=outcome.parent_version, alias=outcome.alias,
+        status=outcome.status, step=outcome.step, reason=outcome.reason, escalation=outcome.escalation,
+        new_version=outcome.new_version, window_start=str(payload["window_start"]),
+        window_end=str(payload["window_end"]), prefect_flow_run_id=current_flow_run_id(),
+        metrics=RefitRecord.finite_metrics(payload),
+    )
+    run_id = registry.start_run(f"refit {outcome.model_name} v{outcome.parent_version} @{outcome.alias}: "
+                                f"{outcome.status}", record.to_tags(), experiment_name=settings.monitoring_experiment_name)
+    try:
+        registry.log_metrics(run_id, dict(record.metrics))
+        registry.log_json(run_id, json_safe(payload), "refit/outcome.json")
+        registry.end_run(run_id)
+    except BaseException:
+        registry.end_run(run_id, failed=True)
+        raise
+    return run_id
+
+
 def _failed(
-    parent: RegisteredVersion, alias: str, *, step: str, reason: str, escalate: bool, start: datetime, end: datetime,
+    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, *, step: str, reason: str, escalate: bool, start: datetime, end: datetime,
     verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
 ) -> RefitOutcome:
     escalation = ESCALATION if escalate else None
@@ -258,15 +307,16 @@ def _failed(
         parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
         verification=verification, event_id=event_id, repairs=repairs,
     )
+    record_refusal(registry, outcome, payload, settings)
     publish_report(outcome)
     return outcome
 
 
 def _refused(
-    parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime,
+    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime,
     repairs: tuple[str, ...],
 ) -> RefitOutcome:
-    return _failed(parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end,
+    return _failed(registry, settings, parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end,
                    repairs=repairs)
 
 
@@ -304,7 +354,7 @@ def refit(
     with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
                     lease_seconds=settings.lock_lease_seconds,
                     description=f"refit of {model_name} @{alias}") as lease, \
-            tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_prediction_log(settings) as log:
+            tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
         repairs = recover_interrupted(registry, model_name)
         parent, holder = resolve_parent(registry, model_name, model_version, alias)
         if holder != parent.version:
@@ -318,9 +368,9 @@ def refit(
             )
             publish_report(outcome)
             return outcome
-        traffic = read_traffic(log, parent, start, end, settings)
+        traffic = read_traffic(source, parent, start, end, settings)
         if traffic is None:
-            return _failed(parent, alias, step="traffic", escalate=False, start=start, end=end,
+            return _failed(registry, settings, parent, alias, step="traffic", escalate=False, start=start, end=end,
                            reason=f"no labelled traffic of version {parent.version} in [{start.isoformat()}, "
                                   f"{end.isoformat()}); wait for labels", repairs=repairs)
         origin = RefitOrigin(
@@ -331,14 +381,14 @@ def refit(
         accepted = accept_version(origin, files, traffic,
                                   np.array([], dtype=str) if training_ids is None else training_ids, settings)
         if isinstance(accepted, StepRefused):
-            return _refused(parent, alias, accepted, start=start, end=end, repairs=repairs)
+            return _refused(registry, settings, parent, alias, accepted, start=start, end=end, repairs=repairs)
         calibrated = refit_by_time(accepted, settings)
         if isinstance(calibrated, StepRefused):
-            return _refused(parent, alias, calibrated, start=start, end=end, repairs=repairs)
+            return _refused(registry, settings, parent, alias, calibrated, start=start, end=end, repairs=repairs)
         gated = gate(calibrated, settings)
         verification = verify(gated, settings)
         if not verification.passed:
-            return _failed(parent, alias, step="verify", reason="the refit does not verify: " + "; ".join(
+            return _failed(registry, settings, parent, alias, step="verify", reason="the refit does not verify: " + "; ".join(
                 verification.reasons), escalate=True, start=start, end=end, verification=verification,
                 repairs=repairs)
         registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,

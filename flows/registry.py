@@ -54,9 +54,11 @@ __all__ = [
     "REGISTRATION_PENDING",
     "REGISTRATION_TAG",
     "MlflowRegistry",
+    "calibrated_signature",
     "filter_literal",
     "is_transient",
     "retry_transient",
+    "save_calibrated_model",
     "validate_model_name",
 ]
 
@@ -179,6 +181,63 @@ def _millis(moment: datetime) -> int:
 
 def _is_missing(error: MlflowException) -> bool:
     return bool(error.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST))
+
+
+def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> ModelSignature:
+    """The calibrated pyfunc's signature: the checkpoint's inputs plus the optional ``request_id``
+    and ``group`` columns; the response columns of :func:`flows.model.served_frame`.
+
+    A checkpoint with named input columns keeps them (MLflow checks them, and passes the two
+    optional ones through); one with tensor or unnamed inputs gets no input schema at this
+    level, since MLflow would refuse the extra columns: the checkpoint's own pyfunc checks its
+    input after the two columns are taken off.
+    """
+    extra = (calibrated_model_code.REQUEST_ID_COLUMN, calibrated_model_code.GROUP_COLUMN)
+    inputs = checkpoint.inputs if checkpoint is not None else None
+    if inputs is not None and not inputs.is_tensor_spec() and inputs.has_input_names():
+        clashing = sorted(set(inputs.input_names()) & set(extra))
+        if clashing:
+            raise ValueError(
+                f"the checkpoint's inputs include the column(s) {clashing}, which the calibrated model reads as the "
+                "request id and group of each row; rename them in the checkpoint's signature"
+            )
+        inputs = Schema([*inputs.inputs, *(ColSpec("string", column, required=False) for column in extra)])
+    else:
+        inputs = None
+    columns: list[ColSpec | TensorSpec] = [
+        ColSpec("long", "class"), ColSpec("double", "confidence"), ColSpec("string", "decision"),
+        *(ColSpec("double", f"prob_{k}") for k in range(n_classes)),
+        ColSpec("string", calibrated_model_code.REQUEST_ID_COLUMN), ColSpec("string", "model_version", required=False),
+        ColSpec("double", "temperature"),
+    ]
+    return ModelSignature(inputs=inputs, outputs=Schema(columns))
+
+
+def save_calibrated_model(path: Path, *, checkpoint_dir: Path, model_config: dict[str, Any], n_classes: int) -> None:
+    """Save the calibrated pyfunc (model from code, :mod:`flows.model`) of the checkpoint in
+    ``checkpoint_dir`` to ``path``: ``model_config`` plus the load-time switches
+    :data:`flows.model.SERVING_CONFIG`, the signature of :func:`calibrated_signature`, and the
+    checkpoint's requirements with this MLflow."""
+    checkpoint = Model.load(str(checkpoint_dir / "MLmodel"))
+    requirements_file = checkpoint_dir / "requirements.txt"
+    requirements = [f"mlflow=={mlflow.__version__}"]
+    if requirements_file.is_file():
+        requirements += [
+            line.strip() for line in requirements_file.read_text().splitlines()
+            if line.strip() and not line.startswith(("#", "mlflow=", "mlflow-", "mlflow<", "mlflow>"))
+            and line.strip() != "mlflow"
+        ]
+    with warnings.catch_warnings():
+        # The signature is given explicitly; an input example would only re-run the checkpoint.
+        warnings.filterwarnings("ignore", message=".*input example was not provided.*", category=UserWarning)
+        mlflow.pyfunc.save_model(
+            str(path),
+            python_model=calibrated_model_code.__file__,
+            artifacts={calibrated_model_code.CHECKPOINT_ARTIFACT: str(checkpoint_dir)},
+            model_config=model_config | calibrated_model_code.SERVING_CONFIG,
+            signature=calibrated_signature(checkpoint.signature, n_classes),
+            pip_requirements=requirements,
+        )
 
 
 class MlflowRegistry:
@@ -327,42 +386,29 @@ class MlflowRegistry:
         self, run_id: str, *, checkpoint_dir: Path, model_config: dict[str, Any], n_classes: int
     ) -> str:
         """Save the calibrated pyfunc (model from code) beside the run; return its ``runs:/`` URI."""
-        checkpoint = Model.load(str(checkpoint_dir / "MLmodel"))
-        columns: list[ColSpec | TensorSpec] = [
-            ColSpec("long", "class"), ColSpec("double", "confidence"), ColSpec("string", "decision")
-        ]
-        outputs = Schema(columns + [ColSpec("double", f"prob_{k}") for k in range(n_classes)])
-        inputs = checkpoint.signature.inputs if checkpoint.signature is not None else None
-        requirements_file = checkpoint_dir / "requirements.txt"
-        requirements = [f"mlflow=={mlflow.__version__}"]
-        if requirements_file.is_file():
-            requirements += [
-                line.strip() for line in requirements_file.read_text().splitlines()
-                if line.strip() and not line.startswith(("#", "mlflow=", "mlflow-", "mlflow<", "mlflow>"))
-                and line.strip() != "mlflow"
-            ]
-        with tempfile.TemporaryDirectory() as workdir, warnings.catch_warnings():
-            # The signature is given explicitly; an input example would only re-run the checkpoint.
-            warnings.filterwarnings("ignore", message=".*input example was not provided.*", category=UserWarning)
+        with tempfile.TemporaryDirectory() as workdir:
             path = Path(workdir) / MODEL_ARTIFACT_PATH
-            mlflow.pyfunc.save_model(
-                str(path),
-                python_model=calibrated_model_code.__file__,
-                artifacts={calibrated_model_code.CHECKPOINT_ARTIFACT: str(checkpoint_dir)},
-                model_config=model_config,
-                signature=ModelSignature(inputs=inputs, outputs=outputs),
-                pip_requirements=requirements,
-            )
+            save_calibrated_model(path, checkpoint_dir=checkpoint_dir, model_config=model_config, n_classes=n_classes)
             retry_transient(lambda: self._client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH),
                             what=f"uploading {MODEL_ARTIFACT_PATH}")
         return f"runs:/{run_id}/{MODEL_ARTIFACT_PATH}"
 
     def load_version_model(self, name: str, version: str, destination: Path) -> PyFuncModel:
-        """Download a registered version's model files and load them as a pyfunc."""
+        """Download a registered version's model files and load them as a pyfunc.
+
+        The pyfunc is told its name and version (the ``model_version`` column of its output)
+        and not to log its predictions: Thermostat's own loads score holdouts, not traffic
+        (:class:`flows.serving.ServedModel` logs for itself). Versions registered before these
+        switches existed are loaded as they are.
+        """
         uri = self._client.get_model_version_download_uri(name, version)
         destination.mkdir(parents=True, exist_ok=True)
         local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(destination), tracking_uri=self.tracking_uri)
-        model: PyFuncModel = mlflow.pyfunc.load_model(local)
+        flavor = Model.load(str(Path(local) / "MLmodel")).flavors.get("python_function", {})
+        saved = flavor.get(mlflow.pyfunc.MODEL_CONFIG) or {}
+        wanted = {"registered_model_name": name, "registered_model_version": str(version), "log_predictions": False}
+        overrides = {key: value for key, value in wanted.items() if key in saved}
+        model: PyFuncModel = mlflow.pyfunc.load_model(local, model_config=overrides or None)
         return model
 
     # Registry ---------------------------------------------------------------------------
@@ -461,3 +507,54 @@ class MlflowRegistry:
 
     def delete_alias(self, name: str, alias: str) -> None:
         retry_transient(lambda: self._client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")
+
+    # Read-only views (the dashboard) -----------------------------------------------------
+    # Nothing below creates or changes anything: the dashboard reads a live store.
+
+    def find_experiment_id(self, name: str) -> str | None:
+        """Id of the experiment ``name``; None when it does not exist (never created here)."""
+        experiment = retry_transient(lambda: self._client.get_experiment_by_name(name), what=f"reading experiment {name}")
+        return None if experiment is None else str(experiment.experiment_id)
+
+    def runs(self, experiment_name: str, *, limit: int = 5000) -> list[Run]:
+        """The runs of ``experiment_name``, newest first (at most ``limit``; [] when the
+        experiment does not exist)."""
+        experiment = self.find_experiment_id(experiment_name)
+        if experiment is None:
+            return []
+        found: list[Run] = []
+        token: str | None = None
+        while len(found) < limit:
+            page = retry_transient(
+                lambda: self._client.search_runs([experiment], max_results=min(1000, limit - len(found)),
+                                                 order_by=["attributes.start_time DESC"], page_token=token),
+                what=f"searching runs of {experiment_name}",
+            )
+            found.extend(page)
+            token = page.token
+            if not token:
+                break
+        return found
+
+    def registered_model_names(self) -> list[str]:
+        """Names of every registered model, sorted."""
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page = retry_transient(lambda: self._client.search_registered_models(max_results=1000, page_token=token),
+                                   what="listing registered models")
+            names.extend(str(model.name) for model in page)
+            token = page.token
+            if not token:
+                return sorted(names)
+
+    def read_artifact(self, run_id: str, path: str) -> bytes | None:
+        """The bytes of one artifact file of a run; None when the run has no such file."""
+        with tempfile.TemporaryDirectory(prefix="thermostat-artifact-") as workdir:
+            try:
+                local = retry_transient(lambda: self._client.download_artifacts(run_id, path, workdir),
+                                        what=f"downloading {path} of run {run_id}")
+            except (MlflowException, OSError):
+                return None
+            file = Path(local)
+            return file.read_bytes() if file.is_file() else None

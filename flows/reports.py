@@ -71,6 +71,14 @@ def version_record(
         bootstrap_nll_change_high=json_safe(bootstrap.high), bootstrap_confidence_level=bootstrap.confidence_level,
         bootstrap_verdict=bootstrap.verdict, ece_scheme=gated.after.scheme, ece_n_bins=gated.after.n_bins,
         fitted_at=gated.fitted_at, idempotency_key=idempotency_key, pipeline_run_id=run_id,
+        temperature_low=json_safe(calibrated.fit.temperature_low),
+        temperature_high=json_safe(calibrated.fit.temperature_high),
+        temperature_confidence_level=calibrated.fit.confidence_level, reference_n=calibrated.reference.n,
+        reference_gradient_sum=calibrated.reference.gradient_sum,
+        reference_gradient_square_sum=calibrated.reference.gradient_square_sum,
+        reference_curvature_sum=calibrated.reference.curvature_sum,
+        reference_ece_estimator=gated.reference_ece.estimator, reference_ece=json_safe(gated.reference_ece.estimate),
+        reference_ece_low=json_safe(gated.reference_ece.low), reference_ece_high=json_safe(gated.reference_ece.high),
     )
     if origin is None or verification is None:
         return record
@@ -109,6 +117,11 @@ def run_metrics(gated: GatedCheckpoint) -> dict[str, float]:
     fit, choice = gated.calibrated.fit, gated.choice
     values: dict[str, float | None] = {
         "temperature": fit.temperature,
+        "temperature_low": fit.temperature_low,
+        "temperature_high": fit.temperature_high,
+        "reference_ece": gated.reference_ece.estimate,
+        "reference_ece_low": gated.reference_ece.low,
+        "reference_ece_high": gated.reference_ece.high,
         "calibration_n": float(fit.n),
         "calibration_nll_before": fit.nll_before,
         "calibration_nll_after": fit.nll_after,
@@ -150,11 +163,14 @@ def qualification_payload(report: QualificationReport) -> dict[str, Any]:
 def reliability_figure(gated: GatedCheckpoint) -> Figure:
     """Before/after reliability diagrams of the evaluation part (:func:`monitoring.reliability_figure`):
     counts on each bar, sparse bins grey and hatched."""
+    fit = gated.calibrated.fit
+    interval = ("" if not math.isfinite(fit.temperature_low) else
+                f" [{fit.temperature_low:.4g}, {fit.temperature_high:.4g}]")
     return monitoring.reliability_figure(
         gated.after.table,
         before=gated.before.table,
         captions=(f"before: T = {gated.accepted.temperature_before:.4g}, NLL {gated.before.nll:.4f}",
-                  f"after: T = {gated.temperature:.4g}, NLL {gated.after.nll:.4f}"),
+                  f"after: T = {gated.temperature:.4g}{interval}, NLL {gated.after.nll:.4f}"),
         title=f"{gated.accepted.checkpoint_uri}\nevaluation part n={gated.after.n}; "
         f"{binning_convention(gated.after.n_bins, gated.after.scheme)}",
     )

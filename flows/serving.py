@@ -8,9 +8,12 @@ logits z, the predicted class, the confidence and the T in force
 (:func:`monitoring.log_predictions`). Labels usually arrive later
 (:meth:`monitoring.PredictionLog.attach_labels`); replayed traffic can pass them at once.
 
-The served pyfunc is not changed: the helper asks the wrapped
-:class:`flows.model.CalibratedCheckpointModel` for the logits it computes the probabilities
-from, and builds the response with the same :func:`flows.model.calibrated_frame`.
+The helper asks the wrapped :class:`flows.model.CalibratedCheckpointModel` for the logits it
+computes the probabilities from, and builds the response with the same
+:func:`flows.model.served_frame` (the calibrated columns, then ``request_id``,
+``model_version`` and ``temperature``). It logs synchronously (a batch is in the log when the
+call returns, or the call raises); the pyfunc served by ``mlflow models serve`` logs by itself,
+in batches from a background thread (:mod:`flows.model`, docs/deployment.md section 5).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from mlflow.pyfunc import PyFuncModel
 
-from flows.model import calibrated_frame
+from flows.model import served_frame
 from flows.registry import MlflowRegistry
 from monitoring import PredictionLog, log_predictions, mask_url
 
@@ -121,13 +124,16 @@ class ServedModel:
         labels: ArrayLike | None = None,
         time: datetime | Sequence[datetime] | None = None,
     ) -> pd.DataFrame:
-        """Predict (same frame as the pyfunc's ``predict``) and append the batch to ``log``.
+        """Predict (same frame as the pyfunc's ``predict`` given these request ids) and append the
+        batch to ``log``.
 
         The batch is logged all or nothing; a refused batch (duplicate request id, ...) raises
         :class:`monitoring.PredictionRowError` and no response is returned for it.
         """
         logits = np.asarray(self.calibrated.raw_logits(model_input), dtype=np.float64)
-        frame = calibrated_frame(logits, self.calibrated.temperature, self.calibrated.gate_threshold)
+        frame = served_frame(logits, self.calibrated.temperature, self.calibrated.gate_threshold,
+                             request_ids=[request_ids] if isinstance(request_ids, str) else list(request_ids),
+                             model_version=self.version)
         log_predictions(
             log, self.model_name, self.version, self.calibrated.temperature, logits, request_ids,
             groups=groups, time=time, labels=labels,

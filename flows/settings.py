@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,7 +25,8 @@ from monitoring import URL_MASK, mask_url
 __all__ = ["ThermostatSettings"]
 
 # Fields that hold a URL, which may carry credentials (masked in the settings' JSON form).
-_URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_log_url", "mlflow_ui_url")
+_URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_log_url", "mlflow_ui_url",
+               "prefect_ui_url")
 
 
 class ThermostatSettings(BaseSettings):
@@ -111,10 +113,23 @@ class ThermostatSettings(BaseSettings):
     )
     min_window: int = Field(default=500, ge=1, description="fewer labelled rows give insufficient_data")
     drift_p_threshold: float = Field(
-        default=0.01, gt=0.0, lt=1.0, description="significance level of the consistency-resampling test"
+        default=0.01, gt=0.0, lt=1.0,
+        description="significance level of the drift decision on the whole window: its two tests (temperature, "
+        "ECE) run at half of it each, a group's at half of it divided by the groups tested (Bonferroni)",
+    )
+    drift_temperature_margin: float = Field(
+        default=0.05, ge=0.0, lt=1.0,
+        description="relative shift of T the temperature test requires: 0.05 flags a window whose optimal T is "
+        "beyond 1.05 or below 1/1.05 times the reference's (0.5-1.6 points of mean confidence on CIFAR models)",
     )
     drift_ece_tolerance: float = Field(
-        default=0.02, ge=0.0, description="how far above the registration baseline an ECE must be to count"
+        default=0.02, ge=0.0,
+        description="how far above the reference's ECE the window's (debiased) ECE must be to count, beyond both "
+        "intervals",
+    )
+    drift_confidence_level: float = Field(
+        default=0.95, gt=0.0, lt=1.0,
+        description="level of the intervals reported with a check and registered with a version (T, ECE)",
     )
     drift_min_group_size: int = Field(default=200, ge=1, description="groups with fewer labelled rows are not tested")
     drift_resamples: int = Field(default=1000, ge=100, description="consistency resamples of the null ECE")
@@ -124,6 +139,33 @@ class ThermostatSettings(BaseSettings):
     monitor_chunk_size: int = Field(
         default=50_000, ge=1, description="rows per chunk read from the prediction log (bounds memory)"
     )
+    insufficient_data_streak: int = Field(
+        default=3, ge=1, description="this many consecutive insufficient_data checks of a serving version raise an "
+        "alert (the dashboard's alert list)",
+    )
+    prefect_ui_url: str | None = Field(
+        default=None, description="base URL of the Prefect UI for links to flow runs (default: Prefect's own "
+        "PREFECT_UI_URL setting, when set)",
+    )
+
+    # Where the monitor and the refit read their window, and where the per-partition work runs.
+    window_source: Literal["log", "export"] = Field(
+        default="log",
+        description="log: the SQL prediction log; export: its partitioned Parquet export (`thermostat export`) "
+        "under export_path",
+    )
+    export_path: Path | None = Field(
+        default=None, description="folder of the prediction-log export read when window_source is export"
+    )
+    engine: Literal["local", "dask"] = Field(
+        default="local",
+        description="local: the window is summarised in the flow's process; dask: one Prefect task per export "
+        "partition on a Dask cluster (window_source export only)",
+    )
+    dask_address: str | None = Field(
+        default=None, description="a running Dask scheduler, tcp://HOST:PORT (default: a temporary local cluster)"
+    )
+    dask_workers: int = Field(default=2, ge=1, description="workers of the temporary local Dask cluster")
 
     # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(
@@ -147,6 +189,12 @@ class ThermostatSettings(BaseSettings):
             )
         if self.drift_cooldown < timedelta(0):
             raise ValueError(f"drift_cooldown must be >= 0; got {self.drift_cooldown} (e.g. THERMOSTAT_DRIFT_COOLDOWN=PT6H)")
+        if self.window_source == "export" and self.export_path is None:
+            raise ValueError("window_source is export but export_path is not set; set THERMOSTAT_EXPORT_PATH to the "
+                             "folder `thermostat export --out` writes")
+        if self.engine == "dask" and self.window_source != "export":
+            raise ValueError("engine dask runs the window's per-partition work on the partitioned export: set "
+                             "THERMOSTAT_WINDOW_SOURCE=export (and THERMOSTAT_EXPORT_PATH), or THERMOSTAT_ENGINE=local")
         return self
 
     @field_serializer(*_URL_FIELDS, when_used="json")

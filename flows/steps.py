@@ -24,12 +24,16 @@ from sklearn.model_selection import train_test_split  # type: ignore[import-unty
 
 from calibration import (
     BootstrapComparison,
+    CalibrationErrorEstimate,
     CalibrationReport,
+    CalibrationStats,
     GateChoice,
     GateSweep,
     QualificationReport,
     ScoredSet,
     TemperatureFit,
+    TemperatureStats,
+    calibration_error_from_stats,
     choose_threshold,
     evaluate,
     fit_temperature,
@@ -40,7 +44,14 @@ from calibration import (
 )
 from flows.settings import ThermostatSettings
 from flows.versions import CheckpointOutput, RegisteredVersion
-from monitoring import DriftReport, ReliabilityShape, decide_drift, diagnose_reliability_shape, summarise_arrays
+from monitoring import (
+    DRIFT_ECE_ESTIMATOR,
+    DriftReport,
+    ReliabilityShape,
+    decide_drift,
+    diagnose_reliability_shape,
+    summarise_arrays,
+)
 
 __all__ = [
     "AcceptedCheckpoint",
@@ -142,7 +153,11 @@ class AcceptedCheckpoint:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CalibratedCheckpoint:
-    """Step 2's result: T fitted on the calibration part of the accepted checkpoint's holdout."""
+    """Step 2's result: T fitted on the calibration part of the accepted checkpoint's holdout.
+
+    ``reference`` holds the temperature test's sums over that calibration part at the fitted
+    T: what the two-sample drift test needs of the reference (registered as tags).
+    """
 
     accepted: AcceptedCheckpoint
     checkpoint_digest: str
@@ -151,6 +166,7 @@ class CalibratedCheckpoint:
     evaluation_ids: NDArray[np.str_]
     calibration_data_version: str
     qualification: QualificationReport
+    reference: TemperatureStats
 
     @property
     def temperature(self) -> float:
@@ -159,7 +175,11 @@ class CalibratedCheckpoint:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class GatedCheckpoint:
-    """Step 3's result: the threshold re-swept on the calibrated evaluation part."""
+    """Step 3's result: the threshold re-swept on the calibrated evaluation part.
+
+    ``reference_ece`` is the evaluation part's ECE at the fitted T by the drift ECE test's
+    estimator, with its interval: the ECE test's reference (registered as tags).
+    """
 
     calibrated: CalibratedCheckpoint
     checkpoint_digest: str
@@ -169,6 +189,7 @@ class GatedCheckpoint:
     after: CalibrationReport
     bootstrap: BootstrapComparison
     fitted_at: str
+    reference_ece: CalibrationErrorEstimate
 
     @property
     def accepted(self) -> AcceptedCheckpoint:
@@ -394,6 +415,7 @@ def _qualify_and_fit(
         evaluation_ids=evaluation_ids,
         calibration_data_version=data_version(part.ids),
         qualification=qualification,
+        reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
     )
 
 
@@ -430,6 +452,10 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
             seed=settings.seed,
         ),
         fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        reference_ece=calibration_error_from_stats(
+            CalibrationStats.from_logits(part, temperature=temperature, n_bins=settings.n_bins),
+            estimator=DRIFT_ECE_ESTIMATOR, confidence_level=settings.drift_confidence_level, seed=settings.seed,
+        ),
     )
 
 
@@ -475,14 +501,17 @@ def idempotency_key(gated: GatedCheckpoint, settings: ThermostatSettings) -> str
 class RefitVerification:
     """Does the refitted T bring calibration back on the newer traffic it never saw?
 
-    ``passed`` iff both hold on the verification part (the newer rows):
+    ``passed`` iff all three hold:
 
-    1. the paired bootstrap of the per-row NLL change (new T minus the parent's T) is
-       ``improved`` (its whole interval below 0);
-    2. the monitor's own drift test, run on those rows at the new T against the parent's
-       registration baseline ECE, finds no drift: NOT (ECE − baseline > ``drift_ece_tolerance``
-       AND consistency-resampling p < ``drift_p_threshold``), overall and per tested group.
-       So a refit that passes is not flagged by the next check on the same traffic.
+    1. the new T is a fix: it lies outside the parent's registered interval of T
+       (``parent_interval``; a version registered before intervals were stored skips this). A
+       new T inside it is not a change the parent's own fit could tell from noise;
+    2. on the verification part (the newer rows), the paired bootstrap of the per-row NLL
+       change (new T minus the parent's T) is ``improved`` (its whole interval below 0);
+    3. the monitor's own drift decision, run on those rows at the new T, finds no drift: the
+       temperature test against the refit's fitting part (the new version's reference) and
+       the ECE test against the parent's registration ECE, overall and per tested group. So
+       a refit that passes is not flagged by the next check on the same traffic.
 
     ``shape`` diagnoses the verification part's reliability curve at the new T: an arched or
     saw-tooth curve is what one temperature cannot fix.
@@ -504,12 +533,18 @@ class RefitVerification:
     p_value: float
     drift_after: DriftReport
     shape: ReliabilityShape
+    parent_interval: tuple[float, float] | None = None
+    within_parent_interval: bool = False
 
     @property
     def summary(self) -> str:
         status = "passed" if self.passed else "FAILED"
+        interval = "" if self.parent_interval is None else (
+            f"new T {self.temperature_after:.4g} {'inside' if self.within_parent_interval else 'outside'} the parent's "
+            f"interval [{self.parent_interval[0]:.4g}, {self.parent_interval[1]:.4g}]; "
+        )
         return (
-            f"verification {status} on the newer {self.n} rows: NLL change {self.nll_change:+.4f} "
+            f"verification {status} on the newer {self.n} rows: {interval}NLL change {self.nll_change:+.4f} "
             f"[{self.nll_change_low:+.4f}, {self.nll_change_high:+.4f}] ({self.nll_verdict}); ECE "
             f"{self.ece_before:.4f} at T={self.temperature_before:.4g} -> {self.ece_after:.4f} at "
             f"T={self.temperature_after:.4g} (baseline {self.baseline_ece:.4f}, tolerance {self.ece_tolerance:.4f}, "
@@ -537,14 +572,25 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
     )
     drift = decide_drift(
-        summary, baseline_ece=parent.baseline_ece, min_window=1, p_threshold=settings.drift_p_threshold,
+        summary, baseline_ece=parent.reference_ece, min_window=1, p_threshold=settings.drift_p_threshold,
         ece_tolerance=settings.drift_ece_tolerance, min_group_size=settings.drift_min_group_size,
         n_resamples=settings.drift_resamples, seed=settings.seed, min_bin_count=settings.min_bin_count,
+        reference=gated.calibrated.reference, temperature_margin=settings.drift_temperature_margin,
+        baseline_ece_interval=parent.reference_ece_interval, confidence_level=settings.drift_confidence_level,
     )
     shape = diagnose_reliability_shape(drift.reliability)
     bootstrap = gated.bootstrap
     improved = bootstrap.verdict == "improved"
     reasons: list[str] = []
+    interval = parent.temperature_interval
+    within = interval is not None and interval[0] <= gated.temperature <= interval[1]
+    if within and interval is not None:
+        reasons.append(
+            f"not a fix: the new T {gated.temperature:.4g} lies inside version {parent.version}'s "
+            f"{parent.record.temperature_confidence_level or 0.95:.0%} interval of T [{interval[0]:.4g}, "
+            f"{interval[1]:.4g}] (T {parent.temperature:.4g}); the refit cannot tell its T from the parent's, so "
+            "registering it would change nothing that matters — nothing registered"
+        )
     if not improved:
         reasons.append(
             f"the NLL change on the newer {bootstrap.n} rows (T {bootstrap.temperature_before:.4g} -> "
@@ -552,9 +598,10 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
             f"paired-bootstrap interval [{bootstrap.low:+.4f}, {bootstrap.high:+.4f}]: {bootstrap.verdict}, not improved"
         )
     if drift.verdict == "drift":
-        reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[: 1 + len(drift.drifted_groups)])
-    passed = improved and drift.verdict != "drift"
-    if not passed:
+        decided = int(drift.temperature_drift) + int(drift.ece_drift) + len(drift.drifted_groups)
+        reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
+    passed = improved and drift.verdict != "drift" and not within
+    if not passed and not within:
         reasons.append(
             f"the reliability curve at the new T: {shape.message}" if not shape.single_temperature_can_fix
             else f"a single temperature does not bring calibration back ({shape.message}): {ESCALATION}"
@@ -571,9 +618,11 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         nll_change_high=bootstrap.high,
         ece_before=gated.before.ece,
         ece_after=drift.ece,
-        baseline_ece=parent.baseline_ece,
+        baseline_ece=parent.reference_ece,
         ece_tolerance=settings.drift_ece_tolerance,
         p_value=drift.p_value,
         drift_after=drift,
         shape=shape,
+        parent_interval=interval,
+        within_parent_interval=within,
     )

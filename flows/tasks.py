@@ -13,9 +13,10 @@ one at a time per ``PREFECT_HOME`` and never left running by a crashed process
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import Task, get_run_logger, task
@@ -28,9 +29,10 @@ from flows.registry import MlflowRegistry, is_transient
 from flows.reports import log_context
 from flows.settings import ThermostatSettings
 from flows.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
-from monitoring import PredictionLog
+from monitoring import LabelledSource, PredictionLog, PredictionLogExport
 
-__all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "retry_if_transient",
+__all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "open_window_source",
+           "retry_if_transient",
            "step_task"]
 
 guard_ephemeral_server()
@@ -113,6 +115,28 @@ def check_window(
     if end <= start:
         raise ValueError(f"the window [{start.isoformat()}, {end.isoformat()}) is empty; window_end must be later")
     return start, end
+
+
+@contextmanager
+def open_window_source(settings: ThermostatSettings) -> Iterator[LabelledSource]:
+    """Where the monitor and the refit read their windows (``THERMOSTAT_WINDOW_SOURCE``): the
+    prediction log, or its partitioned Parquet export under ``THERMOSTAT_EXPORT_PATH``.
+
+    Raises
+    ------
+    FileNotFoundError
+        The export folder does not exist (nothing was exported there yet).
+    """
+    if settings.window_source == "export" and settings.export_path is not None:
+        if not settings.export_path.is_dir():
+            raise FileNotFoundError(
+                f"THERMOSTAT_EXPORT_PATH {settings.export_path}: no such folder; export the prediction log there "
+                f"first (`thermostat export --model NAME --version V --out {settings.export_path}`)"
+            )
+        yield PredictionLogExport(settings.export_path)
+        return
+    with open_prediction_log(settings) as log:
+        yield log
 
 
 def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:

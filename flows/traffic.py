@@ -1,4 +1,4 @@
-"""A version's recent labelled traffic, read from the prediction log for a refit.
+"""A version's recent labelled traffic, read from the prediction log (or its Parquet export) for a refit.
 
 The monitor never holds a window in memory (it merges per-chunk statistics); a refit has to
 (it fits T and bootstraps on rows), so it reads at most ``max_rows`` — the most recent ones —
@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration import ScoredSet
-from monitoring import LabelledChunk, PredictionLog
+from monitoring import LabelledChunk, LabelledSource
 
 __all__ = ["Traffic", "recent_labelled_traffic"]
 
@@ -53,7 +53,7 @@ def _aware(moment: np.datetime64) -> datetime:
 
 
 def recent_labelled_traffic(
-    log: PredictionLog,
+    log: LabelledSource,
     model_name: str,
     model_version: str,
     *,
@@ -69,7 +69,7 @@ def recent_labelled_traffic(
     Examples
     --------
     >>> from datetime import timedelta
-    >>> from monitoring import log_predictions
+    >>> from monitoring import PredictionLog, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> logits = np.tile([[2.0, 0.0], [0.0, 1.0]], (3, 1))

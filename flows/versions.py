@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from calibration import TemperatureStats
+
 __all__ = [
     "LAST_DRIFT_EVENT_TAG",
     "CheckpointOutput",
@@ -157,6 +159,21 @@ class VersionRecord(_TaggedRecord):
     newer part of its traffic), never on the rows that fitted T; the NLL is the mean in nats,
     the ECE uses ``ece_n_bins`` bins of ``ece_scheme``.
 
+    What the drift decision needs of the reference (None on versions registered before they
+    were stored; such a version is tested against T as if T were exact, and against its
+    binned ECE without an interval):
+
+    * ``temperature_low``/``temperature_high``: the fit's ``temperature_confidence_level``
+      interval of T (:class:`calibration.TemperatureFit`); a refit whose new T lies inside
+      its parent's interval is not a fix;
+    * ``reference_n``, ``reference_gradient_sum``, ``reference_gradient_square_sum``,
+      ``reference_curvature_sum``: the temperature test's sums over the calibration part at
+      the registered T (:class:`calibration.TemperatureStats`): the reference's estimation
+      error of T, which the two-sample temperature test counts;
+    * ``reference_ece`` [``reference_ece_low``, ``reference_ece_high``]: the
+      ``reference_ece_estimator`` ECE of the evaluation part at T with its interval (at
+      ``temperature_confidence_level``), the ECE test's reference.
+
     Examples
     --------
     >>> record = VersionRecord.example()
@@ -202,6 +219,17 @@ class VersionRecord(_TaggedRecord):
     # A refit's version: the parent's T (the "before" of the holdout figures) and its provenance.
     temperature_before: float | None = None
     holdout_accuracy_source: str | None = None
+    temperature_low: float | None = None
+    temperature_high: float | None = None
+    temperature_confidence_level: float | None = None
+    reference_n: int | None = None
+    reference_gradient_sum: float | None = None
+    reference_gradient_square_sum: float | None = None
+    reference_curvature_sum: float | None = None
+    reference_ece_estimator: str | None = None
+    reference_ece: float | None = None
+    reference_ece_low: float | None = None
+    reference_ece_high: float | None = None
     refit: RefitProvenance | None = None
 
     def to_tags(self) -> dict[str, str]:
@@ -247,8 +275,35 @@ class VersionRecord(_TaggedRecord):
             bootstrap_nll_change=-0.1, bootstrap_nll_change_low=-0.15, bootstrap_nll_change_high=-0.05,
             bootstrap_confidence_level=0.95, bootstrap_verdict="improved", ece_scheme="equal-width", ece_n_bins=15,
             fitted_at="2026-01-01T00:00:00+00:00", idempotency_key="k" * 64, pipeline_run_id="run",
-            train_steps=7, train_data_version="v1",
+            train_steps=7, train_data_version="v1", temperature_low=2.3, temperature_high=2.7,
+            temperature_confidence_level=0.95, reference_n=450, reference_gradient_sum=0.0,
+            reference_gradient_square_sum=120.5, reference_curvature_sum=310.25, reference_ece_estimator="debiased_l1",
+            reference_ece=0.012, reference_ece_low=0.0, reference_ece_high=0.03,
         )
+
+    @property
+    def reference_stats(self) -> TemperatureStats | None:
+        """The reference's temperature sums at the registered T, or None (a legacy version)."""
+        sums = (self.reference_n, self.reference_gradient_sum, self.reference_gradient_square_sum,
+                self.reference_curvature_sum)
+        if any(value is None for value in sums):
+            return None
+        return TemperatureStats(temperature=self.temperature, n=int(sums[0] or 0), gradient_sum=float(sums[1] or 0.0),
+                                gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0))
+
+    @property
+    def temperature_interval(self) -> tuple[float, float] | None:
+        """The registered interval of T, or None (a legacy version)."""
+        if self.temperature_low is None or self.temperature_high is None:
+            return None
+        return self.temperature_low, self.temperature_high
+
+    @property
+    def reference_ece_interval(self) -> tuple[float, float] | None:
+        """The interval of ``reference_ece``, or None."""
+        if self.reference_ece_low is None or self.reference_ece_high is None:
+            return None
+        return self.reference_ece_low, self.reference_ece_high
 
 
 # Fields only a refit's version carries: not written as "none" on a fine-tune's version.
@@ -303,6 +358,25 @@ class RegisteredVersion:
     def baseline_ece(self) -> float:
         """The registration baseline: the ECE after calibration on the held-out evaluation part."""
         return self.record.holdout_ece_after
+
+    @property
+    def reference_ece(self) -> float:
+        """The ECE test's reference: the registered estimate that has an interval
+        (``reference_ece``), or (a version registered before it was stored) the baseline."""
+        return self.record.reference_ece if self.record.reference_ece is not None else self.baseline_ece
+
+    @property
+    def reference_ece_interval(self) -> tuple[float, float] | None:
+        """The interval of :attr:`reference_ece` (None: the legacy baseline, taken as exact)."""
+        return self.record.reference_ece_interval
+
+    @property
+    def reference_stats(self) -> TemperatureStats | None:
+        return self.record.reference_stats
+
+    @property
+    def temperature_interval(self) -> tuple[float, float] | None:
+        return self.record.temperature_interval
 
     @property
     def baseline_nll(self) -> float | None:

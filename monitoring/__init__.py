@@ -3,9 +3,20 @@
 The pieces, in the order a monitor uses them:
 
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
-  default); :func:`log_predictions` lets a serving wrapper feed it.
-* :func:`summarise_window` — a version's labelled traffic in a time window, read in chunks,
-  merged into mergeable statistics overall and per group, plus the gate's counts.
+  default); :func:`log_predictions` lets a serving wrapper feed it;
+  :class:`PredictionLogWriter` does it in batches from a background thread (the served
+  pyfunc's logging: bounded queue, losses counted, never raised).
+* :func:`summarise_window` — a version's labelled traffic in a time window, read in chunks
+  from any :class:`LabelledSource`, merged into mergeable statistics overall and per group,
+  plus the gate's counts; :func:`merge_summaries` adds up parts of one window.
+* :func:`export_prediction_log` — a version's log written to Parquet partitioned by UTC day,
+  idempotent and resumable; :class:`PredictionLogExport` reads it back as a labelled source;
+  :func:`summarise_export` summarises it one partition (:func:`export_partitions`,
+  :func:`summarise_partition`) per task on an engine.
+* :func:`update_sequential` — the CUSUM over checks (:class:`SequentialState` kept between
+  runs): each check's new labelled rows; an alarm with the change point.
+* :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
+  calibrated confidences predict and a test of their distribution against the reference.
 * :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
   reasons; :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
@@ -15,45 +26,109 @@ The pieces, in the order a monitor uses them:
 
 from __future__ import annotations
 
-from .drift import DriftReport, GroupDrift, ReliabilityShape, Verdict, decide_drift, diagnose_reliability_shape
+from .drift import (
+    DRIFT_ECE_ESTIMATOR,
+    DriftReport,
+    GroupDrift,
+    ReliabilityShape,
+    Verdict,
+    decide_drift,
+    diagnose_reliability_shape,
+)
+from .early_warning import (
+    CONFIDENCE_EDGES,
+    ConfidenceProfile,
+    EarlyWarning,
+    ServedSource,
+    confidence_profile,
+    warn_before_labels,
+)
+from .export import (
+    ExportPartition,
+    ExportResult,
+    PredictionLogExport,
+    export_partitions,
+    export_prediction_log,
+    summarise_export,
+    summarise_partition,
+)
+from .log_writer import LogWriterStats, PredictionLogWriter
 from .prediction_log import (
     MAX_NAME_LENGTH,
     LabelAttachReport,
     LabelConflict,
     LabelledChunk,
+    LabelledFingerprint,
+    NewlyLabelled,
     PredictionLog,
     PredictionRecord,
     PredictionRowError,
+    ServedChunk,
     log_predictions,
 )
 from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .sequential import (
+    CUSUM_REFERENCE,
+    CUSUM_THRESHOLD,
+    MIN_INCREMENT_ROWS,
+    SequentialCheck,
+    SequentialState,
+    update_sequential,
+)
 from .urls import URL_MASK, mask_url
-from .window import GateCounts, WindowSummary, summarise_arrays, summarise_window
+from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
 __all__ = [
+    "CONFIDENCE_EDGES",
+    "CUSUM_REFERENCE",
+    "CUSUM_THRESHOLD",
+    "DRIFT_ECE_ESTIMATOR",
     "MAX_NAME_LENGTH",
+    "MIN_INCREMENT_ROWS",
     "URL_MASK",
+    "ConfidenceProfile",
     "DriftReport",
+    "EarlyWarning",
+    "ExportPartition",
+    "ExportResult",
     "GateCounts",
     "GroupDrift",
     "LabelAttachReport",
     "LabelConflict",
     "LabelledChunk",
+    "LabelledFingerprint",
+    "LabelledSource",
+    "LogWriterStats",
+    "NewlyLabelled",
     "PredictionLog",
+    "PredictionLogExport",
+    "PredictionLogWriter",
     "PredictionRecord",
     "PredictionRowError",
     "ReliabilityShape",
+    "SequentialCheck",
+    "SequentialState",
+    "ServedChunk",
+    "ServedSource",
     "Verdict",
     "WindowSummary",
+    "confidence_profile",
     "decide_drift",
     "diagnose_reliability_shape",
     "drift_markdown",
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
+    "export_partitions",
+    "export_prediction_log",
     "log_predictions",
     "mask_url",
+    "merge_summaries",
     "reliability_figure",
     "summarise_arrays",
+    "summarise_export",
+    "summarise_partition",
     "summarise_window",
+    "update_sequential",
+    "warn_before_labels",
 ]

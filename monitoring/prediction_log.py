@@ -86,9 +86,12 @@ __all__ = [
     "LabelAttachReport",
     "LabelConflict",
     "LabelledChunk",
+    "LabelledFingerprint",
+    "NewlyLabelled",
     "PredictionLog",
     "PredictionRecord",
     "PredictionRowError",
+    "ServedChunk",
     "log_predictions",
 ]
 
@@ -267,6 +270,45 @@ class LabelledChunk:
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ServedChunk:
+    """One chunk of a version's served rows, labelled or not, in (time, id) order.
+
+    ``labels`` is -1 where no label was attached yet; ``temperature`` is the T in force when
+    served; ``time`` is UTC as ``datetime64[us]``; ``logits`` the stored float32 values.
+    """
+
+    time: NDArray[np.datetime64]
+    logits: NDArray[np.float32]
+    labels: NDArray[np.int64]
+    temperature: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def labelled(self) -> NDArray[np.bool_]:
+        """True for the rows whose label has arrived."""
+        return self.labels >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledFingerprint:
+    """What identifies the labelled rows of a version in a window, without reading them.
+
+    Rows are only ever added and labels only attached (write-once), so a window whose
+    fingerprint is unchanged holds the same labelled rows: a row logged late into the window
+    raises ``last_row_id`` and the count, a label attached late raises ``last_labelled_at``
+    and the count. The times are None when the window holds no labelled row.
+    """
+
+    n_rows: int
+    first_served_at: datetime | None
+    last_served_at: datetime | None
+    last_labelled_at: datetime | None
+    last_row_id: int | None
 
 
 # --------------------------------------------------------------------------- validation
@@ -889,15 +931,24 @@ class PredictionLog:
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(self._table)).scalar_one())
 
-    def _window_filter(self, model_name: str, model_version: str, start: datetime, end: datetime) -> Any:
+    def _window_filter(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, labelled_only: bool = True,
+        labelled_from: datetime | None = None, labelled_to: datetime | None = None,
+    ) -> Any:
         table = self._table
-        return and_(
+        clauses = [
             table.c.model_name == _check_name(model_name, name="model_name"),
             table.c.model_version == _check_name(model_version, name="model_version"),
             table.c.served_at >= start,
             table.c.served_at < end,
-            table.c.label.is_not(None),
-        )
+        ]
+        if labelled_only:
+            clauses.append(table.c.label.is_not(None))
+        if labelled_from is not None:
+            clauses.append(table.c.labelled_at >= labelled_from)
+        if labelled_to is not None:
+            clauses.append(table.c.labelled_at < labelled_to)
+        return and_(*clauses)
 
     def count_labelled(self, model_name: str, model_version: str, start: datetime, end: datetime) -> int:
         """Number of labelled rows of a version served in [start, end).
@@ -914,6 +965,41 @@ class PredictionLog:
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(self._table).where(where)).scalar_one())
 
+    def labelled_fingerprint(
+        self, model_name: str, model_version: str, start: datetime, end: datetime
+    ) -> LabelledFingerprint:
+        """The :class:`LabelledFingerprint` of a version's labelled rows served in [start, end).
+
+        One aggregate query (count, first and last serving time, last labelling time, largest
+        row id) on the window's index range: an export compares it with what it wrote to tell
+        whether a day has to be written again.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime, timedelta
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log.append([PredictionRecord(t, "m", "1", "a", [1.0, 0.0], 0, 0.73, 1.0, label=0, labelled_at=t)])
+        >>> fingerprint = log.labelled_fingerprint("m", "1", t, t + timedelta(days=1))
+        >>> fingerprint.n_rows, fingerprint.last_labelled_at == t, fingerprint.last_row_id
+        (1, True, 1)
+        >>> log.labelled_fingerprint("m", "1", t + timedelta(days=1), t + timedelta(days=2)).n_rows
+        0
+        """
+        start, end = check_window(start, end)
+        table = self._table
+        where = self._window_filter(model_name, model_version, start, end)
+        statement = select(
+            func.count(), func.min(table.c.served_at), func.max(table.c.served_at),
+            func.max(table.c.labelled_at), func.max(table.c.id),
+        ).where(where)  # fmt: skip
+        with self._engine.connect() as conn:
+            n_rows, first, last, labelled, row_id = conn.execute(statement).one()
+        return LabelledFingerprint(
+            n_rows=int(n_rows), first_served_at=first, last_served_at=last, last_labelled_at=labelled,
+            last_row_id=None if row_id is None else int(row_id),
+        )
+
     def iter_labelled(
         self,
         model_name: str,
@@ -922,6 +1008,8 @@ class PredictionLog:
         end: datetime,
         *,
         chunk_size: int = 50_000,
+        labelled_from: datetime | None = None,
+        labelled_to: datetime | None = None,
     ) -> Iterator[LabelledChunk]:
         """Stream the labelled rows of a version served in [start, end), in (time, id) order.
 
@@ -929,7 +1017,9 @@ class PredictionLog:
         the window it was served in. Pages with a keyset on (time, id), one short read per
         chunk, so memory is bounded by ``chunk_size`` whatever the window's size. Rows
         written or labelled while the iteration runs appear if they sort after the current
-        position.
+        position. ``labelled_from`` / ``labelled_to`` keep only the rows whose label was
+        attached in [labelled_from, labelled_to) (the new labels since a previous read:
+        :class:`NewlyLabelled`).
 
         Parameters
         ----------
@@ -939,6 +1029,8 @@ class PredictionLog:
             Timezone-aware bounds of the half-open window [start, end).
         chunk_size : int, default=50_000
             Largest number of rows per chunk (>= 1).
+        labelled_from, labelled_to : datetime, optional
+            Timezone-aware bounds on the labelling time (either may be omitted).
 
         Yields
         ------
@@ -964,16 +1056,66 @@ class PredictionLog:
         """
         start, end = check_window(start, end)
         chunk_size = check_chunk_size(chunk_size)
+        labelled_from = None if labelled_from is None else as_utc(labelled_from, name="labelled_from")
+        labelled_to = None if labelled_to is None else as_utc(labelled_to, name="labelled_to")
         table = self._table
-        # The time column without UTCDateTime's per-row result processing: naive UTC in SQLite,
-        # aware in PostgreSQL; _chunk_from_rows converts the whole column at once.
         columns = (
-            table.c.id, type_coerce(table.c.served_at, DateTime(timezone=True)), table.c.request_id,
-            table.c.n_classes, table.c.logits,
+            table.c.request_id, table.c.n_classes, table.c.logits,
             table.c.label, table.c.group_key, table.c.predicted_class, table.c.confidence, table.c.temperature,
         )  # fmt: skip
-        where = self._window_filter(model_name, model_version, start, end)
-        base = select(*columns).where(where).order_by(table.c.served_at, table.c.id).limit(chunk_size)
+        where = self._window_filter(model_name, model_version, start, end, labelled_from=labelled_from,
+                                    labelled_to=labelled_to)
+        for rows in self._pages(columns, where, chunk_size):
+            yield _chunk_from_rows(rows, model_name, model_version)
+
+    def iter_served(
+        self,
+        model_name: str,
+        model_version: str,
+        start: datetime,
+        end: datetime,
+        *,
+        chunk_size: int = 50_000,
+    ) -> Iterator[ServedChunk]:
+        """Stream **every** row of a version served in [start, end), labelled or not, in (time, id) order.
+
+        What the early warning reads (:func:`monitoring.confidence_profile`): the traffic before
+        its labels arrive. Same paging as :meth:`iter_labelled`; unlabelled rows have label -1.
+        A Parquet export holds labelled rows only, so this reads the SQL log.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime, timedelta
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> rows = [PredictionRecord(t + timedelta(seconds=i), "m", "1", f"r{i}", [i, 0.0], 0, 0.5, 1.0,
+        ...                          label=1 if i < 2 else None) for i in range(5)]
+        >>> _ = log.append(rows)
+        >>> [chunk.labels.tolist() for chunk in log.iter_served("m", "1", t, t + timedelta(hours=1), chunk_size=3)]
+        [[1, 1, -1], [-1, -1]]
+        """
+        start, end = check_window(start, end)
+        chunk_size = check_chunk_size(chunk_size)
+        table = self._table
+        columns = (table.c.n_classes, table.c.logits, table.c.label, table.c.temperature)
+        where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
+        for rows in self._pages(columns, where, chunk_size):
+            _, times, n_classes, blobs, labels, temperature = zip(*rows, strict=True)
+            yield ServedChunk(
+                time=_times(times),
+                logits=_logits(n_classes, blobs, model_name, model_version),
+                labels=np.array([-1 if label is None else label for label in labels], dtype=np.int64),
+                temperature=np.array(temperature, dtype=np.float64),
+            )
+
+    def _pages(self, columns: tuple[Any, ...], where: Any, chunk_size: int) -> Iterator[Sequence[Any]]:
+        """Rows (id, served_at, *columns) matching ``where`` in (served_at, id) order, ``chunk_size``
+        at a time, by keyset: one short read transaction per page."""
+        table = self._table
+        # The time column without UTCDateTime's per-row result processing: naive UTC in SQLite,
+        # aware in PostgreSQL; _times converts the whole column at once.
+        head = (table.c.id, type_coerce(table.c.served_at, DateTime(timezone=True)))
+        base = select(*head, *columns).where(where).order_by(table.c.served_at, table.c.id).limit(chunk_size)
         last: tuple[datetime, int] | None = None
         while True:
             statement = base if last is None else base.where(tuple_(table.c.served_at, table.c.id) > last)
@@ -983,36 +1125,87 @@ class PredictionLog:
                 return
             last_time: datetime = rows[-1][1]
             last = (last_time if last_time.tzinfo else last_time.replace(tzinfo=UTC), rows[-1][0])
-            yield _chunk_from_rows(rows, model_name, model_version)
+            yield rows
             if len(rows) < chunk_size:
                 return
+
+
+def _logits(n_classes: Sequence[int], blobs: Sequence[bytes], model_name: str, model_version: str) -> NDArray[np.float32]:
+    k = int(n_classes[0])
+    # A bytearray, not bytes: the array must be writable (numba compiles read-only arrays separately).
+    logits = np.frombuffer(bytearray().join(blobs), dtype="<f4")
+    if len(set(n_classes)) != 1 or logits.shape[0] != k * len(blobs):
+        raise ValueError(
+            f"the log holds rows of {model_name!r} version {model_version!r} with different numbers of "
+            f"classes ({sorted(set(n_classes))}); the table was written around PredictionLog's checks"
+        )
+    return logits.reshape(len(blobs), k).astype(np.float32, copy=False)
+
+
+def _times(times: Sequence[datetime]) -> NDArray[np.datetime64]:
+    return np.array(
+        times if times[0].tzinfo is None else [t.astimezone(UTC).replace(tzinfo=None) for t in times],
+        dtype="datetime64[us]",
+    )
 
 
 def _chunk_from_rows(rows: Sequence[Any], model_name: str, model_version: str) -> LabelledChunk:
     _, times, request_ids, n_classes, blobs, labels, groups, predicted, confidence, temperature = zip(
         *rows, strict=True
     )
-    k = int(n_classes[0])
-    # A bytearray, not bytes: the array must be writable (numba compiles read-only arrays separately).
-    logits = np.frombuffer(bytearray().join(blobs), dtype="<f4")
-    if len(set(n_classes)) != 1 or logits.shape[0] != k * len(rows):
-        raise ValueError(
-            f"the log holds rows of {model_name!r} version {model_version!r} with different numbers of "
-            f"classes ({sorted(set(n_classes))}); the table was written around PredictionLog's checks"
-        )
     return LabelledChunk(
         request_ids=np.array(request_ids, dtype=object),
-        time=np.array(
-            times if times[0].tzinfo is None else [t.astimezone(UTC).replace(tzinfo=None) for t in times],
-            dtype="datetime64[us]",
-        ),
-        logits=logits.reshape(len(rows), k).astype(np.float32, copy=False),
+        time=_times(times),
+        logits=_logits(n_classes, blobs, model_name, model_version),
         labels=np.array(labels, dtype=np.int64),
         groups=np.array(groups, dtype=object),
         predicted_class=np.array(predicted, dtype=np.int64),
         confidence=np.array(confidence, dtype=np.float64),
         temperature=np.array(temperature, dtype=np.float64),
     )
+
+
+class NewlyLabelled:
+    """The log seen as a labelled source of only the rows whose label arrived in [since, until).
+
+    What the sequential rule's increment reads (:func:`monitoring.update_sequential`): the
+    monitor summarises its window through this view, so each labelled row counts in exactly one
+    increment — the check after its label arrived — whatever the delay between serving and
+    labelling (as long as the row is still in the window). ``since`` None: every label
+    attached before ``until``.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> log = PredictionLog("sqlite://"); log.create()
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> _ = log.append([PredictionRecord(t, "m", "1", f"r{i}", [1.0, 0.0], 0, 0.73, 1.0) for i in range(3)])
+    >>> _ = log.attach_labels(["r0"], [0], labelled_at=t + timedelta(hours=1))
+    >>> _ = log.attach_labels(["r1", "r2"], [0, 1], labelled_at=t + timedelta(hours=2))
+    >>> view = NewlyLabelled(log, since=t + timedelta(hours=2), until=t + timedelta(hours=3))
+    >>> [len(chunk) for chunk in view.iter_labelled("m", "1", t, t + timedelta(days=1))]
+    [2]
+    """
+
+    def __init__(self, log: PredictionLog, *, since: datetime | None, until: datetime) -> None:
+        self.log = log
+        self.since = None if since is None else as_utc(since, name="since")
+        self.until = as_utc(until, name="until")
+
+    def __repr__(self) -> str:
+        since = "start" if self.since is None else self.since.isoformat()
+        return f"NewlyLabelled({self.log!r}, labelled in [{since}, {self.until.isoformat()}))"
+
+    def n_classes(self, model_name: str, model_version: str) -> int | None:
+        """K of the version, or None when the log holds nothing of it."""
+        return self.log.n_classes(model_name, model_version)
+
+    def iter_labelled(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
+    ) -> Iterator[LabelledChunk]:
+        """The rows served in [start, end) whose label was attached in [since, until)."""
+        return self.log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size,
+                                      labelled_from=self.since, labelled_to=self.until)
 
 
 # --------------------------------------------------------------------------- serving helper

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration import ReliabilityTable, json_safe
+from calibration import ReliabilityTable, TemperatureTest, json_safe
 
 from .drift import DriftReport
 
@@ -27,6 +27,20 @@ __all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows
 
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _fmt_p(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else f"{value:.2g}" if value < 0.01 else f"{value:.4f}"
+
+
+def _interval(low: float, high: float, digits: int = 4) -> str:
+    return "" if not (math.isfinite(low) and math.isfinite(high)) else f" [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _temperature_cell(test: TemperatureTest | None) -> str:
+    if test is None or not math.isfinite(test.window_temperature):
+        return "n/a"
+    return f"{test.window_temperature:.4g}{_interval(test.window_temperature_low, test.window_temperature_high, 3)}"
 
 
 def reliability_figure(
@@ -173,15 +187,22 @@ def drift_markdown(report: DriftReport) -> str:
         "",
         *(f"- {reason}" for reason in report.reasons),
         "",
+        "### Tests",
+        "",
+        *_tests_table(report),
+        "",
         "### Numbers",
         "",
         "| metric | value |",
         "| --- | --- |",
-        f"| ECE ({report.n_bins} {report.scheme} bins) | {_fmt(report.ece)} |",
-        f"| baseline ECE | {_fmt(report.baseline_ece)} |",
+        f"| window's optimal T ({report.confidence_level:.0%} interval) | {_temperature_cell(report.temperature_test)} |",
+        f"| ECE, {report.ece_estimator} ({report.confidence_level:.0%} interval) | {_fmt(report.ece_estimate)}"
+        f"{_interval(report.ece_low, report.ece_high)} |",
+        f"| reference ECE | {_fmt(report.baseline_ece)}{_interval(report.baseline_ece_low, report.baseline_ece_high)} |",
         f"| ECE excess (tolerance {_fmt(report.ece_tolerance)}) | {_fmt(report.ece_excess)} |",
-        f"| p-value, consistency resampling (level {report.p_threshold:g}) | {_fmt(report.p_value)} |",
-        f"| calibrated-model ECE, 95th percentile | {_fmt(report.null_quantile_95)} |",
+        f"| ECE ({report.n_bins} {report.scheme} bins) | {_fmt(report.ece)} (plug-in: biased upward on small windows) |",
+        f"| calibrated-model binned ECE, 95th percentile (consistency p {_fmt_p(report.consistency_p_value)}) | "
+        f"{_fmt(report.null_quantile_95)} |",
         f"| NLL (mean nats) | {_fmt(report.nll)} |",
         f"| baseline NLL | {_fmt(report.baseline_nll)} |",
         f"| accuracy | {_fmt(report.accuracy)} |",
@@ -197,24 +218,54 @@ def drift_markdown(report: DriftReport) -> str:
             "",
             "### Groups",
             "",
-            "| group | n | ECE | baseline | p-value | level | drifted |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| group | n | optimal T | T test p | ECE | reference | ECE test p | level | drifted |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             *(
-                f"| {g.group} | {g.n} | {_fmt(g.ece)} | {_fmt(g.baseline_ece)} | "
-                f"{_fmt(g.p_value) if g.tested else 'not tested'} | {f'{g.p_threshold:.2g}' if g.tested else '-'} | "
-                f"{'yes' if g.drifted else 'no'} |"
+                f"| {g.group} | {g.n} | {_temperature_cell(g.temperature_test) if g.tested else 'not tested'} | "
+                f"{_fmt_p(g.temperature_test.p_value) if g.temperature_test is not None else '-'} | "
+                f"{_fmt(g.ece_estimate if g.tested else g.ece)} | {_fmt(g.baseline_ece)} | "
+                f"{_fmt_p(g.p_value) if g.tested else '-'} | {f'{g.p_threshold:.2g}' if g.tested else '-'} | "
+                f"{_group_fired(g.temperature_drift, g.ece_drift) if g.drifted else 'no'} |"
                 for g in report.groups
             ),
         ]
     return "\n".join(lines) + "\n"
 
 
+def _group_fired(temperature: bool, ece: bool) -> str:
+    return "yes (" + " and ".join(name for name, fired in (("T", temperature), ("ECE", ece)) if fired) + ")"
+
+
+def _tests_table(report: DriftReport) -> list[str]:
+    """One row per test on the whole window: what it compares, its statistic, p-value, level."""
+    test = report.temperature_test
+    if test is None:
+        return ["not tested: too few labelled rows (see the reasons)"]
+    reference = (f"reference T {test.reference_temperature:.4g} (n={test.reference_n})" if test.reference_n
+                 else f"deployed T {test.temperature:.4g} (no reference sums: one-sample)")
+    return [
+        "| test | compares | statistic | p-value | level | fired |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| temperature (margin {report.temperature_margin:.0%}) | window T {_temperature_cell(test)} vs {reference}; "
+        f"ratio {test.ratio:.3f}{_interval(test.ratio_low, test.ratio_high, 3)}, {test.direction} | z = {test.z:+.2f} "
+        f"(beyond the margin {test.margin_z:+.2f}) | {_fmt_p(test.p_value)} (no margin: "
+        f"{_fmt_p(test.p_value_no_margin)}) | {report.test_level:g} | {'yes' if report.temperature_drift else 'no'} |",
+        f"| ECE (tolerance {report.ece_tolerance:g}) | {report.ece_estimator} {_fmt(report.ece_estimate)}"
+        f"{_interval(report.ece_low, report.ece_high)} vs reference {_fmt(report.baseline_ece)}"
+        f"{_interval(report.baseline_ece_low, report.baseline_ece_high)} | excess {_fmt(report.ece_excess)} | "
+        f"{_fmt_p(report.p_value)} | {report.test_level:g} | {'yes' if report.ece_drift else 'no'} |",
+    ]
+
+
 def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     """One JSON-safe row for the whole window and one per group, for a dashboard table.
 
-    Columns: scope ("overall" or "group"), group, n, tested, drifted, ece, baseline_ece,
-    ece_excess, p_value, p_threshold, nll, accuracy, mean_confidence, coverage,
-    accepted_accuracy (the last two for the overall row only). NaN is None.
+    Columns: scope ("overall" or "group"), group, n, tested, drifted, temperature_drift,
+    window_temperature, window_temperature_low, window_temperature_high, temperature_ratio,
+    temperature_z, temperature_p_value, ece_drift, ece_estimate, ece_low, ece_high, ece,
+    baseline_ece, ece_excess, p_value (the ECE test's), p_threshold, nll, accuracy,
+    mean_confidence, coverage, accepted_accuracy (the last two for the overall row only).
+    NaN is None.
 
     Examples
     --------
@@ -231,13 +282,18 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
             "scope": "overall",
             "group": None,
             "n": report.n,
-            "tested": not math.isnan(report.p_value),
+            "tested": report.temperature_test is not None,
             "drifted": report.overall_drift,
+            **_temperature_columns(report.temperature_test, report.temperature_drift),
+            "ece_drift": report.ece_drift,
+            "ece_estimate": json_safe(report.ece_estimate),
+            "ece_low": json_safe(report.ece_low),
+            "ece_high": json_safe(report.ece_high),
             "ece": json_safe(report.ece),
             "baseline_ece": json_safe(report.baseline_ece),
             "ece_excess": json_safe(report.ece_excess),
             "p_value": json_safe(report.p_value),
-            "p_threshold": report.p_threshold,
+            "p_threshold": report.test_level,
             "nll": json_safe(report.nll),
             "accuracy": json_safe(report.accuracy),
             "mean_confidence": json_safe(report.mean_confidence),
@@ -253,6 +309,11 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
                 "n": g.n,
                 "tested": g.tested,
                 "drifted": g.drifted,
+                **_temperature_columns(g.temperature_test, g.temperature_drift),
+                "ece_drift": g.ece_drift,
+                "ece_estimate": json_safe(g.ece_estimate),
+                "ece_low": json_safe(g.ece_low),
+                "ece_high": json_safe(g.ece_high),
                 "ece": json_safe(g.ece),
                 "baseline_ece": json_safe(g.baseline_ece),
                 "ece_excess": json_safe(g.ece_excess),
@@ -268,16 +329,35 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     return rows
 
 
+def _temperature_columns(test: TemperatureTest | None, drifted: bool) -> dict[str, Any]:
+    if test is None:
+        return {"temperature_drift": False, "window_temperature": None, "window_temperature_low": None,
+                "window_temperature_high": None, "temperature_ratio": None, "temperature_z": None,
+                "temperature_p_value": None}
+    return {
+        "temperature_drift": drifted,
+        "window_temperature": json_safe(test.window_temperature),
+        "window_temperature_low": json_safe(test.window_temperature_low),
+        "window_temperature_high": json_safe(test.window_temperature_high),
+        "temperature_ratio": json_safe(test.ratio),
+        "temperature_z": json_safe(test.z),
+        "temperature_p_value": json_safe(test.p_value),
+    }
+
+
 _METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 
 
 def drift_metrics(report: DriftReport) -> dict[str, float]:
     """Finite metrics of a check for a time-series store (e.g. MLflow ``log_metrics``).
 
-    Keys: ece, nll, accuracy, mean_confidence, brier, coverage, accepted_accuracy, p_value,
-    n, drift (0/1), refit_recommended (0/1) and ``ece.group.<name>`` per group (characters
-    outside ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a
-    chart shows a gap rather than a fake number.
+    Keys: ece, ece_estimate, ece_low, ece_high, ece_excess, nll, accuracy, mean_confidence,
+    brier, coverage, accepted_accuracy, p_value (the ECE test's), window_temperature,
+    window_temperature_low, window_temperature_high, temperature_ratio, temperature_z,
+    temperature_p_value, n, drift, temperature_drift, ece_drift, refit_recommended (0/1 each),
+    and per group ``ece.group.<name>`` and ``temperature_z.group.<name>`` (characters outside
+    ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a chart shows
+    a gap rather than a fake number.
 
     Examples
     --------
@@ -290,8 +370,13 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     >>> metrics["drift"], metrics["n"], "ece.group.a_b" in metrics, "p_value" in metrics
     (0.0, 3.0, True, False)
     """
+    test = report.temperature_test
     values: dict[str, float] = {
         "ece": report.ece,
+        "ece_estimate": report.ece_estimate,
+        "ece_low": report.ece_low,
+        "ece_high": report.ece_high,
+        "ece_excess": report.ece_excess,
         "nll": report.nll,
         "accuracy": report.accuracy,
         "mean_confidence": report.mean_confidence,
@@ -301,10 +386,24 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
         "p_value": report.p_value,
         "n": float(report.n),
         "drift": 1.0 if report.drift_detected else 0.0,
+        "temperature_drift": 1.0 if report.temperature_drift else 0.0,
+        "ece_drift": 1.0 if report.ece_drift else 0.0,
         "refit_recommended": 1.0 if report.refit_recommended else 0.0,
     }
+    if test is not None:
+        values |= {
+            "window_temperature": test.window_temperature,
+            "window_temperature_low": test.window_temperature_low,
+            "window_temperature_high": test.window_temperature_high,
+            "temperature_ratio": test.ratio,
+            "temperature_z": test.z,
+            "temperature_p_value": test.p_value,
+        }
     for g in report.groups:
-        values[f"ece.group.{_METRIC_UNSAFE.sub('_', g.group)}"] = g.ece
+        name = _METRIC_UNSAFE.sub("_", g.group)
+        values[f"ece.group.{name}"] = g.ece
+        if g.temperature_test is not None:
+            values[f"temperature_z.group.{name}"] = g.temperature_test.z
     return {key: float(value) for key, value in values.items() if math.isfinite(value)}
 
 

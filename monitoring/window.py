@@ -8,36 +8,67 @@ at a fixed threshold (auto-process iff confidence >= threshold). Memory is bound
 logged.
 
 Each chunk is read in **one fused pass** (:class:`calibration.TopLabelScores`): every row's
-confidence, correctness, NLL and Brier terms once; then the statistics of every group from one
-``bincount`` over group × bin, the overall as the sum of the groups (rows without a group are
-one more cell), and the gate counts from the same confidences. However many groups, the
-logits are read once per chunk.
+confidence, correctness, NLL and Brier terms and its NLL's first two derivatives in 1/T
+once; then the statistics of every group from one ``bincount`` over group × bin, the overall
+as the sum of the groups (rows without a group are one more cell), the temperature test's
+sums (:class:`calibration.TemperatureStats`: n, Σg, Σg², Σh per group and overall) from three
+more ``bincount`` calls over the groups, and the gate counts from the same confidences. However
+many groups, the logits are read once per chunk.
 
-:func:`summarise_arrays` builds the same summary from arrays already in memory (the refit's
-verification slice, tests). Two summaries of adjacent windows add up with ``+``.
+The rows come from any :class:`LabelledSource`: the SQL prediction log or a Parquet export
+of it (:class:`~monitoring.PredictionLogExport`). :func:`summarise_arrays` builds the same
+summary from arrays already in memory (the refit's verification slice, tests). Two summaries
+of adjacent windows add up with ``+``; :func:`merge_summaries` adds up summaries of parts of
+the same window (partitions summarised separately, e.g. on a cluster).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 from operator import add
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from calibration import CalibrationStats, TopLabelScores, check_n_bins, check_temperature
+from calibration import (
+    CalibrationStats,
+    ScoredSet,
+    TemperatureStats,
+    TopLabelScores,
+    check_n_bins,
+    check_temperature,
+)
 
 from ._validation import as_utc, check_chunk_size, check_threshold, check_window
 
-if TYPE_CHECKING:  # the window reads the log it is given; it does not need the SQL layer to import
-    from .prediction_log import LabelledChunk, PredictionLog
+if TYPE_CHECKING:  # the window reads the source it is given; it does not need the SQL layer to import
+    from .prediction_log import LabelledChunk
 
-__all__ = ["GateCounts", "WindowSummary", "summarise_arrays", "summarise_window"]
+__all__ = ["GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"]
+
+
+class LabelledSource(Protocol):
+    """Where a version's labelled traffic is read from, chunk by chunk.
+
+    :class:`~monitoring.PredictionLog` (the SQL log) and :class:`~monitoring.PredictionLogExport`
+    (its Parquet export) are both sources, and give the same chunks for the same rows.
+    """
+
+    def n_classes(self, model_name: str, model_version: str) -> int | None:
+        """K of the version, or None when the source holds nothing of it."""
+        ...
+
+    def iter_labelled(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = ...
+    ) -> Iterator[LabelledChunk]:
+        """The version's labelled rows served in [start, end), in (time, id) order, in non-empty
+        chunks of at most ``chunk_size`` rows."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +141,10 @@ class WindowSummary:
     """Mergeable summary of a version's labelled traffic in [start, end) at one temperature.
 
     ``overall`` and each entry of ``groups`` are :class:`CalibrationStats`; rows without a
-    group count in ``overall`` and in ``n_ungrouped`` only. ``gate`` is None when no threshold
-    was given. ``served_temperatures`` are the distinct temperatures the rows were *served*
+    group count in ``overall`` and in ``n_ungrouped`` only. ``temperature_stats`` and
+    ``group_temperature_stats`` are the temperature test's sums (n, Σg, Σg², Σh of the NLL's
+    derivatives in 1/T at ``temperature``) over the same rows, overall and per group (same keys
+    as ``groups``). ``gate`` is None when no threshold was given. ``served_temperatures`` are the distinct temperatures the rows were *served*
     at (normally just the registered one). ``n_chunks`` is how many chunks were read.
     """
 
@@ -128,6 +161,8 @@ class WindowSummary:
     gate: GateCounts | None
     served_temperatures: tuple[float, ...]
     n_chunks: int
+    temperature_stats: TemperatureStats
+    group_temperature_stats: Mapping[str, TemperatureStats]
 
     @property
     def n(self) -> int:
@@ -164,6 +199,9 @@ class WindowSummary:
         groups = dict(first.groups)
         for key, stats in second.groups.items():
             groups[key] = groups[key] + stats if key in groups else stats
+        scores = dict(first.group_temperature_stats)
+        for key, sums in second.group_temperature_stats.items():
+            scores[key] = scores[key] + sums if key in scores else sums
         gate = None if first.gate is None or second.gate is None else first.gate + second.gate
         return WindowSummary(
             model_name=self.model_name,
@@ -179,6 +217,8 @@ class WindowSummary:
             gate=gate,
             served_temperatures=tuple(sorted(set(first.served_temperatures) | set(second.served_temperatures))),
             n_chunks=first.n_chunks + second.n_chunks,
+            temperature_stats=first.temperature_stats + second.temperature_stats,
+            group_temperature_stats=dict(sorted(scores.items())),
         )
 
 
@@ -191,6 +231,8 @@ class _Accumulator:
         self.n_classes = n_classes
         self.overall = CalibrationStats.empty(n_bins=n_bins, temperature=temperature, n_classes=n_classes)
         self.groups: dict[str, CalibrationStats] = {}
+        self.scores = TemperatureStats.empty(temperature)
+        self.group_scores: dict[str, TemperatureStats] = {}
         self.n_ungrouped = 0
         self.gate = None if threshold is None else GateCounts.empty(threshold)
         self.served: set[float] = set()
@@ -213,7 +255,8 @@ class _Accumulator:
         groups: NDArray[np.object_] | None,
         served_temperatures: NDArray[np.float64] | None,
     ) -> None:
-        """Fold in a chunk already scored: group statistics first, the overall as their sum."""
+        """Fold in a chunk already scored: group statistics first, the overall as their sum
+        (calibration statistics and the temperature test's sums alike)."""
         self.n_chunks += 1
         n_rows = scores.n
         if served_temperatures is not None:
@@ -234,6 +277,10 @@ class _Accumulator:
             self.groups[key] = self.groups[key] + part if key in self.groups else part
         self.n_ungrouped += per_code[ungrouped].n
         self.overall = reduce(add, per_code, self.overall)
+        sums = scores.grouped_temperature_stats(codes, ungrouped + 1)
+        for key, part_sums in zip(keys, sums[:ungrouped], strict=True):
+            self.group_scores[key] = self.group_scores[key] + part_sums if key in self.group_scores else part_sums
+        self.scores = reduce(add, sums, self.scores)
         if self.gate is not None:
             self.gate = self.gate + GateCounts.from_confidence(
                 scores.confidence, scores.correct, threshold=self.gate.threshold
@@ -254,11 +301,13 @@ class _Accumulator:
             gate=self.gate,
             served_temperatures=tuple(sorted(self.served)),
             n_chunks=self.n_chunks,
+            temperature_stats=self.scores,
+            group_temperature_stats=dict(sorted(self.group_scores.items())),
         )
 
 
 def summarise_window(
-    log: PredictionLog,
+    log: LabelledSource,
     model_name: str,
     model_version: str,
     *,
@@ -273,8 +322,8 @@ def summarise_window(
 
     Parameters
     ----------
-    log : PredictionLog
-        The prediction log.
+    log : LabelledSource
+        The prediction log, or a Parquet export of it.
     model_name, model_version : str
         The serving version.
     temperature : float
@@ -287,7 +336,7 @@ def summarise_window(
     threshold : float, optional
         The registered gate threshold; when given, coverage and accepted accuracy are counted.
     chunk_size : int, default=50_000
-        Rows per chunk read from the log; peak memory is proportional to it.
+        Rows per chunk read from the source; peak memory is proportional to it.
 
     Returns
     -------
@@ -339,8 +388,8 @@ def summarise_window(
 
 
 def summarise_arrays(
-    logits: ArrayLike,
-    labels: ArrayLike,
+    logits: ArrayLike | ScoredSet,
+    labels: ArrayLike | None,
     *,
     temperature: float,
     start: datetime,
@@ -355,9 +404,10 @@ def summarise_arrays(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-        Frozen logits.
-    labels : array of shape (n_samples,)
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        Frozen logits; a validated :class:`~calibration.ScoredSet` stands for logits and
+        labels (pass ``labels=None``; its groups are not used: pass ``groups``).
+    labels : array of shape (n_samples,), or None with a ScoredSet
         True classes in [0, n_classes).
     temperature : float
         T at which to read the confidences.
@@ -405,3 +455,76 @@ def summarise_arrays(
     )
     accumulator.add_scores(scores, group_array, None)
     return accumulator.summary(model_name, model_version, start, end)
+
+
+def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
+    """Add up the summaries of disjoint parts of one window (e.g. partitions of its rows).
+
+    ``+`` joins *adjacent* windows; here every part covers the same [start, end) of the same
+    version at the same T, bins and threshold, and holds its own rows. Statistics, groups,
+    gate counts and chunk counts are summed in the order of ``parts`` (so the sums do not
+    depend on where the parts were computed); served temperatures are united.
+
+    Parameters
+    ----------
+    parts : sequence of WindowSummary
+        At least one summary, all of the same window.
+
+    Returns
+    -------
+    WindowSummary
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is empty, or two parts differ in version, window, temperature, bins,
+        K or gate threshold.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> a = summarise_arrays(np.log([[0.3, 0.7]]), [1], temperature=1.0, start=t, end=t, groups=["x"])
+    >>> b = summarise_arrays(np.log([[0.9, 0.1]]), [0], temperature=1.0, start=t, end=t, groups=[None])
+    >>> both = merge_summaries([a, b])
+    >>> both.n, both.n_ungrouped, list(both.groups), both.n_chunks
+    (2, 1, ['x'], 2)
+    """
+    if not parts:
+        raise ValueError("merge_summaries needs at least one summary")
+    first = parts[0]
+    for part in parts[1:]:
+        for name in ("model_name", "model_version", "start", "end", "temperature", "n_bins", "n_classes"):
+            if getattr(part, name) != getattr(first, name):
+                raise ValueError(
+                    f"cannot merge summaries of different windows: {name} {getattr(first, name)!r} and "
+                    f"{getattr(part, name)!r}"
+                )
+        if (part.gate is None) != (first.gate is None):
+            raise ValueError("cannot merge a window summary with gate counts and one without")
+    groups: dict[str, CalibrationStats] = {}
+    scores: dict[str, TemperatureStats] = {}
+    for part in parts:
+        for key, stats in part.groups.items():
+            groups[key] = groups[key] + stats if key in groups else stats
+        for key, sums in part.group_temperature_stats.items():
+            scores[key] = scores[key] + sums if key in scores else sums
+    gates = [part.gate for part in parts if part.gate is not None]
+    return WindowSummary(
+        model_name=first.model_name,
+        model_version=first.model_version,
+        start=first.start,
+        end=first.end,
+        temperature=first.temperature,
+        n_bins=first.n_bins,
+        n_classes=first.n_classes,
+        overall=reduce(add, (part.overall for part in parts[1:]), first.overall),
+        groups=dict(sorted(groups.items())),
+        n_ungrouped=sum(part.n_ungrouped for part in parts),
+        gate=reduce(add, gates[1:], gates[0]) if gates else None,
+        served_temperatures=tuple(sorted(set().union(*(part.served_temperatures for part in parts)))),
+        n_chunks=sum(part.n_chunks for part in parts),
+        temperature_stats=reduce(add, (part.temperature_stats for part in parts[1:]), first.temperature_stats),
+        group_temperature_stats=dict(sorted(scores.items())),
+    )

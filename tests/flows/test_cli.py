@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FIT_KEYS = {
     "temperature", "at_bound", "nll_before", "nll_after", "ece_before", "ece_after", "accuracy", "n",
-    "n_classes", "bounds", "n_bins", "scheme",
+    "n_classes", "bounds", "n_bins", "scheme", "temperature_low", "temperature_high", "confidence_level",
 }
 EVALUATE_KEYS = {
     "n", "n_classes", "temperature", "accuracy", "nll", "ece", "mce", "brier", "mean_confidence", "n_bins",
@@ -38,7 +38,8 @@ QUALIFY_KEYS = {
 }
 COMPARE_KEYS = {
     "fit_data", "eval_data", "temperature", "at_bound", "bounds", "fit_n", "eval_n", "n_classes", "n_bins",
-    "scheme", "before", "after", "nll_difference", "verdict", "id_overlap",
+    "scheme", "before", "after", "nll_difference", "verdict", "id_overlap", "temperature_low", "temperature_high",
+    "temperature_confidence_level",
 }
 
 
@@ -88,6 +89,8 @@ def test_fit_json_has_the_documented_keys(data: Path, capsys: pytest.CaptureFixt
     assert payload["bounds"] == [0.05, 20.0]
     assert (payload["n"], payload["n_classes"], payload["n_bins"], payload["scheme"]) == (500, 3, 15, "equal-width")
     assert 2.5 < payload["temperature"] < 6.0  # the logits are 4x too sharp
+    assert payload["temperature_low"] < payload["temperature"] < payload["temperature_high"]
+    assert payload["confidence_level"] == 0.95
     assert payload["nll_after"] <= payload["nll_before"]
     assert payload["ece_after"] < payload["ece_before"]
 

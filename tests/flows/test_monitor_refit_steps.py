@@ -98,8 +98,9 @@ def test_recent_traffic_keeps_only_the_newest_rows_in_serving_order() -> None:
                                    chunk_size=3) is None
 
 
-def _refit_chain(logits: np.ndarray, labels: np.ndarray, settings: ThermostatSettings, *, digest: str = "d" * 64):
-    parent = registered_version("m", "1", TAGS, ["champion"])
+def _refit_chain(logits: np.ndarray, labels: np.ndarray, settings: ThermostatSettings, *, digest: str = "d" * 64,
+                 tags: dict[str, str] = TAGS):
+    parent = registered_version("m", "1", tags, ["champion"])
     n = labels.shape[0]
     origin = RefitOrigin(parent=parent, alias="champion", window_start=T0, window_end=T0 + timedelta(hours=1),
                          first_served_at=T0, last_served_at=T0 + timedelta(seconds=n), fit_fraction=0.5)
@@ -148,3 +149,27 @@ def test_refit_refuses_a_collapsed_model_and_escalates(settings: ThermostatSetti
     with pytest.raises(StepRefused, match=ESCALATION) as refused:
         _refit_chain(logits, labels, settings)
     assert refused.value.escalate
+
+
+def test_a_refit_inside_the_parents_interval_is_refused_as_not_a_fix(settings: ThermostatSettings) -> None:
+    """The parent's T is 2.0 with interval [1.8, 2.2]; the traffic still wants T = 2: not a fix."""
+    tags = TAGS | {"temperature": "2.0", "temperature_low": "1.8", "temperature_high": "2.2"}
+    logits, labels = tempered_traffic(2000, np.random.default_rng(5), true_temperature=2.0)
+    calibrated, gated = _refit_chain(logits, labels, settings, tags=tags)
+    assert 1.8 < calibrated.temperature < 2.2
+    verification = verify_refit(gated, settings=settings)
+    assert not verification.passed and verification.within_parent_interval
+    assert verification.parent_interval == (1.8, 2.2)
+    assert verification.reasons[0].startswith("not a fix: the new T") and "[1.8, 2.2]" in verification.reasons[0]
+    assert "inside the parent's interval [1.8, 2.2]" in verification.summary
+
+
+def test_the_refit_records_the_reference_for_the_two_sample_test(settings: ThermostatSettings) -> None:
+    logits, labels = tempered_traffic(2000, np.random.default_rng(1), true_temperature=2.0)
+    calibrated, gated = _refit_chain(logits, labels, settings)
+    assert calibrated.reference.n == calibrated.fit.n and calibrated.reference.temperature == calibrated.temperature
+    assert abs(calibrated.reference.gradient_sum) < 1e-3 * calibrated.reference.n  # T is optimal on its own rows
+    assert gated.reference_ece.estimator == "debiased_l1" and gated.reference_ece.low <= gated.reference_ece.high
+    verification = verify_refit(gated, settings=settings)
+    assert verification.passed and not verification.within_parent_interval
+    assert verification.drift_after.reference_stats is calibrated.reference

@@ -85,6 +85,24 @@ def test_the_previous_tag_format_is_read(tags: dict[str, str]) -> None:
     assert (version.n_bins, version.baseline_ece, version.baseline_nll) == (15, 0.025, 0.1779)
 
 
+def test_the_interval_and_reference_sums_round_trip_and_legacy_versions_have_none() -> None:
+    record = VersionRecord.example()
+    tags = record.to_tags()
+    assert tags["temperature_low"] == "2.3" and tags["reference_n"] == "450"
+    assert tags["reference_ece_estimator"] == "debiased_l1"
+    back = VersionRecord.from_tags(tags)
+    assert back.temperature_interval == (2.3, 2.7) and back.reference_ece_interval == (0.0, 0.03)
+    stats = back.reference_stats
+    assert stats is not None and (stats.temperature, stats.n, stats.curvature_sum) == (2.5, 450, 310.25)
+    version = registered_version("digits", "1", tags)
+    assert version.reference_ece == 0.012 and version.baseline_ece == 0.02  # binned baseline kept
+    # A version registered before these tags existed: read, with nothing to test two-sample against.
+    legacy = registered_version("digits", "3", PREVIOUS_FORMAT)
+    assert legacy.record.temperature_low is None and legacy.temperature_interval is None
+    assert legacy.reference_stats is None and legacy.reference_ece_interval is None
+    assert legacy.reference_ece == legacy.baseline_ece == 0.025
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -189,3 +189,48 @@ def registered(template: Template, tmp_path_factory: pytest.TempPathFactory, pre
         clean_logits=checkpoint_logits(files, clean)[0], clean_labels=clean_labels,
         noisy_logits=checkpoint_logits(files, noisy)[0], noisy_labels=noisy_labels,
     )
+
+
+def require_tool(found: bool, message: str) -> None:
+    """Skip the test when a tool it drives is missing (a browser, a server binary), with
+    ``message`` saying how to install it; under ``CI=true`` (where ``make test`` installs it)
+    fail instead."""
+    if found:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True)
+class DemoState:
+    """A state folder made by ``thermostat demo`` (run once per session), and the
+    environment (``THERMOSTAT_STATE_DIR`` set, nothing reaching outside) that reads it."""
+
+    state_dir: Path
+    output: str
+    env: dict[str, str]
+
+    @property
+    def settings(self) -> ThermostatSettings:
+        return ThermostatSettings(state_dir=self.state_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
+    """``thermostat demo`` run once into a temporary folder (about 1–2 min): models, versions,
+    aliases, checks (ok, drift), a refit and a refused refit, the prediction log. Treat as read-only."""
+    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+
+    root = tmp_path_factory.mktemp("demo-state")
+    state_dir = root / ".thermostat"
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
+    env |= LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home"), "THERMOSTAT_STATE_DIR": str(state_dir),
+                                     # the demo's in-process Prefect server starts slowly on a busy machine
+                                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
+    done = subprocess.run([str(Path(sys.executable).parent / "thermostat"), "demo"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        log = state_dir / "demo.log"
+        pytest.fail(f"thermostat demo failed:\n{done.stdout}\n{done.stderr}\n{log.read_text()[-4000:] if log.exists() else ''}")
+    return DemoState(state_dir=state_dir, output=done.stdout, env=env)

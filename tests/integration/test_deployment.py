@@ -130,16 +130,21 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
     assert float(holder.tags["temperature"]) > 1.5
 
 
+@pytest.mark.parametrize("source", ["log", "export-on-dask"])
 def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
-    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path, source: str
 ) -> None:
     """monitor (deployment) -> drift event -> automation from prefect.yaml's trigger -> refit
-    (deployment) -> a new version with a new T, the alias moved: all on a process worker."""
+    (deployment) -> a new version with a new T, the alias moved: all on a process worker.
+
+    ``export-on-dask``: the worker reads windows from the partitioned export of the log (which
+    is then deleted), and the monitor summarises it on a temporary Dask cluster through
+    prefect-dask's DaskTaskRunner."""
     from datetime import UTC, datetime, timedelta
 
     import numpy as np
 
-    from monitoring import PredictionLog, log_predictions
+    from monitoring import PredictionLog, export_prediction_log, log_predictions
 
     api_url, env = prefect_server
     state = Path(env["THERMOSTAT_STATE_DIR"])
@@ -151,6 +156,12 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
         log_predictions(log, "digits", "1", registered.temperature, registered.noisy_logits[:1200],
                         [f"noisy-{i}" for i in range(1200)], time=[start + timedelta(seconds=i / 4) for i in range(1200)],
                         labels=np.asarray(registered.noisy_labels[:1200]))
+        if source == "export-on-dask":
+            export_prediction_log(log, "digits", "1", state / "export", row_group_size=300)
+    if source == "export-on-dask":
+        (state / "predictions.db").unlink()
+        env = env | {"THERMOSTAT_WINDOW_SOURCE": "export", "THERMOSTAT_EXPORT_PATH": str(state / "export"),
+                     "THERMOSTAT_ENGINE": "dask", "THERMOSTAT_DASK_WORKERS": "2"}
     worker = _deploy_all_and_start_worker(env, tmp_path)
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     try:
@@ -160,10 +171,25 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
 
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
-        assert isinstance(flow_run, FlowRun)
-        assert flow_run.state is not None and flow_run.state.is_completed(), (
-            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
-        )
+            assert isinstance(flow_run, FlowRun)
+            assert flow_run.state is not None and flow_run.state.is_completed(), (
+                f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
+            )
+            if source == "export-on-dask":  # the check's window was summarised by one task per partition
+                from prefect.client.orchestration import get_client
+                from prefect.client.schemas.filters import (
+                    FlowFilter,
+                    FlowFilterName,
+                    FlowRunFilter,
+                    FlowRunFilterId,
+                )
+
+                with get_client(sync_client=True) as client:
+                    [subflow] = client.read_flow_runs(
+                        flow_filter=FlowFilter(name=FlowFilterName(any_=["summarise-export"])))
+                    tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[subflow.id])))
+                assert subflow.state is not None and subflow.state.is_completed()
+                assert sorted(task.name.rsplit("-", 1)[0] for task in tasks) == ["summarise-partition"] * 4
         # The refit is started by the automation, not by this test: wait for its registration.
         deadline = time.monotonic() + 180
         holder = registry.alias_holder("digits", "champion")

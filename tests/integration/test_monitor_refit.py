@@ -89,7 +89,11 @@ def test_serving_helper_returns_the_pyfunc_output_and_logs_raw_logits(
         chunk = next(log.iter_labelled("digits", "1", datetime(2000, 1, 1, tzinfo=UTC),
                                        datetime.now(UTC) + timedelta(seconds=1)))
     pyfunc = registry.load_version_model("digits", "1", tmp_path / "pyfunc")
-    pd.testing.assert_frame_equal(frame, pyfunc.predict(features))  # exactly what predict serves
+    # Exactly what predict serves, given the same request ids (a request without them gets uuid4s).
+    ids = [f"s-{i}" for i in range(40)]
+    pd.testing.assert_frame_equal(frame, pyfunc.predict(pd.DataFrame(features).assign(request_id=ids)))
+    assert list(frame.columns[-3:]) == ["request_id", "model_version", "temperature"]
+    assert (frame["model_version"] == "1").all() and (frame["temperature"] == registered.temperature).all()
     assert served.version == "1" and (chunk.temperature == registered.temperature).all()
     np.testing.assert_array_equal(chunk.logits, registered_logits(registered, features))
     np.testing.assert_array_equal(chunk.predicted_class, frame["class"].to_numpy())

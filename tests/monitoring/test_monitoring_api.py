@@ -10,7 +10,10 @@ import pytest
 
 import monitoring
 
-MODULES = ["monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls"]
+MODULES = [
+    "monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls",
+    "monitoring.export", "monitoring.log_writer", "monitoring.sequential", "monitoring.early_warning",
+]
 
 
 def test_all_names_exist_are_unique_and_documented() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from calibration import CalibrationStats, TopLabelScores, top_label_confidence
+from calibration import CalibrationStats, TemperatureStats, TopLabelScores, top_label_confidence
 from monitoring import GateCounts, decide_drift, PredictionLog, WindowSummary, log_predictions, summarise_arrays, summarise_window
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -71,6 +71,12 @@ def test_merged_chunks_equal_the_whole_window(
     assert summary.gate == GateCounts(0.7, n, int(accepted.sum()), int((accepted & (predicted == rows["labels"])).sum()))
     assert summary.served_temperatures == (1.3,)
     assert summary.temperature == 0.8 and summary.n_classes == 4
+    # The temperature test's sums merge like the rest, overall and per group.
+    assert summary.temperature_stats == TemperatureStats.from_logits(rows["logits"], rows["labels"], temperature=0.8)
+    assert sorted(summary.group_temperature_stats) == ["a", "b", "c"]
+    for key, sums in summary.group_temperature_stats.items():
+        mask = rows["groups"] == key
+        assert sums == TemperatureStats.from_logits(rows["logits"][mask], rows["labels"][mask], temperature=0.8)
 
 
 def test_window_equals_the_array_summary(filled_log: tuple[PredictionLog, dict[str, np.ndarray]]) -> None:

@@ -1,0 +1,306 @@
+"""False alarms and power of the drift decision on real CIFAR logits, before and after issue 12.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.drift_study                      # every file, 200 windows per cell
+    .venv/bin/python -m benchmarks.drift_study --windows 50 --files cifar10_wrn16-4_netcal
+    .venv/bin/python -m benchmarks.drift_study --json study.json    # also write every rate as JSON
+    .venv/bin/python -m benchmarks.drift_study --effect-size        # the margin in T, in confidence and ECE
+    .venv/bin/python -m benchmarks.drift_study --coverage           # the T interval's coverage (400 runs)
+
+Method (docs/statistics.md states it with the results)
+------------------------------------------------------
+For every file of ``tests/data/real-logits`` and every window index w (seeded by the file
+and w):
+
+1. the file's 10,000 rows are split at random into a reference half A and a traffic half B
+   (a new split per window, so a rate is the rate over splits, not the luck of one split);
+2. T is fitted on A (:func:`calibration.fit_temperature`); the registration baseline is
+   A's ECE at T (binned for BEFORE; the debiased ℓ1 estimate with its interval for AFTER)
+   and the reference's temperature sums are A's at T;
+3. each cell draws its window from B at T: 500 and 2,000 rows without replacement (a
+   simple random sample of B is one of the population, so the two-sample variance is
+   exact), 10,000 rows **with** replacement (B has 5,000 rows; such a window repeats B's
+   rows, so B's own deviation from the population counts in full against an SE that
+   expects half of it: the false-alarm rate at 10,000 rows is an upper bound);
+4. conditions: ``calibrated``; ``5 groups`` (each row in one of five random groups, named
+   g0 ... g4); ``x1.25`` / ``x0.8`` / ``x1.5`` (every logit of the window multiplied: an
+   over- or under-confident model, its optimal T moved by that factor); ``subgroup x1.5``
+   (five random groups, the logits of g0 — 20 % of the rows — multiplied by 1.5, groups given);
+5. BEFORE is the decision of the previous release (consistency resampling p < 0.01 AND ECE
+   more than 0.02 above the baseline, per group at 0.01 / groups; reimplemented below as it
+   was); AFTER is :func:`monitoring.decide_drift` with the reference's sums and the ECE
+   interval (defaults: margin 5 % in T, level 0.01, tolerance 0.02).
+
+A cell's number is the share of windows flagged as drift: a false-alarm rate for the
+calibrated cells, the power for the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from calibration import (  # noqa: E402
+    CalibrationStats,
+    TemperatureStats,
+    calibration_error_from_stats,
+    consistency_resampling_from_stats,
+    fit_temperature,
+)
+from monitoring import WindowSummary, decide_drift, summarise_arrays  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "real-logits"
+FILES = (
+    "cifar100_wrn16-4_netcal",
+    "cifar100_densenet-bc-100_netcal",
+    "cifar10_vgg16_verified_calibration",
+    "cifar10_wrn16-4_netcal",
+    "cifar10_lenet5_netcal",
+    "cifar100_lenet5_netcal",
+)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+N_GROUPS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One column of the study: a condition at a window size."""
+
+    condition: str
+    n: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.condition} @{self.n}"
+
+    @property
+    def false_alarm(self) -> bool:
+        return self.condition in ("calibrated", "5 groups")
+
+
+CONDITIONS = ("calibrated", "5 groups", "x1.25", "x0.8", "subgroup x1.5")
+SIZES = (500, 2_000, 10_000)
+
+
+def cells(sizes: tuple[int, ...]) -> list[Cell]:
+    grid = [Cell(condition, n) for condition in CONDITIONS for n in sizes]
+    return grid + ([Cell("x1.5", 10_000)] if 10_000 in sizes else [])
+
+
+# --------------------------------------------------------------------------- the previous decision
+
+
+def before_decision(summary: WindowSummary, *, baseline_ece: float, seed: int) -> bool:
+    """The drift rule before issue 12, as it was: consistency resampling p < 0.01 AND ECE more
+    than 0.02 above the baseline, on the window or on a group of >= 200 rows (level 0.01 / groups,
+    enough resamples to reach it); nothing below 500 rows."""
+    level, tolerance, min_window, min_group = 0.01, 0.02, 500, 200
+
+    def drifted(stats: CalibrationStats, p_threshold: float, resamples: int, draw_seed: int) -> bool:
+        if stats.ece - baseline_ece <= tolerance:
+            return False  # the tolerance decides first (the resampling would not change the verdict)
+        test = consistency_resampling_from_stats(stats.bin_gap_sum, stats.bin_variance_sum, stats.n,
+                                                 n_resamples=resamples, seed=draw_seed)
+        return test.p_value < p_threshold
+
+    if summary.n < min_window:
+        return False
+    tested = [key for key, stats in summary.groups.items() if stats.n >= min_group]
+    group_level = level / max(1, len(tested))
+    group_resamples = max(1000, math.ceil(10.0 / group_level))
+    if drifted(summary.overall, level, 1000, seed):
+        return True
+    return any(
+        drifted(stats, group_level, group_resamples, seed + 1 + index)
+        for index, (key, stats) in enumerate(summary.groups.items()) if key in tested
+    )
+
+
+# --------------------------------------------------------------------------- one window
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """What registration keeps of the reference half A."""
+
+    temperature: float
+    binned_ece: float
+    ece: float
+    ece_interval: tuple[float, float]
+    stats: TemperatureStats
+
+
+def reference_of(logits: NDArray[np.float32], labels: NDArray[np.int64]) -> Reference:
+    temperature = fit_temperature(logits, labels).temperature
+    stats = CalibrationStats.from_logits(logits, labels, temperature=temperature)
+    estimate = calibration_error_from_stats(stats, estimator="debiased_l1")
+    return Reference(temperature=temperature, binned_ece=stats.ece, ece=estimate.estimate,
+                     ece_interval=(estimate.low, estimate.high),
+                     stats=TemperatureStats.from_logits(logits, labels, temperature=temperature))
+
+
+def window_of(
+    cell: Cell, logits: NDArray[np.float32], labels: NDArray[np.int64], traffic: NDArray[np.intp],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.object_] | None]:
+    rows = rng.choice(traffic, cell.n, replace=cell.n > traffic.shape[0])
+    window = logits[rows].astype(np.float64)
+    groups = rng.integers(0, N_GROUPS, cell.n)
+    if cell.condition.startswith("x"):
+        window *= float(cell.condition[1:])
+    if cell.condition == "subgroup x1.5":
+        window[groups == 0] *= 1.5
+    named = np.array([f"g{g}" for g in range(N_GROUPS)], dtype=object)[groups]
+    return window, labels[rows], named if cell.condition in ("5 groups", "subgroup x1.5") else None
+
+
+def decisions(
+    name: str, file_index: int, grid: list[Cell], windows: int, seed: int
+) -> Iterator[tuple[Cell, bool, tuple[str, ...]]]:
+    data = np.load(DATA / f"{name}.npz")
+    logits, labels = data["logits"], data["labels"]
+    for w in range(windows):
+        rng = np.random.default_rng([seed, file_index, w])
+        order = rng.permutation(labels.shape[0])
+        half = labels.shape[0] // 2
+        reference_rows, traffic = np.sort(order[:half]), order[half:]
+        reference = reference_of(logits[reference_rows], labels[reference_rows])
+        for index, cell in enumerate(grid):
+            window, window_labels, groups = window_of(
+                cell, logits, labels, traffic, np.random.default_rng([seed, file_index, w, index])
+            )
+            summary = summarise_arrays(window, window_labels, temperature=reference.temperature, start=T0, end=T0,
+                                       groups=groups)
+            before = before_decision(summary, baseline_ece=reference.binned_ece, seed=w)
+            after = decide_drift(summary, baseline_ece=reference.ece, baseline_ece_interval=reference.ece_interval,
+                                 reference=reference.stats, seed=w)
+            yield cell, before, after.tests_fired
+
+
+def run_study(files: tuple[str, ...], sizes: tuple[int, ...], windows: int, seed: int) -> dict[str, dict[str, dict[str, float]]]:
+    grid = cells(sizes)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name in files:
+        started = time.monotonic()
+        counts = {cell.name: [0, 0, 0, 0] for cell in grid}
+        for cell, before, fired in decisions(name, FILES.index(name) if name in FILES else len(FILES), grid, windows,
+                                             seed):
+            count = counts[cell.name]
+            count[0] += before
+            count[1] += bool(fired)
+            count[2] += any(test.endswith("temperature") for test in fired)
+            count[3] += any(test.endswith("ece") for test in fired)
+        # after_temperature / after_ece: windows where that test fired (overall or in a group).
+        results[name] = {key: {"before": b / windows, "after": a / windows, "after_temperature": t / windows,
+                               "after_ece": e / windows} for key, (b, a, t, e) in counts.items()}
+        print(f"{name}: {windows} windows x {len(grid)} cells in {time.monotonic() - started:.0f} s", file=sys.stderr,
+              flush=True)
+    return results
+
+
+def markdown(results: dict[str, dict[str, dict[str, float]]], sizes: tuple[int, ...], windows: int) -> str:
+    grid = cells(sizes)
+    lines = [f"Share of {windows} windows flagged as drift, before → after (false alarms: calibrated and 5 groups; "
+             "power: the rest).", ""]
+    for title, chosen in (("False alarms", [c for c in grid if c.false_alarm]),
+                          ("Power", [c for c in grid if not c.false_alarm])):
+        lines += [f"**{title}**", "", "| file | " + " | ".join(c.name.replace("@", "n=") for c in chosen) + " |",
+                  "| --- |" + " --- |" * len(chosen)]
+        for name, rates in results.items():
+            row = [f"{rates[c.name]['before']:.3f} → **{rates[c.name]['after']:.3f}**" for c in chosen]
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- effect size and coverage
+
+
+def effect_size(files: tuple[str, ...], margin: float = 0.05) -> str:
+    """What a shift of T by the margin does on each file (T fitted on all its rows): the mean
+    confidence and the debiased ECE at T·(1 + margin) and T / (1 + margin), and SE(log T)."""
+    lines = ["| file | T | mean confidence at T/1.05, T, T·1.05 | debiased ℓ1 ECE at T/1.05, T, T·1.05 | "
+             "SE(log T) per window of 500 / 2,000 / 5,000 rows |", "| --- | --- | --- | --- | --- |"]
+    for name in files:
+        data = np.load(DATA / f"{name}.npz")
+        logits, labels = data["logits"], data["labels"]
+        temperature = fit_temperature(logits, labels).temperature
+        confidence, ece = [], []
+        for t in (temperature / (1 + margin), temperature, temperature * (1 + margin)):
+            stats = CalibrationStats.from_logits(logits, labels, temperature=t)
+            confidence.append(stats.mean_confidence)
+            ece.append(calibration_error_from_stats(stats, estimator="debiased_l1").estimate)
+        sums = TemperatureStats.from_logits(logits, labels, temperature=temperature)
+        per_row = sums.log_temperature_standard_error() * math.sqrt(sums.n)
+        lines.append(
+            f"| {name} | {temperature:.3f} | {confidence[0]:.4f}, {confidence[1]:.4f}, {confidence[2]:.4f} | "
+            f"{ece[0]:.4f}, {ece[1]:.4f}, {ece[2]:.4f} | "
+            + " / ".join(f"{per_row / math.sqrt(n):.3f}" for n in (500, 2_000, 5_000)) + " |"
+        )
+    return "\n".join(lines)
+
+
+COVERAGE_SETTINGS = ((1_000, 10, 1.5, 3.0), (300, 5, 2.0, 3.0), (5_000, 100, 0.7, 2.0), (2_000, 10, 2.5, 6.0))
+
+
+def coverage(runs: int = 400) -> str:
+    """Share of ``runs`` seeded synthetic sets (labels drawn from softmax(z / T_true)) whose 95 %
+    fit interval covers T_true, per setting (rows, classes, T_true, logit scale)."""
+    lines = ["| rows | classes | true T | logit scale | coverage of the 95 % interval | mean width (log T) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for n, k, true_temperature, scale in COVERAGE_SETTINGS:
+        hits, widths = 0, []
+        for seed in range(runs):
+            rng = np.random.default_rng(seed)
+            logits = scale * rng.normal(size=(n, k))
+            p = np.exp((logits - logits.max(axis=1, keepdims=True)) / true_temperature)
+            p /= p.sum(axis=1, keepdims=True)
+            labels = np.minimum((rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1), k - 1)
+            fit = fit_temperature(logits, labels)
+            hits += fit.temperature_low <= true_temperature <= fit.temperature_high
+            widths.append(math.log(fit.temperature_high / fit.temperature_low))
+        lines.append(f"| {n:,} | {k} | {true_temperature} | {scale} | {hits / runs:.4f} ({hits}/{runs}) | "
+                     f"{np.mean(widths):.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.drift_study", description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", type=int, default=200, help="windows per cell (default 200)")
+    parser.add_argument("--files", nargs="+", default=list(FILES), help="files of tests/data/real-logits (no .npz)")
+    parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="window sizes (default 500 2000 10000)")
+    parser.add_argument("--seed", type=int, default=12, help="seed of the splits and windows (default 12)")
+    parser.add_argument("--json", type=Path, help="also write the rates as JSON here")
+    parser.add_argument("--effect-size", action="store_true", help="print the margin's effect size per file and exit")
+    parser.add_argument("--coverage", action="store_true", help="print the T interval's coverage and exit")
+    args = parser.parse_args(argv)
+    if args.effect_size:
+        print(effect_size(tuple(args.files)))
+        return 0
+    if args.coverage:
+        print(coverage())
+        return 0
+    results = run_study(tuple(args.files), tuple(args.sizes), args.windows, args.seed)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"windows": args.windows, "seed": args.seed, "results": results}, indent=2))
+    print(markdown(results, tuple(args.sizes), args.windows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

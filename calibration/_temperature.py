@@ -1,0 +1,470 @@
+"""The temperature test: does the deployed T still fit a window of traffic? All from sums.
+
+Scores of the NLL in 1/T
+------------------------
+At the deployed temperature T (β = 1/T) a row with logits z and label y has
+NLL(β) = log Σ_k exp(β z_k) − β z_y, and with p = softmax(β z):
+
+* ``g`` = ∂NLL/∂β = E_p[z] − z_y (the score; adding a constant to the row changes nothing);
+* ``h`` = ∂²NLL/∂β² = Var_p[z] ≥ 0 (the observed information of the row).
+
+A window is summarised by :class:`TemperatureStats`: n, Σg, Σg² and Σh over its rows, at one
+T. Those four numbers add up (``+``) to the numbers of the union, exactly like
+:class:`CalibrationStats`, so hourly windows make a daily one and chunks summed on different
+machines merge; every quantity below is a function of them.
+
+* **Direction.** On traffic where T is still NLL-optimal, E[g] = 0. A mean g > 0 means the
+  NLL falls as β falls: T should grow, the model is **over-confident** at T; g < 0:
+  under-confident, T should shrink.
+* **The window's own T** is one Newton step from the deployed T in u = log β (the NLL of
+  real logits is far closer to quadratic in log β than in β): with L(u) = Σ NLL_i(e^u),
+  L' = β Σg and L'' = β Σg + β² Σh, so ``log T_w = log T + Σg / (Σg + β Σh)``. Measured on
+  the six CIFAR files of the test data with logits rescaled by 0.8 … 1.5, the step lands
+  within 0.05 of the exact log T_w up to ±25 % (a step in β overshoots by 0.15–0.27 at
+  ×1.25 and diverges at ×1.5). When a window is so under-confident that Σg < −β Σh / 2,
+  the denominator is held at β Σh / 2 (the step stays monotone in Σg); an over-confident
+  window's step is below 1 in log T (T_w < e·T): a large drift is an alarm, its exact T a refit.
+* **Its interval** is the sandwich: SE(log T_w) = sqrt(n · s²_g) / (Σg + β Σh), s²_g the
+  sample variance of g (Huber 1967; robust to a model that is not the truth).
+
+The two-sample test
+-------------------
+T was itself fitted on a finite reference set, so a window drawn from the reference's
+distribution differs from T by the reference's estimation error as well as by its own
+sampling error. :func:`temperature_test` compares the window with the **reference**, both
+one Newton step from the same deployed T (the reference's step is 0 when T was fitted on it):
+d = log(T_w / T_ref), SE(d)² = SE_w² + SE_ref². The window's SE is that of a score test (the
+variance under the null, Rao 1948): the window's own information Σh — a function of its
+confidences alone, not of its labels — times κ = s²_ref / (Σh_ref / n_ref), the reference's
+ratio of score variance to information (1 for a model that is the truth; the sandwich's
+correction otherwise). Two reasons. The scores of a confident model are heavily skewed (a
+few confident errors carry most of the variance), and a window that happens to hold few of
+them has a small mean *and* a small sample variance: with the window's sample variance,
+1–2.5 % of calibrated CIFAR-10 windows looked under-confident (docs/statistics.md). And an
+over-confident window's sample variance at the deployed T is inflated by the very errors
+that make it drift, which cost half the power against a 20 % subgroup made 1.5× more
+confident; the information-based variance does not grow with them.
+
+A shift that makes no practical difference is not a drift: the test is of
+H0: |log(T_w / T_ref)| ≤ log(1 + margin) against H1: beyond it, at level ``level``, with
+z = (|d| − log(1 + margin)) / SE(d) and p = Φ(−z) (the test of a margin is one-sided on the
+side of the observed shift; it is exact at the boundary and conservative inside). Equivalently:
+the (1 − 2 level) interval of T_w / T_ref lies entirely outside [1/(1 + margin), 1 + margin].
+``p_value_no_margin`` is the plain two-sided test of d = 0 and ``z`` the signed d / SE(d): the
+statistic a sequential rule over many checks accumulates.
+
+References
+----------
+Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2017.
+Huber. "The behavior of maximum likelihood estimates under nonstandard conditions". Proc.
+Fifth Berkeley Symposium, 1967 (the sandwich variance).
+Rao. "Large sample tests of statistical hypotheses concerning several parameters with
+applications to problems of estimation". Proc. Cambridge Philos. Soc. 44, 1948 (the score test).
+Wellek. "Testing Statistical Hypotheses of Equivalence and Noninferiority". 2nd ed., CRC,
+2010 (tests against a margin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtr, ndtri
+
+from ._scored import ScoredSet
+from ._serialise import JsonResult
+from ._validation import check_confidence_level, check_temperature
+
+__all__ = [
+    "Direction",
+    "TemperatureStats",
+    "TemperatureTest",
+    "log_temperature_interval",
+    "temperature_test",
+]
+
+Direction = Literal["over-confident", "under-confident", "none"]
+
+_DEFAULT_MARGIN = 0.05
+
+
+def score_rows(
+    d: NDArray[np.float64], e: NDArray[np.float64], s0: NDArray[np.float64], d_label: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-row g and h from a chunk's shifted logits ``d`` (row max 0), ``e = exp(β d)``, its
+    row sums ``s0`` and the label's ``d``: the quantities the top-label pass already holds."""
+    weighted = e * d
+    mean = weighted.sum(axis=1) / s0
+    # Var_p[d] = E_p[d²] − E_p[d]²: d <= 0 and the top class (d = 0) carries the most mass,
+    # so E_p[d]² never dwarfs the variance; clamp the rounding below 0.
+    second = np.einsum("ij,ij->i", weighted, d) / s0
+    return mean - d_label, np.maximum(second - mean * mean, 0.0)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TemperatureStats(JsonResult):
+    """Mergeable sums of the NLL's scores in 1/T over a set of rows, at one temperature.
+
+    ``n`` rows; ``gradient_sum`` = Σ g, ``gradient_square_sum`` = Σ g², ``curvature_sum`` = Σ h
+    with g = E_p[z] − z_y and h = Var_p[z] at p = softmax(z / ``temperature``) (see the module
+    docstring). ``+`` adds two sets of rows at the same T.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> logits = np.log([[0.2, 0.8], [0.9, 0.1], [0.3, 0.7]])
+    >>> stats = TemperatureStats.from_logits(logits, [1, 0, 0])
+    >>> stats.n, round(stats.gradient_sum, 6)
+    (3, 0.096127)
+    >>> parts = TemperatureStats.from_logits(logits[:1], [1]) + TemperatureStats.from_logits(logits[1:], [0, 0])
+    >>> parts == stats
+    True
+    >>> stats.direction, round(stats.window_temperature, 4)  # mean g > 0: T should grow
+    ('over-confident', 1.1021)
+    """
+
+    temperature: float
+    n: int
+    gradient_sum: float
+    gradient_square_sum: float
+    curvature_sum: float
+
+    @classmethod
+    def from_logits(
+        cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0
+    ) -> TemperatureStats:
+        """The sums over ``logits`` (n_samples, n_classes) and ``labels`` at ``temperature``.
+
+        A validated :class:`ScoredSet` may stand for both (pass no ``labels``).
+
+        Raises
+        ------
+        ValueError
+            If the logits, labels or temperature break their rules.
+        """
+        from ._scores import TopLabelScores  # the one pass over the logits lives there
+
+        return TopLabelScores.from_logits(logits, labels, temperature=temperature).temperature_stats()
+
+    @classmethod
+    def from_rows(cls, gradient: NDArray[np.float64], curvature: NDArray[np.float64], temperature: float) -> TemperatureStats:
+        """Sum per-row scores (trusted: 1-D float arrays of one length)."""
+        return cls(
+            temperature=temperature,
+            n=int(gradient.shape[0]),
+            gradient_sum=float(gradient.sum()),
+            gradient_square_sum=float(np.dot(gradient, gradient)),
+            curvature_sum=float(curvature.sum()),
+        )
+
+    @classmethod
+    def empty(cls, temperature: float = 1.0) -> TemperatureStats:
+        """No rows: the neutral element of ``+``."""
+        return cls(temperature=check_temperature(temperature), n=0, gradient_sum=0.0, gradient_square_sum=0.0,
+                   curvature_sum=0.0)
+
+    def __add__(self, other: TemperatureStats) -> TemperatureStats:
+        if not isinstance(other, TemperatureStats):
+            return NotImplemented
+        if self.temperature != other.temperature:
+            raise ValueError(
+                f"cannot merge temperature statistics at different temperatures: {self.temperature!r} and "
+                f"{other.temperature!r}; the scores depend on T"
+            )
+        return TemperatureStats(
+            temperature=self.temperature,
+            n=self.n + other.n,
+            gradient_sum=self.gradient_sum + other.gradient_sum,
+            gradient_square_sum=self.gradient_square_sum + other.gradient_square_sum,
+            curvature_sum=self.curvature_sum + other.curvature_sum,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TemperatureStats):
+            return NotImplemented
+        return (self.temperature, self.n) == (other.temperature, other.n) and bool(
+            np.allclose(
+                [self.gradient_sum, self.gradient_square_sum, self.curvature_sum],
+                [other.gradient_sum, other.gradient_square_sum, other.curvature_sum],
+                rtol=1e-12,
+                atol=1e-9,
+            )
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def mean_gradient(self) -> float:
+        """Mean g (NaN without rows): > 0 over-confident at ``temperature``, < 0 under-confident."""
+        return self.gradient_sum / self.n if self.n else math.nan
+
+    @property
+    def gradient_variance(self) -> float:
+        """Sample variance of g (n − 1 in the denominator; NaN below two rows)."""
+        if self.n < 2:
+            return math.nan
+        return max(self.gradient_square_sum - self.gradient_sum * self.gradient_sum / self.n, 0.0) / (self.n - 1)
+
+    @property
+    def direction(self) -> Direction:
+        """Which way T should move: "over-confident" (grow T), "under-confident" (shrink T), "none"."""
+        if not self.n or self.gradient_sum == 0.0:
+            return "none"
+        return "over-confident" if self.gradient_sum > 0 else "under-confident"
+
+    def _curvature(self) -> float:
+        """L''(log β) / β: Σg + β Σh, held at β Σh / 2 or more (module docstring)."""
+        beta_curvature = self.curvature_sum / self.temperature
+        return max(self.gradient_sum + beta_curvature, 0.5 * beta_curvature)
+
+    @property
+    def log_temperature_shift(self) -> float:
+        """log(T_w / T): one Newton step in log β from ``temperature`` (NaN without information)."""
+        curvature = self._curvature()
+        return self.gradient_sum / curvature if self.n and curvature > 0 else math.nan
+
+    @property
+    def window_temperature(self) -> float:
+        """T_w, the NLL-optimal temperature of these rows by one Newton step (NaN if undefined)."""
+        return self.temperature * math.exp(self.log_temperature_shift)
+
+    def log_temperature_standard_error(self, variance: float | None = None) -> float:
+        """Sandwich SE of log T_w; ``variance`` replaces the sample variance of g when given."""
+        curvature = self._curvature()
+        spread = self.gradient_variance if variance is None else variance
+        if not (self.n >= 2 and curvature > 0 and math.isfinite(spread)):
+            return math.nan
+        return math.sqrt(self.n * spread) / curvature
+
+    def interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
+        """(low, high): the ``confidence_level`` interval of T_w, symmetric in log T."""
+        return log_temperature_interval(
+            self.window_temperature, self.log_temperature_standard_error(), check_confidence_level(confidence_level)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sums, and what they give: mean gradient, direction, T_w with its 95% interval."""
+        low, high = self.interval()
+        return JsonResult.to_dict(self) | {
+            "mean_gradient": _json_number(self.mean_gradient),
+            "direction": self.direction,
+            "window_temperature": _json_number(self.window_temperature),
+            "window_temperature_low": _json_number(low),
+            "window_temperature_high": _json_number(high),
+        }
+
+
+def _json_number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def log_temperature_interval(temperature: float, log_standard_error: float, confidence_level: float) -> tuple[float, float]:
+    """The normal interval of T symmetric in log T: T · exp(∓ z · SE); (NaN, NaN) if undefined.
+
+    >>> [round(v, 4) for v in log_temperature_interval(2.0, 0.05, 0.95)]
+    [1.8133, 2.2059]
+    """
+    if not (math.isfinite(temperature) and math.isfinite(log_standard_error)):
+        return math.nan, math.nan
+    spread = float(ndtri(0.5 + confidence_level / 2.0)) * log_standard_error
+    return temperature * math.exp(-spread), temperature * math.exp(spread)
+
+
+@dataclass(frozen=True, slots=True)
+class TemperatureTest(JsonResult):
+    """The two-sample temperature test of a window against the reference T was fitted on.
+
+    ``temperature`` is the deployed T at which both were summed. ``window_temperature`` (with
+    its ``confidence_level`` interval) is the window's NLL-optimal T, ``reference_temperature``
+    the reference's (T itself when T was fitted on it; NaN-free only with a reference), and
+    ``ratio`` = T_w / T_ref with its interval. ``log_ratio`` / ``standard_error`` is ``z`` (signed:
+    > 0 over-confident). ``p_value`` tests the shift beyond ``margin`` (T_w / T_ref outside
+    [1/(1 + margin), 1 + margin]); ``drifted`` is ``p_value < level``. ``p_value_no_margin`` is the
+    two-sided test of no shift at all. Without a reference (``reference_n == 0``) the window is
+    tested against T as if T were known exactly, with its own sandwich variance.
+
+    The window's interval (``window_temperature_low``/``_high``) is its own sandwich interval;
+    the test's ``window_standard_error`` is the score test's, from the window's information
+    Σh times ``information_ratio`` (the reference's score variance over its mean curvature:
+    1 for a model that is the truth), see the module docstring.
+    """
+
+    temperature: float
+    n: int
+    window_temperature: float
+    window_temperature_low: float
+    window_temperature_high: float
+    reference_n: int
+    reference_temperature: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    log_ratio: float
+    standard_error: float
+    window_standard_error: float
+    reference_standard_error: float
+    z: float
+    margin: float
+    margin_z: float
+    p_value: float
+    p_value_no_margin: float
+    level: float
+    drifted: bool
+    direction: Direction
+    confidence_level: float
+    information_ratio: float
+
+    def sentence(self, what: str = "window") -> str:
+        """One line with the numbers, for a report's reasons."""
+        if not math.isfinite(self.z):
+            return f"{what} temperature test not computed (n={self.n}: no information about T)"
+        versus = (f"the reference's {self.reference_temperature:.4g} (n={self.reference_n})"
+                  if self.reference_n else f"the deployed {self.temperature:.4g} (no reference variance)")
+        verdict = (
+            f"shifted beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
+            f"{self.direction}, T should {'grow' if self.log_ratio > 0 else 'shrink'}"
+            if self.drifted
+            else f"not beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)}; without a margin "
+            f"p = {_fmt_p(self.p_value_no_margin)})"
+        )
+        return (
+            f"{what} optimal T {self.window_temperature:.4g} [{self.window_temperature_low:.4g}, "
+            f"{self.window_temperature_high:.4g}] vs {versus}: ratio {self.ratio:.3f} "
+            f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], z = {self.z:+.2f}, {verdict}"
+        )
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
+
+
+def temperature_test(
+    window: TemperatureStats,
+    reference: TemperatureStats | None = None,
+    *,
+    margin: float = _DEFAULT_MARGIN,
+    level: float = 0.01,
+    confidence_level: float = 0.95,
+) -> TemperatureTest:
+    """Test whether the window's optimal T moved away from the reference's by more than a margin.
+
+    Parameters
+    ----------
+    window : TemperatureStats
+        The window's sums at the deployed T.
+    reference : TemperatureStats, optional
+        The reference's sums (the rows T was fitted on) at the same T. Without it the window
+        is tested against T as if T had no estimation error (a one-sample test: more false
+        alarms on small references).
+    margin : float, default=0.05
+        The shift of T that counts, relative: 0.05 flags T_w / T_ref beyond 1.05 or below
+        1 / 1.05. In [0, 1).
+    level : float, default=0.01
+        Significance level, in (0, 1).
+    confidence_level : float, default=0.95
+        Level of the reported intervals, in (0, 1).
+
+    Returns
+    -------
+    TemperatureTest
+
+    Raises
+    ------
+    TypeError
+        If ``window`` or ``reference`` is not a :class:`TemperatureStats`.
+    ValueError
+        If the two were summed at different temperatures, or a level or the margin is out of
+        range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3.0 * rng.normal(size=(4000, 5))
+    >>> def labels_at(t):  # labels drawn from softmax(logits / t)
+    ...     p = np.exp(logits / t); p /= p.sum(axis=1, keepdims=True)
+    ...     return (rng.random((4000, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 4)
+    >>> reference = TemperatureStats.from_logits(logits[:2000], labels_at(1.0)[:2000])
+    >>> same = temperature_test(TemperatureStats.from_logits(logits[2000:], labels_at(1.0)[2000:]), reference)
+    >>> same.drifted
+    False
+    >>> hotter = temperature_test(TemperatureStats.from_logits(logits[2000:], labels_at(1.5)[2000:]), reference)
+    >>> hotter.drifted, hotter.direction, round(hotter.ratio, 2), round(hotter.p_value, 6)
+    (True, 'over-confident', 1.38, 0.0)
+    """
+    if not isinstance(window, TemperatureStats):
+        raise TypeError(f"window must be TemperatureStats; got {type(window).__name__}")
+    if reference is not None and not isinstance(reference, TemperatureStats):
+        raise TypeError(f"reference must be TemperatureStats or None; got {type(reference).__name__}")
+    if reference is not None and not math.isclose(reference.temperature, window.temperature, rel_tol=1e-9):
+        raise ValueError(
+            f"the reference was summed at T = {reference.temperature!r} and the window at T = {window.temperature!r}; "
+            "both must be read at the deployed T"
+        )
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not (
+        0.0 <= float(margin) < 1.0
+    ):
+        raise ValueError(f"margin must be a number in [0, 1) (a relative shift of T, e.g. 0.05); got {margin!r}")
+    margin = float(margin)
+    level = check_confidence_level(level, name="level")
+    confidence_level = check_confidence_level(confidence_level)
+
+    has_reference = reference is not None and reference.n >= 2 and reference.curvature_sum > 0
+    own_se = window.log_temperature_standard_error()
+    information_ratio = math.nan
+    window_se = own_se
+    if reference is not None and has_reference:
+        # The score test's variance for the window: its own information Σh (from its confidences
+        # alone: no label noise), scaled by the reference's ratio of score variance to information.
+        information_ratio = reference.gradient_variance / (reference.curvature_sum / reference.n)
+        if window.n:
+            window_se = window.log_temperature_standard_error(information_ratio * window.curvature_sum / window.n)
+    if reference is not None and has_reference:
+        reference_shift = reference.log_temperature_shift
+        reference_se = reference.log_temperature_standard_error()
+    else:
+        reference_shift, reference_se = 0.0, 0.0
+    log_ratio = window.log_temperature_shift - reference_shift
+    se = math.hypot(window_se, reference_se)
+    log_margin = math.log1p(margin)
+    defined = math.isfinite(log_ratio) and math.isfinite(se) and se > 0
+    z = log_ratio / se if defined else math.nan
+    margin_z = (abs(log_ratio) - log_margin) / se if defined else math.nan
+    p_value = float(ndtr(-margin_z)) if defined else math.nan
+    p_no_margin = float(2.0 * ndtr(-abs(z))) if defined else math.nan
+    spread = float(ndtri(0.5 + confidence_level / 2.0))
+    window_temperature = window.window_temperature
+    low, high = log_temperature_interval(window_temperature, own_se, confidence_level)
+    ratio = math.exp(log_ratio) if math.isfinite(log_ratio) else math.nan
+    direction: Direction = "none" if not defined or log_ratio == 0 else (
+        "over-confident" if log_ratio > 0 else "under-confident"
+    )
+    return TemperatureTest(
+        temperature=window.temperature,
+        n=window.n,
+        window_temperature=window_temperature,
+        window_temperature_low=low,
+        window_temperature_high=high,
+        reference_n=reference.n if reference is not None and has_reference else 0,
+        reference_temperature=window.temperature * math.exp(reference_shift),
+        ratio=ratio,
+        ratio_low=ratio * math.exp(-spread * se) if defined else math.nan,
+        ratio_high=ratio * math.exp(spread * se) if defined else math.nan,
+        log_ratio=log_ratio,
+        standard_error=se,
+        window_standard_error=window_se,
+        reference_standard_error=reference_se,
+        z=z,
+        margin=margin,
+        margin_z=margin_z,
+        p_value=p_value,
+        p_value_no_margin=p_no_margin,
+        level=level,
+        drifted=bool(defined and p_value < level),
+        direction=direction,
+        confidence_level=confidence_level,
+        information_ratio=information_ratio,
+    )

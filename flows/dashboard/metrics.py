@@ -1,0 +1,119 @@
+"""The dashboard's Prometheus exposition: the latest check of every serving version.
+
+One sample per model, version and alias (a version behind two aliases appears under each), for
+the versions an alias points at now; Prometheus keeps the history. Written with
+``prometheus_client``'s own collector types and ``generate_latest`` (so names, label values
+and help text are escaped by the library), from a :class:`~flows.dashboard.data.DashboardState`:
+
+=========================================== ===================================================
+``thermostat_ece``                          ECE of the latest check's window (its registered T)
+``thermostat_nll``                          mean NLL (nats) of that window
+``thermostat_baseline_ece``                 the version's registration baseline ECE
+``thermostat_ece_threshold``                baseline + tolerance: the ECE above which drift can fire
+``thermostat_drift``                        1 when the latest check says drift, else 0
+``thermostat_verdict{verdict=...}``         1 for the latest check's verdict, 0 for the others
+``thermostat_p_value``                      p-value of the latest check's ECE test
+``thermostat_last_check_timestamp_seconds`` the end of the latest checked window (Unix time)
+``thermostat_window_labelled_rows``         labelled rows in that window
+``thermostat_temperature``                  the version's registered T (also before any check)
+``thermostat_temperature_low`` / ``_high``  its interval, when registered with one
+``thermostat_served_temperature``           T of the version's latest logged prediction
+``thermostat_open_alerts{kind=...}``        open alerts per model and kind (0 included)
+``thermostat_dashboard_up``                 1 when the store was read, 0 when reading failed
+=========================================== ===================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from flows.dashboard.data import DashboardState
+
+__all__ = ["CONTENT_TYPE", "VERDICTS", "exposition", "families"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+VERDICTS = ("ok", "drift", "insufficient_data")
+_ALERT_KINDS = ("drift", "refit_refused", "insufficient_data")
+_LABELS = ["model", "version", "alias"]
+
+
+def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
+    """The metric families of ``state`` (None: the store could not be read: only ``up`` = 0)."""
+    up = GaugeMetricFamily("thermostat_dashboard_up", "1 when the dashboard read the MLflow store, else 0")
+    up.add_metric([], 0.0 if state is None else 1.0)
+    if state is None:
+        return [up]
+
+    def gauge(name: str, text: str, extra: tuple[str, ...] = ()) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, text, labels=[*_LABELS, *extra])
+
+    ece = gauge("thermostat_ece", "ECE of the latest checked window at the version's registered T")
+    nll = gauge("thermostat_nll", "Mean NLL (nats) of the latest checked window")
+    baseline = gauge("thermostat_baseline_ece", "Registration baseline ECE of the version")
+    threshold = gauge("thermostat_ece_threshold", "Baseline ECE plus the drift tolerance")
+    drift = gauge("thermostat_drift", "1 when the latest check's verdict is drift, else 0")
+    verdict = gauge("thermostat_verdict", "1 for the latest check's verdict, 0 for the other verdicts", ("verdict",))
+    p_value = gauge("thermostat_p_value", "p-value of the latest check's ECE test")
+    last = gauge("thermostat_last_check_timestamp_seconds", "End of the latest checked window, Unix seconds")
+    rows = gauge("thermostat_window_labelled_rows", "Labelled rows in the latest checked window")
+    temperature = gauge("thermostat_temperature", "Registered temperature T of the version")
+    low = gauge("thermostat_temperature_low", "Lower end of the registered T interval")
+    high = gauge("thermostat_temperature_high", "Upper end of the registered T interval")
+    served = gauge("thermostat_served_temperature", "T of the version's latest logged prediction")
+    alerts = GaugeMetricFamily("thermostat_open_alerts", "Open alerts of the dashboard", labels=["model", "kind"])
+    for model in state.models:
+        for kind in _ALERT_KINDS:
+            alerts.add_metric([model.name, kind],
+                              float(sum(1 for a in state.alerts if a.model_name == model.name and a.kind == kind)))
+        for version, aliases in model.serving().items():
+            info = model.version(version)
+            own = model.checks_of(version=version)
+            latest = own[-1] if own else None
+            for alias in aliases:
+                labels = [model.name, version, alias]
+                if info is not None:
+                    for family, value in ((temperature, info.temperature), (low, info.temperature_low),
+                                          (high, info.temperature_high),
+                                          (served, None if info.served is None else info.served.served_temperature),
+                                          (baseline, info.baseline_ece),
+                                          (threshold, None if info.baseline_ece is None
+                                           else info.baseline_ece + state.thresholds.ece_tolerance)):
+                        if value is not None:
+                            family.add_metric(labels, value)
+                if latest is None:
+                    continue
+                for family, value in ((ece, latest.ece), (nll, latest.nll), (p_value, latest.p_value),
+                                      (rows, None if latest.labelled_rows is None else float(latest.labelled_rows))):
+                    if value is not None:
+                        family.add_metric(labels, value)
+                drift.add_metric(labels, 1.0 if latest.verdict == "drift" else 0.0)
+                last.add_metric(labels, latest.window_end.timestamp())
+                for name in VERDICTS:
+                    verdict.add_metric([*labels, name], 1.0 if latest.verdict == name else 0.0)
+    return [up, ece, nll, baseline, threshold, drift, verdict, p_value, last, rows, temperature, low, high, served,
+            alerts]
+
+
+class _StateCollector(Collector):
+    def __init__(self, read: Callable[[], DashboardState | None]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        yield from families(self._read())
+
+
+def exposition(read: Callable[[], DashboardState | None]) -> bytes:
+    """The Prometheus text format of the state ``read`` returns (read once per call).
+
+    Examples
+    --------
+    >>> print(exposition(lambda: None).decode().splitlines()[-1])
+    thermostat_dashboard_up 0.0
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_StateCollector(read))
+    return generate_latest(registry)

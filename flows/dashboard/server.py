@@ -1,0 +1,182 @@
+"""``thermostat dashboard``: the page, its JSON API and ``/metrics`` on one small server.
+
+A Starlette app run by uvicorn, on loopback by default. Every route reads one
+:class:`~flows.dashboard.data.DashboardState`, gathered from the store at most once per
+``--refresh`` seconds (the page, the API and Prometheus' scrapes share it):
+
+=============================== =====================================================
+``GET /``                       the page (HTML, inline SVG; no script)
+``GET /api/models``             every model: versions, checks, refits, alias moves
+``GET /api/alerts``             the open alerts
+``GET /metrics``                Prometheus text format (:mod:`flows.dashboard.metrics`)
+``GET /artifacts/{run}/{path}`` a reliability diagram the page shows (only those)
+``GET /healthz``                ``ok`` when the store was read
+=============================== =====================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from flows.dashboard.data import DashboardState, gather, missing_store
+from flows.dashboard.metrics import CONTENT_TYPE, exposition
+from flows.dashboard.page import render_page
+from flows.local_only import stay_local
+from flows.registry import MlflowRegistry
+from flows.settings import ThermostatSettings
+from monitoring import mask_url
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "StateCache", "create_app", "main"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+class StateCache:
+    """The state, gathered at most once per ``ttl`` seconds; concurrent requests wait for one read.
+
+    A failed read is remembered (``error``) and retried on the next request after ``ttl``.
+    """
+
+    def __init__(self, read: Callable[[], DashboardState], *, ttl: float = 10.0) -> None:
+        self._read = read
+        self._ttl = ttl
+        self._lock = threading.Lock()
+        self._state: DashboardState | None = None
+        self._error: str | None = None
+        self._at = -float("inf")
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+    def get(self) -> DashboardState | None:
+        """The current state; None when the last read failed (``error`` says why)."""
+        with self._lock:
+            if time.monotonic() - self._at >= self._ttl:
+                try:
+                    self._state, self._error = self._read(), None
+                except Exception as error:  # noqa: BLE001 - shown on the page and as thermostat_dashboard_up 0
+                    self._state = None
+                    self._error = f"{type(error).__name__}: {error}"
+                    traceback.print_exc(file=sys.stderr)
+                self._at = time.monotonic()
+            return self._state
+
+
+def create_app(settings: ThermostatSettings, *, refresh_seconds: float = 10.0) -> Starlette:
+    """The dashboard's ASGI app over the store and prediction log named by ``settings``."""
+    registry = MlflowRegistry(settings.resolved_tracking_uri(), registry_uri=settings.resolved_registry_uri(),
+                              experiment_name=settings.experiment_name)
+    cache = StateCache(lambda: gather(settings, registry=registry), ttl=refresh_seconds)
+
+    def unavailable() -> PlainTextResponse:
+        return PlainTextResponse(f"the MLflow store could not be read: {cache.error}", status_code=503)
+
+    def page(_: Request) -> Response:
+        state = cache.get()
+        return unavailable() if state is None else HTMLResponse(render_page(state))
+
+    def models(_: Request) -> Response:
+        state = cache.get()
+        if state is None:
+            return unavailable()
+        return JSONResponse({"generated_at": state.generated_at.isoformat(), "tracking_uri": state.tracking_uri,
+                             "thresholds": state.thresholds.to_dict(), "notes": list(state.notes),
+                             "models": [m.to_dict() for m in state.models]})
+
+    def alerts(_: Request) -> Response:
+        state = cache.get()
+        if state is None:
+            return unavailable()
+        return JSONResponse({"generated_at": state.generated_at.isoformat(),
+                             "alerts": [a.to_dict() for a in state.alerts]})
+
+    def metrics(_: Request) -> Response:
+        return Response(exposition(cache.get), media_type=CONTENT_TYPE)
+
+    def artifact(request: Request) -> Response:
+        state = cache.get()
+        run_id, path = request.path_params["run_id"], request.path_params["path"]
+        if state is None or (run_id, path) not in state.artifacts():
+            return PlainTextResponse("not a diagram this dashboard shows", status_code=404)
+        content = registry.read_artifact(run_id, path)
+        if content is None:
+            return PlainTextResponse(f"run {run_id} has no {path}", status_code=404)
+        return Response(content, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+
+    def health(_: Request) -> Response:
+        state = cache.get()
+        return PlainTextResponse("ok") if state is not None else unavailable()
+
+    return Starlette(routes=[
+        Route("/", page), Route("/api/models", models), Route("/api/alerts", alerts), Route("/metrics", metrics),
+        Route("/artifacts/{run_id}/{path:path}", artifact), Route("/healthz", health),
+    ])
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard") -> int:
+    """Serve the dashboard until interrupted; returns the exit status (2: nothing to read)."""
+    stay_local()
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Serve the calibration dashboard (page, /api/models, /api/alerts, /metrics) over "
+        "the MLflow store and prediction log named by the THERMOSTAT_* settings. Read-only.",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; the page has no "
+                             "login, so expose it only behind your own access control)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--refresh", type=float, default=10.0, metavar="SECONDS",
+                        help="re-read the store at most this often (default 10)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    if not 0 < args.port < 65536:
+        print(f"{prog}: error: --port must be in 1..65535; got {args.port}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.refresh < 0:
+        print(f"{prog}: error: --refresh must be >= 0 seconds; got {args.refresh}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        settings = ThermostatSettings()
+    except ValueError as error:
+        print(f"{prog}: error: the THERMOSTAT_* settings are invalid: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    problem = missing_store(settings)
+    if problem is not None:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    import uvicorn
+
+    app = create_app(settings, refresh_seconds=args.refresh)
+    if not _is_loopback(args.host):
+        print(f"{prog}: warning: listening on {args.host}, beyond this machine; the dashboard has no login",
+              file=sys.stderr)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"Thermostat dashboard on http://{shown}:{args.port}/ (metrics on /metrics), reading MLflow "
+          f"{mask_url(settings.resolved_tracking_uri())} and the prediction log "
+          f"{mask_url(settings.resolved_prediction_log_url())}; Ctrl-C stops it", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return EXIT_OK

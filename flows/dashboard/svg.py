@@ -1,0 +1,461 @@
+"""Server-side SVG charts for the dashboard: no JavaScript, no fonts or files from elsewhere.
+
+Every chart is a pure function of plain records and returns one ``<svg>`` element as text.
+Elements carry their meaning as attributes (``<g class="series" data-version="3">``,
+``<path class="point drift-point">``), so a test or a script can read a chart without
+pixels, and the charts stay readable without colour: each series has its own dash pattern and
+an end label, each verdict its own marker shape (ok ●, drift ▲, insufficient data □), and each
+annotation a text label. Hovering a point shows its numbers (the SVG ``<title>``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from html import escape
+from itertools import count
+from typing import Any, Final, Literal
+
+__all__ = [
+    "COLOURS",
+    "DASHES",
+    "Annotation",
+    "Band",
+    "Point",
+    "Reference",
+    "Series",
+    "marker_path",
+    "reliability_chart",
+    "swatch",
+    "time_chart",
+]
+
+# Okabe–Ito: distinguishable with the common colour-vision deficiencies; never the only cue.
+COLOURS: Final = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+DASHES: Final = ("", "7 4", "2 3", "9 3 2 3", "14 4", "4 2 4 6", "1 2", "10 2 2 2 2 2")
+Marker = Literal["ok", "drift", "insufficient_data", "registration", "other"]
+
+_ids = count(1)
+
+
+def _attrs(values: Mapping[str, str | None]) -> str:
+    return "".join(f' {key}="{escape(value, quote=True)}"' for key, value in values.items() if value is not None)
+
+
+def _colour(style: int) -> str:
+    return COLOURS[style % len(COLOURS)]
+
+
+def _dash(style: int) -> str:
+    return DASHES[style % len(DASHES)]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One value at one time; ``title`` is its tooltip, ``href`` where clicking it goes."""
+
+    at: datetime
+    value: float
+    marker: Marker = "ok"
+    title: str = ""
+    href: str | None = None
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A line through points in time order (``style`` picks its colour and dash pattern)."""
+
+    label: str
+    style: int
+    points: tuple[Point, ...]
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A horizontal line at ``value`` over [start, end] (None: the chart's edge)."""
+
+    value: float
+    label: str
+    kind: Literal["baseline", "threshold"]
+    style: int = 6
+    start: datetime | None = None
+    end: datetime | None = None
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A shaded band [low, high] over [start, end] (None: the chart's edge)."""
+
+    low: float
+    high: float
+    label: str
+    kind: Literal["tolerance", "interval"]
+    style: int = 6
+    start: datetime | None = None
+    end: datetime | None = None
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """A vertical line at ``at`` with a text label (a refit, an alias move, a refusal)."""
+
+    at: datetime
+    label: str
+    kind: Literal["refit", "refit-refused", "alias-move"]
+    title: str = ""
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+
+def marker_path(marker: Marker, x: float, y: float, size: float = 4.5) -> str:
+    """The SVG path of a marker shape centred on (x, y): circle, triangle, square, diamond."""
+    if marker == "drift":
+        s = size * 1.45
+        return f"M{x:.1f},{y - s:.1f} L{x + s:.1f},{y + s * 0.8:.1f} L{x - s:.1f},{y + s * 0.8:.1f} Z"
+    if marker == "insufficient_data":
+        return f"M{x - size:.1f},{y - size:.1f} h{2 * size:.1f} v{2 * size:.1f} h{-2 * size:.1f} Z"
+    if marker == "registration":
+        s = size * 1.3
+        return f"M{x:.1f},{y - s:.1f} L{x + s:.1f},{y:.1f} L{x:.1f},{y + s:.1f} L{x - s:.1f},{y:.1f} Z"
+    r = size * 0.9
+    return f"M{x - r:.1f},{y:.1f} a{r:.1f},{r:.1f} 0 1,0 {2 * r:.1f},0 a{r:.1f},{r:.1f} 0 1,0 {-2 * r:.1f},0"
+
+
+def swatch(style: int, *, label: str, marker: Marker | None = None, width: int = 34) -> str:
+    """A small inline SVG sample of a series' line (for an HTML legend)."""
+    line = (f'<line x1="1" y1="7" x2="{width - 1}" y2="7" stroke="{_colour(style)}" stroke-width="2.5"'
+            f'{_attrs({"stroke-dasharray": _dash(style) or None})}/>')
+    shape = "" if marker is None else f'<path d="{marker_path(marker, width / 2, 7)}" {_marker_paint(marker, style)}/>'
+    return (f'<svg class="swatch" width="{width}" height="14" viewBox="0 0 {width} 14" role="img" '
+            f'aria-label="{escape(label, quote=True)}">{line}{shape}</svg>')
+
+
+def _marker_paint(marker: Marker, style: int) -> str:
+    colour = _colour(style)
+    if marker == "insufficient_data":
+        return f'fill="white" stroke="{colour}" stroke-width="1.8"'
+    if marker == "drift":
+        return f'fill="{colour}" stroke="black" stroke-width="1.2"'
+    if marker == "registration":
+        return f'fill="white" stroke="{colour}" stroke-width="2"'
+    return f'fill="{colour}" stroke="white" stroke-width="0.8"'
+
+
+# ------------------------------------------------------------------------------- scales
+
+
+_TIME_STEPS: Final = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+                      172800, 604800, 1209600, 2592000, 7776000, 31536000)
+
+
+def _nice_step(span: float, target: int) -> float:
+    raw = span / max(target, 1)
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    for factor in (1, 2, 2.5, 5, 10):
+        if factor * magnitude >= raw:
+            return factor * magnitude
+    return 10 * magnitude
+
+
+def _value_ticks(low: float, high: float, target: int = 5) -> list[float]:
+    step = _nice_step(high - low, target)
+    first = math.ceil(low / step - 1e-9) * step
+    ticks, value = [], first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    return ticks
+
+
+def _time_ticks(start: datetime, end: datetime, target: int = 6) -> tuple[list[datetime], str]:
+    span = (end - start).total_seconds()
+    step = next((s for s in _TIME_STEPS if span / s <= target), _TIME_STEPS[-1])
+    epoch = math.ceil(start.timestamp() / step) * step
+    ticks = []
+    while epoch <= end.timestamp():
+        ticks.append(datetime.fromtimestamp(epoch, tz=UTC))
+        epoch += step
+    form = "%H:%M:%S" if step < 60 else "%H:%M" if step < 86400 else "%Y-%m-%d"
+    if span > 2 * 86400 and step < 86400:
+        form = "%m-%d %H:%M"
+    return ticks, form
+
+
+def _format_value(value: float) -> str:
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 1:
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    t0: float
+    t1: float
+    y0: float
+    y1: float
+
+    def x(self, at: datetime) -> float:
+        return self.left + (at.timestamp() - self.t0) / (self.t1 - self.t0) * (self.width - self.left - self.right)
+
+    def y(self, value: float) -> float:
+        clipped = min(max(value, self.y0), self.y1)
+        return self.top + (self.y1 - clipped) / (self.y1 - self.y0) * (self.height - self.top - self.bottom)
+
+    @property
+    def x_end(self) -> float:
+        return float(self.width - self.right)
+
+    @property
+    def y_end(self) -> float:
+        return float(self.height - self.bottom)
+
+
+def _time_range(times: Sequence[datetime]) -> tuple[float, float]:
+    if not times:
+        now = datetime.now(UTC).timestamp()
+        return now - 3600, now
+    t0, t1 = min(times).timestamp(), max(times).timestamp()
+    pad = max((t1 - t0) * 0.04, 5.0)
+    return t0 - pad, t1 + pad * 2.5  # room on the right for the series' end labels
+
+
+# ------------------------------------------------------------------------------- charts
+
+
+def time_chart(
+    *,
+    title: str,
+    y_label: str,
+    series: Sequence[Series],
+    references: Sequence[Reference] = (),
+    bands: Sequence[Band] = (),
+    annotations: Sequence[Annotation] = (),
+    css_class: str = "",
+    attrs: Mapping[str, str] | None = None,
+    width: int = 600,
+    height: int = 250,
+    y_floor: float | None = 0.0,
+    empty_text: str = "no checks yet",
+) -> str:
+    """A chart of values over time: one line per series, reference lines, bands, annotations.
+
+    Points are drawn by verdict: ``ok`` a filled circle, ``drift`` a larger triangle with a
+    black outline (``class="point drift-point"``), ``insufficient_data`` a hollow square,
+    ``registration`` a hollow diamond. Each series ends in a text label.
+
+    Examples
+    --------
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> svg = time_chart(title="ECE", y_label="ECE", series=[Series("v1", 0, (
+    ...     Point(t, 0.02), Point(t + timedelta(hours=1), 0.09, marker="drift")), {"data-version": "1"})])
+    >>> svg.count('class="point drift-point"'), '<g class="series" data-version="1">' in svg
+    (1, True)
+    """
+    number = next(_ids)
+    times = [p.at for s in series for p in s.points] + [a.at for a in annotations]
+    spans: list[datetime | None] = [t for r in references for t in (r.start, r.end)]
+    spans += [t for b in bands for t in (b.start, b.end)]
+    times += [t for t in spans if t is not None]
+    values = [p.value for s in series for p in s.points if math.isfinite(p.value)]
+    values += [r.value for r in references] + [v for b in bands for v in (b.low, b.high)]
+    head = (f'<svg class="chart {escape(css_class, quote=True)}"{_attrs(dict(attrs or {}))} role="img" '
+            f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'aria-labelledby="chart-{number}-title" xmlns="http://www.w3.org/2000/svg">'
+            f'<title id="chart-{number}-title">{escape(title)}</title>')
+    if not any(s.points for s in series):
+        return (head + f'<text class="empty" x="{width / 2}" y="{height / 2}" text-anchor="middle">'
+                f'{escape(empty_text)}</text></svg>')
+    low = min(values) if y_floor is None else min(y_floor, min(values))
+    high = max(values)
+    if high - low < 1e-12:
+        spread = abs(low) * 0.05 or 1.0
+        low, high = (low - spread if y_floor is None else low), high + spread
+    high += (high - low) * 0.08
+    if y_floor is None:
+        low -= (high - low) * 0.05
+    t0, t1 = _time_range(times)
+    top = 24 + (12 * min(len(annotations), 3) if annotations else 0)  # annotation labels sit above the plot
+    frame = _Frame(width=width, height=height, left=56, right=14, top=top, bottom=38, t0=t0, t1=t1, y0=low, y1=high)
+    parts = [head, f'<text class="chart-title" x="{frame.left}" y="16">{escape(title)}</text>']
+    parts.append(_axes(frame, y_label))
+    for band in bands:
+        x0 = frame.left if band.start is None else frame.x(band.start)
+        x1 = frame.x_end if band.end is None else frame.x(band.end)
+        y_top, y_bottom = frame.y(band.high), frame.y(band.low)
+        parts.append(
+            f'<rect class="band {band.kind}"{_attrs(dict(band.attrs))} x="{x0:.1f}" y="{y_top:.1f}" '
+            f'width="{max(x1 - x0, 1):.1f}" height="{max(y_bottom - y_top, 1):.1f}" fill="{_colour(band.style)}" '
+            f'fill-opacity="0.10" stroke="none"><title>{escape(band.label)}</title></rect>'
+        )
+    for reference in references:
+        x0 = frame.left if reference.start is None else frame.x(reference.start)
+        x1 = frame.x_end if reference.end is None else frame.x(reference.end)
+        y = frame.y(reference.value)
+        dash = "1 0" if reference.kind == "baseline" else "5 3"
+        below = reference.kind == "baseline" and y + 14 < frame.y_end
+        # A label that would sit on another reference's label is left to the tooltip and the key.
+        crowded = not below and any(
+            other is not reference and other.kind != reference.kind and other.start == reference.start
+            and abs(frame.y(other.value) - y) < 12 for other in references)
+        label = "" if crowded and reference.kind == "baseline" else (
+            f'<text x="{x0 + (3 if reference.start is None else 14):.1f}" y="{y + (11 if below else -3):.1f}" '
+            f'class="reference-label">{escape(reference.label)}</text>')
+        parts.append(
+            f'<g class="reference {reference.kind}"{_attrs(dict(reference.attrs))}>'
+            f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{_colour(reference.style)}" '
+            f'stroke-width="{1.0 if reference.kind == "baseline" else 1.4}" stroke-dasharray="{dash}" opacity="0.8"/>'
+            f'{label}<title>{escape(reference.label)}: {reference.value:.4g}</title></g>'
+        )
+    for index, annotation in enumerate(sorted(annotations, key=lambda a: a.at)):
+        x = frame.x(annotation.at)
+        y_text = 32 + (index % 3) * 12
+        anchor = "end" if x > frame.x_end - 120 else "start"
+        shift = -3 if anchor == "end" else 3
+        dash = {"refit": "2 2", "refit-refused": "6 2 1 2", "alias-move": "4 3"}[annotation.kind]
+        parts.append(
+            f'<g class="annotation {annotation.kind}"{_attrs(dict(annotation.attrs))}>'
+            f'<line x1="{x:.1f}" y1="{y_text - 9}" x2="{x:.1f}" y2="{frame.y_end:.1f}" stroke="#444" '
+            f'stroke-dasharray="{dash}" stroke-width="1.1"/>'
+            f'<text x="{x + shift:.1f}" y="{y_text}" text-anchor="{anchor}" class="annotation-label">'
+            f'{escape(annotation.label)}</text>'
+            f'<title>{escape(annotation.title or annotation.label)}</title></g>'
+        )
+    for one in series:
+        parts.append(_series(frame, one))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _axes(frame: _Frame, y_label: str) -> str:
+    parts = [f'<g class="axes" font-size="10">']
+    for value in _value_ticks(frame.y0, frame.y1):
+        y = frame.y(value)
+        parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.x_end:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+                     f'<text x="{frame.left - 4}" y="{y + 3:.1f}" text-anchor="end">{_format_value(value)}</text>')
+    start = datetime.fromtimestamp(frame.t0, tz=UTC)
+    ticks, form = _time_ticks(start, datetime.fromtimestamp(frame.t1, tz=UTC))
+    for tick in ticks:
+        x = frame.x(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{frame.y_end:.1f}" x2="{x:.1f}" y2="{frame.y_end + 4:.1f}" stroke="#666"/>'
+                     f'<text x="{x:.1f}" y="{frame.y_end + 15:.1f}" text-anchor="middle">{tick.strftime(form)}</text>')
+    parts.append(
+        f'<line x1="{frame.left}" y1="{frame.y_end:.1f}" x2="{frame.x_end:.1f}" y2="{frame.y_end:.1f}" stroke="#666"/>'
+        f'<line x1="{frame.left}" y1="{frame.top}" x2="{frame.left}" y2="{frame.y_end:.1f}" stroke="#666"/>'
+        f'<text x="{(frame.left + frame.x_end) / 2:.1f}" y="{frame.height - 4}" text-anchor="middle">'
+        f'time (UTC{", " + start.strftime("%Y-%m-%d") if form.startswith("%H") else ""})</text>'
+        f'<text transform="translate(12,{(frame.top + frame.y_end) / 2:.1f}) rotate(-90)" text-anchor="middle">'
+        f'{escape(y_label)}</text></g>'
+    )
+    return "".join(parts)
+
+
+def _series(frame: _Frame, series: Series) -> str:
+    points = sorted((p for p in series.points if math.isfinite(p.value)), key=lambda p: p.at)
+    colour, dash = _colour(series.style), _dash(series.style)
+    parts = [f'<g class="series"{_attrs(dict(series.attrs))}>']
+    if len(points) > 1:
+        path = " ".join(f"{'M' if i == 0 else 'L'}{frame.x(p.at):.1f},{frame.y(p.value):.1f}"
+                        for i, p in enumerate(points))
+        parts.append(f'<path class="line" d="{path}" fill="none" stroke="{colour}" stroke-width="2.2"'
+                     f'{_attrs({"stroke-dasharray": dash or None})}/>')
+    for point in points:
+        x, y = frame.x(point.at), frame.y(point.value)
+        css = "point drift-point" if point.marker == "drift" else f"point {point.marker.replace('_', '-')}-point"
+        shape = (f'<path class="{css}"{_attrs(dict(point.attrs))} data-verdict="{point.marker}" '
+                 f'data-value="{point.value!r}" data-at="{point.at.isoformat()}" '
+                 f'd="{marker_path(point.marker, x, y)}" {_marker_paint(point.marker, series.style)}>'
+                 f'<title>{escape(point.title or f"{series.label}: {point.value:.4g}")}</title></path>')
+        parts.append(shape if point.href is None else f'<a href="{escape(point.href, quote=True)}">{shape}</a>')
+    if points:
+        last = points[-1]
+        parts.append(f'<text class="series-label" x="{frame.x(last.at) + 8:.1f}" y="{frame.y(last.value) + 4:.1f}" '
+                     f'fill="{colour}">{escape(series.label)}</text>')
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def reliability_chart(
+    bins: Sequence[Mapping[str, Any]], *, title: str, size: int = 270, attrs: Mapping[str, str] | None = None
+) -> str:
+    """A reliability diagram: accuracy per confidence bin against the diagonal.
+
+    Bars span their bin; a black tick marks the bin's mean confidence (the gap is the vertical
+    distance to it); the count is written in each bar; sparse bins (``sparse``: too few rows
+    to read) are hatched grey. ``bins`` are :meth:`calibration.ReliabilityTable.rows`.
+
+    Examples
+    --------
+    >>> svg = reliability_chart([{"lower": 0.5, "upper": 1.0, "count": 12, "mean_confidence": 0.8,
+    ...                           "accuracy": 0.6, "sparse": False}], title="v1")
+    >>> svg.count('class="bin"')
+    1
+    """
+    number = next(_ids)
+    left, bottom, top, right = 40, 34, 22, 8
+    plot = size - left - right
+    plot_h = size - top - bottom
+
+    def x(value: float) -> float:
+        return left + value * plot
+
+    def y(value: float) -> float:
+        return top + (1.0 - value) * plot_h
+
+    parts = [
+        f'<svg class="chart reliability"{_attrs(dict(attrs or {}))} role="img" width="{size}" height="{size}" '
+        f'viewBox="0 0 {size} {size}" aria-labelledby="rel-{number}-title" xmlns="http://www.w3.org/2000/svg">'
+        f'<title id="rel-{number}-title">{escape(title)}</title>'
+        f'<defs><pattern id="hatch-{number}" width="5" height="5" patternUnits="userSpaceOnUse" '
+        f'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#888" stroke-width="1.5"/>'
+        f'</pattern></defs>',
+        f'<text class="chart-title" x="4" y="14">{escape(title)}</text>',
+        '<g class="axes" font-size="10">',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{x(1):.1f}" y2="{y(tick):.1f}" stroke="#eee"/>'
+                     f'<text x="{left - 4}" y="{y(tick) + 3:.1f}" text-anchor="end">{_format_value(tick)}</text>'
+                     f'<text x="{x(tick):.1f}" y="{y(0) + 13:.1f}" text-anchor="middle">{_format_value(tick)}</text>')
+    parts.append(f'<text x="{left + plot / 2:.1f}" y="{size - 4}" text-anchor="middle">confidence (top label)</text>'
+                 f'<text transform="translate(11,{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">accuracy'
+                 f'</text></g>')
+    parts.append(f'<line class="diagonal" x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(1):.1f}" y2="{y(1):.1f}" '
+                 f'stroke="#333" stroke-dasharray="4 3"><title>perfect calibration</title></line>')
+    for row in bins:
+        n = int(row.get("count") or 0)
+        if n == 0 or row.get("accuracy") is None:
+            continue
+        lower, upper = float(row["lower"]), float(row["upper"])
+        accuracy, confidence = float(row["accuracy"]), float(row.get("mean_confidence") or 0.0)
+        sparse = bool(row.get("sparse"))
+        fill = f"url(#hatch-{number})" if sparse else COLOURS[0]
+        tip = (f"bin ({lower:.3f}, {upper:.3f}]: n = {n}, accuracy {accuracy:.3f}, mean confidence "
+               f"{confidence:.3f}{' (sparse: noise)' if sparse else ''}")
+        parts.append(
+            f'<g class="bin" data-count="{n}" data-accuracy="{accuracy!r}" data-sparse="{str(sparse).lower()}">'
+            f'<rect x="{x(lower) + 0.5:.1f}" y="{y(accuracy):.1f}" width="{max(x(upper) - x(lower) - 1, 1):.1f}" '
+            f'height="{max(y(0) - y(accuracy), 0.5):.1f}" fill="{fill}" fill-opacity="{0.55 if sparse else 0.8}" '
+            f'stroke="{"#888" if sparse else "white"}"/>'
+            f'<line x1="{x(lower) + 1:.1f}" y1="{y(confidence):.1f}" x2="{x(upper) - 1:.1f}" y2="{y(confidence):.1f}" '
+            f'stroke="black" stroke-width="2.2" class="mean-confidence"/>'
+            f'<text x="{(x(lower) + x(upper)) / 2:.1f}" y="{y(0) - 3:.1f}" text-anchor="middle" font-size="8" '
+            f'transform="rotate(-90 {(x(lower) + x(upper)) / 2:.1f} {y(0) - 3:.1f})" dx="10" dy="3">{n}</text>'
+            f'<title>{escape(tip)}</title></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

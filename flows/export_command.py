@@ -1,0 +1,140 @@
+"""``thermostat export``: write a version's prediction log to Parquet partitioned by UTC day.
+
+Reads the prediction log named by the settings (``THERMOSTAT_PREDICTION_LOG_URL``, default
+``sqlite:///<THERMOSTAT_STATE_DIR>/predictions.db``), like ``thermostat lock``, and calls
+:func:`monitoring.export_prediction_log`. Exit status as the command line's contract
+(:mod:`flows.cli`): 0 exported (or already up to date); 2 bad input (an option, the
+settings, a version never logged, an unreadable manifest), the message on stderr naming it;
+3 the database or the output folder failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.settings import ThermostatSettings
+from monitoring import ExportResult, PredictionLog, export_prediction_log, mask_url
+
+__all__ = ["main"]
+
+_DESCRIPTION = """\
+Write the labelled rows of one model version from the prediction log
+(THERMOSTAT_PREDICTION_LOG_URL; default: the SQLite log under THERMOSTAT_STATE_DIR) to
+Parquet, one file per UTC day of serving time, so that the monitor and the refit can read
+the history from any machine:
+
+  DIR/model=NAME/version=V/date=YYYY-MM-DD/part-0.parquet
+  DIR/model=NAME/version=V/_manifest.json
+
+NAME and V are percent-quoted. Columns: id, label, group, logit_0 .. logit_{K-1} (float32
+as logged), served_at (UTC), temperature, predicted_class, confidence; rows in serving
+order. A day whose rows all have a group is also a scored set for fit/evaluate.
+
+Idempotent and resumable: every file is written to a temporary file and moved into place,
+and the manifest records each day's fingerprint in the database (labelled rows, last
+label time, last row id). Running the command again writes only the days that changed
+(late labels, late rows) or that an interrupted run did not finish; re-running a
+finished export writes nothing."""
+
+_EPILOG = """\
+--json keys: directory, model_name, model_version, until, n_classes, days_written,
+days_skipped, rows_written.
+
+exit status: 0 exported (or already up to date); 2 bad input (an option, the settings,
+a version never logged, an unreadable manifest), the message on stderr; 3 the database
+could not be read or the export could not be written."""
+
+
+def _aware_time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from exc
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00")
+    return moment
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--model", required=True, metavar="NAME", help="registered model name")
+    parser.add_argument("--version", required=True, metavar="V", help="model version, as logged")
+    parser.add_argument("--out", required=True, metavar="DIR", help="root folder of the export (created if missing)")
+    parser.add_argument("--until", type=_aware_time, metavar="ISO8601",
+                        help="export rows served before this time, with a timezone (default: now)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    return parser
+
+
+def _report(result: ExportResult) -> str:
+    head = (f"model {result.model_name!r} version {result.model_version!r} (K={result.n_classes}), served before "
+            f"{result.until.isoformat(timespec='seconds')}, in {result.directory}")  # fmt: skip
+    skipped = len(result.days_skipped)
+    if not result.days_written:
+        return f"already up to date: {head}\n{skipped} day(s) unchanged, nothing written"
+    lines = [f"exported {head}",
+             f"{len(result.days_written)} day(s) written ({result.days_written[0]} .. {result.days_written[-1]}), "
+             f"{result.rows_written:,} rows",
+             f"{skipped} day(s) unchanged, skipped"]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") -> int:
+    """Run ``thermostat export`` and return its exit status (see the module docstring)."""
+    try:
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
+
+    def fail(status: int, message: str) -> int:
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return status
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return fail(EXIT_BAD_INPUT, f"--out {out} is not a folder")
+    try:
+        url = ThermostatSettings().resolved_prediction_log_url()
+    except ValueError as error:  # the settings (pydantic's ValidationError is one)
+        return fail(EXIT_BAD_INPUT, str(error))
+    shown = mask_url(url)
+    try:
+        log = PredictionLog(url)
+    except (sa.exc.ArgumentError, ImportError) as error:  # a malformed URL, an unknown dialect or driver
+        return fail(EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
+    database = log.engine.url.database
+    if log.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:") and not Path(database).is_file():
+        return fail(EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
+                                    "(set THERMOSTAT_PREDICTION_LOG_URL or THERMOSTAT_STATE_DIR)")  # fmt: skip
+    try:
+        inspector = sa.inspect(log.engine)
+        missing = [name for name in log.metadata.tables if not inspector.has_table(name)]
+        if missing:
+            return fail(EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
+        result = export_prediction_log(log, args.model, args.version, out, until=args.until)
+    except LookupError:
+        return fail(EXIT_BAD_INPUT, f"no prediction of model {args.model!r} version {args.version!r} was ever logged "
+                                    f"in the prediction log at {shown}; check --model and --version")  # fmt: skip
+    except ValueError as error:  # a name the log refuses, an unreadable manifest
+        return fail(EXIT_BAD_INPUT, str(error))
+    except sa.exc.SQLAlchemyError as error:
+        return fail(EXIT_COMPUTATION_FAILED, f"the prediction log at {shown} could not be read: {error}")
+    except OSError as error:
+        return fail(EXIT_COMPUTATION_FAILED, f"the export could not be written under --out {out}: {error}")
+    finally:
+        log.dispose()
+    print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m flows.export_command"))

@@ -1,0 +1,177 @@
+"""The temperature test's sums, its two-sample test, and the interval of a fitted T."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibration import TemperatureStats, TopLabelScores, fit_temperature, temperature_test
+from tests.strategies import sample_labels, scored_arrays
+
+
+def _nll(logits: np.ndarray, labels: np.ndarray, beta: float) -> np.ndarray:
+    scaled = beta * logits
+    top = scaled.max(axis=1, keepdims=True)
+    return (np.log(np.exp(scaled - top).sum(axis=1)) + top[:, 0]) - scaled[np.arange(len(labels)), labels]
+
+
+def test_gradient_and_curvature_of_two_classes_by_hand() -> None:
+    # Logits (0, a), label 0, at T = 2 (beta = 1/2): p1 = e^(a/2) / (1 + e^(a/2)), p0 = 1 - p1.
+    a = 3.0
+    p1 = math.exp(a / 2) / (1 + math.exp(a / 2))
+    scores = TopLabelScores.from_logits(np.array([[0.0, a], [a, 0.0]]), [0, 0], temperature=2.0)
+    # Row 0 (wrong, confident): E_p[z] - z_y = a p1 - 0 > 0; Var_p[z] = a² p1 (1 - p1).
+    # Row 1 (logits (a, 0), right): E_p[z] - z_y = a p1 - a < 0, the same variance.
+    assert scores.gradient[0] == pytest.approx(a * p1, rel=1e-12)
+    assert scores.curvature[0] == pytest.approx(a * a * p1 * (1 - p1), rel=1e-12)
+    assert scores.gradient[1] == pytest.approx(a * p1 - a, rel=1e-12)
+    assert scores.curvature[1] == pytest.approx(a * a * p1 * (1 - p1), rel=1e-12)
+    stats = scores.temperature_stats()
+    assert (stats.n, stats.temperature) == (2, 2.0)
+    assert stats.gradient_sum == pytest.approx(2 * a * p1 - a, rel=1e-12)
+    assert stats.gradient_square_sum == pytest.approx((a * p1) ** 2 + (a * p1 - a) ** 2, rel=1e-12)
+    assert stats.curvature_sum == pytest.approx(2 * a * a * p1 * (1 - p1), rel=1e-12)
+    # One right and one wrong at 82% confidence: over-confident, T should grow.
+    assert stats.direction == "over-confident" and stats.window_temperature > 2.0
+
+
+def test_they_are_the_nll_derivatives_in_inverse_temperature() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=3.0, size=(7, 5))
+    labels = rng.integers(0, 5, 7)
+    beta, step = 0.6, 1e-5
+    scores = TopLabelScores.from_logits(logits, labels, temperature=1 / beta)
+    gradient = (_nll(logits, labels, beta + step) - _nll(logits, labels, beta - step)) / (2 * step)
+    curvature = (_nll(logits, labels, beta + step) - 2 * _nll(logits, labels, beta) + _nll(logits, labels, beta - step))
+    np.testing.assert_allclose(scores.gradient, gradient, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(scores.curvature, curvature / step**2, rtol=1e-4, atol=1e-5)
+    # Adding a constant to a row changes neither (softmax is shift-invariant).
+    shifted = TopLabelScores.from_logits(logits + rng.normal(size=(7, 1)) * 10, labels, temperature=1 / beta)
+    np.testing.assert_allclose(shifted.gradient, scores.gradient, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=scored_arrays(min_rows=2), cut=st.floats(0.0, 1.0), temperature=st.floats(0.2, 5.0))
+def test_sums_of_parts_add_up_to_the_sums_of_the_whole(
+    data: tuple[np.ndarray, np.ndarray], cut: float, temperature: float
+) -> None:
+    logits, labels = data
+    k = int(cut * len(labels))
+    whole = TemperatureStats.from_logits(logits, labels, temperature=temperature)
+    parts = TemperatureStats.empty(temperature)
+    for rows in (slice(0, k), slice(k, None)):
+        if logits[rows].shape[0]:
+            parts = parts + TemperatureStats.from_logits(logits[rows], labels[rows], temperature=temperature)
+    assert parts == whole
+    # Per group, from one pass: the groups add up to the whole as well.
+    codes = np.arange(len(labels)) % 3
+    grouped = TopLabelScores.from_logits(logits, labels, temperature=temperature).grouped_temperature_stats(codes, 3)
+    total = grouped[0] + grouped[1] + grouped[2]
+    assert total == whole and [g.n for g in grouped] == [int(np.sum(codes == g)) for g in range(3)]
+
+
+def test_merging_refuses_another_temperature() -> None:
+    with pytest.raises(ValueError, match="different temperatures"):
+        TemperatureStats.empty(1.0) + TemperatureStats.empty(2.0)
+
+
+def _labelled(rng: np.random.Generator, n: int, true_temperature: float, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    logits = 3.0 * rng.normal(size=(n, k))
+    return logits, sample_labels(rng, logits / true_temperature)
+
+
+def test_the_direction_and_the_newton_step_follow_the_true_temperature() -> None:
+    rng = np.random.default_rng(1)
+    for true_temperature, direction in ((1.25, "over-confident"), (0.8, "under-confident")):
+        logits, labels = _labelled(rng, 20_000, true_temperature)
+        stats = TemperatureStats.from_logits(logits, labels, temperature=1.0)
+        assert stats.direction == direction
+        exact = fit_temperature(logits, labels).temperature
+        # One Newton step in log(1/T) from T = 1 lands within 2% of the fitted T at a 25% shift.
+        assert stats.window_temperature == pytest.approx(exact, rel=0.02)
+        low, high = stats.interval()
+        assert low < exact < high
+
+
+def test_a_window_like_the_reference_is_not_flagged_and_a_shift_is() -> None:
+    rng = np.random.default_rng(2)
+    reference = TemperatureStats.from_logits(*_labelled(rng, 5_000, 1.0))
+    same = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 2_000, 1.0)), reference)
+    assert not same.drifted and same.reference_n == 5_000 and same.p_value > 0.05
+    assert same.ratio_low < 1.0 < same.ratio_high
+    hot = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 2_000, 1.25)), reference)
+    cold = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 2_000, 0.8)), reference)
+    assert hot.drifted and hot.direction == "over-confident" and hot.z > 0 and hot.ratio > 1.15
+    assert cold.drifted and cold.direction == "under-confident" and cold.z < 0 and cold.ratio < 0.87
+    # Within the margin: a 2% shift on many rows may be significant, but it is not a drift.
+    slight = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 50_000, 1.02)),
+                              TemperatureStats.from_logits(*_labelled(rng, 50_000, 1.0)), margin=0.05)
+    assert not slight.drifted and slight.p_value > 0.5 and slight.p_value_no_margin < 0.05
+
+
+def test_the_reference_error_counts_two_sample() -> None:
+    """A small reference's own error widens the test: the same window is judged less sure."""
+    rng = np.random.default_rng(3)
+    window = TemperatureStats.from_logits(*_labelled(rng, 2_000, 1.1))
+    small = temperature_test(window, TemperatureStats.from_logits(*_labelled(rng, 300, 1.0)))
+    large = temperature_test(window, TemperatureStats.from_logits(*_labelled(rng, 30_000, 1.0)))
+    one_sample = temperature_test(window)
+    assert small.standard_error > large.standard_error
+    assert one_sample.reference_n == 0 and one_sample.reference_standard_error == 0.0
+    # One-sample, the window's own sandwich variance: inflated at T = 1 by the drift itself.
+    assert one_sample.window_standard_error > large.window_standard_error
+    assert small.reference_standard_error > large.reference_standard_error
+
+
+def test_arguments_are_checked() -> None:
+    window = TemperatureStats.empty(1.0)
+    with pytest.raises(ValueError, match="summed at T = 2.0"):
+        temperature_test(window, TemperatureStats.empty(2.0))
+    with pytest.raises(ValueError, match=r"margin must be a number in \[0, 1\)"):
+        temperature_test(window, margin=1.5)
+    with pytest.raises(TypeError, match="window must be TemperatureStats"):
+        temperature_test(object())  # type: ignore[arg-type]
+    empty = temperature_test(window)
+    assert not empty.drifted and math.isnan(empty.z) and empty.direction == "none"
+
+
+# --------------------------------------------------------------------------- the interval of a fit
+
+
+def test_every_fit_reports_an_interval_of_t() -> None:
+    rng = np.random.default_rng(4)
+    logits, labels = _labelled(rng, 3_000, 1.7)
+    fit = fit_temperature(logits, labels)
+    assert fit.temperature_low < fit.temperature < fit.temperature_high and fit.confidence_level == 0.95
+    # Symmetric in log T.
+    assert math.log(fit.temperature / fit.temperature_low) == pytest.approx(math.log(fit.temperature_high / fit.temperature))
+    # It agrees with the window's own sandwich interval at the fitted T.
+    low, high = TemperatureStats.from_logits(logits, labels, temperature=fit.temperature).interval()
+    assert (low, high) == pytest.approx((fit.temperature_low, fit.temperature_high), rel=2e-3)
+    assert {"temperature_low", "temperature_high", "confidence_level"} <= fit.to_dict().keys()
+
+
+def test_a_fit_on_a_bound_has_no_interval() -> None:
+    logits = np.array([[5.0, 0.0], [0.0, 5.0], [4.0, 0.0]])
+    fit = fit_temperature(logits, [0, 1, 0])  # no error: T goes to the lower bound
+    assert fit.at_bound == "lower"
+    assert math.isnan(fit.temperature_low) and fit.to_dict()["temperature_high"] is None
+
+
+def _coverage(runs: int, n: int, k: int, true_temperature: float, scale: float) -> float:
+    hits = 0
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        logits = scale * rng.normal(size=(n, k))
+        fit = fit_temperature(logits, sample_labels(rng, logits / true_temperature))
+        hits += fit.temperature_low <= true_temperature <= fit.temperature_high
+    return hits / runs
+
+
+def test_the_95_percent_interval_covers_the_true_t_in_93_to_97_percent_of_400_runs() -> None:
+    """Labels drawn from softmax(z / T_true), 1,000 rows of 10 classes, 400 seeds (docs/statistics.md)."""
+    assert 0.93 <= _coverage(400, 1_000, 10, 1.5, 3.0) <= 0.97

@@ -1,0 +1,252 @@
+"""The engines: option checks and the lazy Dask import without a cluster, then a real local
+Dask cluster of two worker processes (started once for the module): order, errors, connecting
+by address, a worker killed in the middle of a map, and Prefect's DaskTaskRunner.
+
+The functions the workers run are in tests/flows/dask_work.py, which they import by name.
+"""
+
+from __future__ import annotations
+
+import doctest
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import flows.engines
+from calibration import LOCAL_ENGINE
+from flows.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
+from tests.flows.dask_work import listening_hosts, refuse_negative, slow_square, square_late_first, with_pid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+# --------------------------------------------------------------------------- no cluster
+
+
+def test_the_module_and_the_local_engine_load_neither_dask_nor_prefect() -> None:
+    code = (
+        "import sys\n"
+        "from flows.engines import engine_from_options\n"
+        "with engine_from_options('local', None, None) as engine:\n"
+        "    assert engine.map(abs, [-1, 2]) == [1, 2], engine\n"
+        "print(' '.join(m for m in ('dask', 'distributed', 'prefect', 'prefect_dask') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.split() == []
+
+
+def test_the_local_engine_is_the_cores() -> None:
+    with engine_from_options("local", None, None) as engine:
+        assert engine is LOCAL_ENGINE
+
+
+@pytest.mark.parametrize(
+    ("engine", "address", "n_workers", "message"),
+    [
+        ("spark", None, None, r"^--engine: unknown engine 'spark'; choose local or dask$"),
+        ("Dask", None, None, r"^--engine: unknown engine 'Dask'"),
+        ("dask", None, 0, r"^--dask-workers: 0 workers; give at least 1$"),
+        ("dask", None, -3, r"^--dask-workers: -3 workers"),
+        ("dask", "127.0.0.1:8786", None, r"^--dask-address: '127.0.0.1:8786' is not a Dask scheduler address; give tcp://HOST:PORT"),
+        ("dask", "http://127.0.0.1:8787", None, r"^--dask-address: 'http://127.0.0.1:8787' is not"),
+        ("dask", "tcp://127.0.0.1", None, r"^--dask-address: 'tcp://127.0.0.1' is not"),
+        ("dask", "tcp://127.0.0.1:0", None, r"^--dask-address: 'tcp://127.0.0.1:0' is not"),
+        ("dask", "tcp://127.0.0.1:65536", None, r"^--dask-address: 'tcp://127.0.0.1:65536' is not"),
+        ("dask", "tcp://127.0.0.1:8786/x", None, r"^--dask-address: 'tcp://127.0.0.1:8786/x' is not"),
+        ("dask", "tcp://user@host:8786", None, r"^--dask-address: 'tcp://user@host:8786' is not"),
+        ("dask", " tcp://host:8786", None, r"^--dask-address: ' tcp://host:8786' is not"),
+        ("dask", "tcp://127.0.0.1:8786", 4, r"^--dask-workers sizes the temporary cluster; with --dask-address"),
+        ("local", "tcp://127.0.0.1:8786", None, r"^--dask-address and --dask-workers apply to --engine dask only$"),
+        ("local", None, 2, r"^--dask-address and --dask-workers apply to --engine dask only$"),
+    ],
+)
+def test_bad_options_are_refused_in_their_own_words(
+    engine: str, address: str | None, n_workers: int | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        engine_from_options(engine, address, n_workers)
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tls://scheduler.example.org:8786", "tcp://[::1]:1"])
+def test_good_addresses_give_a_dask_engine_that_has_not_connected_yet(address: str) -> None:
+    engine = engine_from_options("dask", address, None)
+    assert isinstance(engine, DaskEngine)
+    assert repr(engine) == f"DaskEngine({address}, not running)"
+    with pytest.raises(RuntimeError, match=r"use it in a `with` block"):
+        engine.client  # the property refuses until the engine runs
+
+
+def test_dask_engine_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match=r"^n_workers must be at least 1, not 0$"):
+        DaskEngine(n_workers=0)
+    with pytest.raises(ValueError, match=r"^connect_timeout must be a positive number of seconds, not 0$"):
+        DaskEngine("tcp://127.0.0.1:8786", connect_timeout=0)
+
+
+def test_without_the_extra_the_dask_engine_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MISSING_EXTRA == "the Dask engine needs the 'distributed' extra: pip install 'thermostat[distributed]'"
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    monkeypatch.setitem(sys.modules, "prefect_dask", None)
+    with pytest.raises(RuntimeError, match=r"^the Dask engine needs the 'distributed' extra: pip install 'thermostat\[distributed\]'$"):
+        engine_from_options("dask", None, None)
+    with pytest.raises(RuntimeError, match=r"needs the 'distributed' extra"):
+        dask_task_runner(None, 2)
+    with engine_from_options("local", None, None) as engine:  # the local engine does not need it
+        assert engine.map(abs, [-1]) == [1]
+
+
+def test_the_task_runner_keeps_a_temporary_cluster_on_the_loopback_interface() -> None:
+    local = dask_task_runner(None, 3)
+    assert local.address is None
+    assert local.cluster_class == "distributed.LocalCluster"
+    assert local.cluster_kwargs == {
+        "n_workers": 3, "threads_per_worker": 1, "processes": True, "host": "127.0.0.1", "dashboard_address": None,
+        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}, "silence_logs": logging.WARNING,
+    }
+    remote = dask_task_runner("tcp://127.0.0.1:8786", 2)
+    assert (remote.address, remote.cluster_class, remote.cluster_kwargs) == ("tcp://127.0.0.1:8786", None, {})
+    with pytest.raises(ValueError, match=r"^--dask-workers: 0 workers"):
+        dask_task_runner(None, 0)
+    with pytest.raises(ValueError, match=r"^--dask-address: 'localhost' is not"):
+        dask_task_runner("localhost", 2)
+
+
+def test_nothing_listening_is_a_clear_error_within_the_timeout() -> None:
+    address = f"tcp://127.0.0.1:{_free_loopback_port()}"
+    began = time.monotonic()
+    with pytest.raises(ConnectionError, match=rf"^no Dask scheduler answered at {re.escape(address)} within 1 s$"):
+        with DaskEngine(address, connect_timeout=1):
+            pass
+    assert time.monotonic() - began < 5
+
+
+def test_a_server_that_never_answers_is_a_clear_error_within_the_timeout() -> None:
+    """An open port that is not a scheduler (the dashboard's, say) must not hang the connection."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel accepts connections; nobody ever answers them
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        began = time.monotonic()
+        with pytest.raises(ConnectionError, match=rf"^no Dask scheduler answered at {re.escape(address)} within 1 s$"):
+            with DaskEngine(address, connect_timeout=1):
+                pass
+        assert time.monotonic() - began < 5
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(flows.engines, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- a real cluster
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[DaskEngine]:
+    """A temporary local cluster of two single-threaded worker processes, for the module."""
+    with DaskEngine(n_workers=2) as engine:
+        yield engine
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_cluster_has_two_workers_and_listens_on_the_loopback_interface_only(cluster: DaskEngine) -> None:
+    assert (cluster.name, cluster.n_workers) == ("dask", 2)
+    assert cluster.address.startswith("tcp://127.0.0.1:")
+    workers = cluster.client.scheduler_info()["workers"]
+    assert len(workers) == 2
+    assert all(address.startswith("tcp://127.0.0.1:") for address in workers)
+    # The scheduler, its HTTP server and the nannies run in this process; the workers in theirs.
+    assert listening_hosts() == {"127.0.0.1"}
+    assert list(cluster.client.run(listening_hosts).values()) == [{"127.0.0.1"}, {"127.0.0.1"}]
+    assert repr(cluster) == "DaskEngine(a local cluster of 2 workers, running)"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_map_returns_the_results_in_the_items_order(cluster: DaskEngine) -> None:
+    items = list(range(20))
+    assert cluster.map(square_late_first, items) == [item * item for item in items]
+    assert cluster.map(square_late_first, []) == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_exception_in_fn_surfaces_with_its_type_and_message(cluster: DaskEngine) -> None:
+    with pytest.raises(ValueError, match=r"^item -2 is negative$"):
+        cluster.map(refuse_negative, [1, -2, 3])
+    assert cluster.map(refuse_negative, [1, 2]) == [1, 2]  # the engine goes on working
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_connecting_by_address_uses_that_clusters_workers_and_leaves_it_running(cluster: DaskEngine) -> None:
+    with engine_from_options("dask", cluster.address, None) as remote:
+        assert isinstance(remote, DaskEngine)
+        assert (remote.address, remote.n_workers) == (cluster.address, 2)
+        assert remote.client is not cluster.client
+        assert remote.map(refuse_negative, [5, 6]) == [5, 6]
+    assert cluster.map(refuse_negative, [7]) == [7]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_worker_killed_in_the_middle_of_a_map_is_survived(cluster: DaskEngine) -> None:
+    client = cluster.client
+    before = client.run(os.getpid)
+    victim = next(iter(before.values()))
+    killed_at: list[float] = []
+
+    def kill() -> None:
+        os.kill(victim, signal.SIGKILL)
+        killed_at.append(time.monotonic())
+
+    items = list(range(12))
+    killer = threading.Timer(1.0, kill)
+    killer.start()
+    try:
+        results = cluster.map(slow_square, items)  # 12 x 0.5 s on 2 workers: 3 s at best
+    finally:
+        killer.join()
+    finished_at = time.monotonic()
+    assert results == [item * item for item in items]
+    assert killed_at and killed_at[0] < finished_at - 0.5, "the worker was not killed while the map ran"
+    # The nanny replaces the dead worker: the cluster is whole again for whatever comes next.
+    client.wait_for_workers(2, timeout=30)
+    after = set(client.run(os.getpid).values())
+    assert victim not in after and len(after) == 2
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_prefect_flow_maps_a_task_over_a_temporary_dask_cluster() -> None:
+    from prefect import flow, task
+    from prefect.testing.utilities import prefect_test_harness
+
+    pid_task = task(with_pid)
+
+    @flow
+    def run_on_dask(items: list[int]) -> list[tuple[int, int]]:
+        return [future.result() for future in pid_task.map(items)]
+
+    with prefect_test_harness(server_startup_timeout=60):
+        results = run_on_dask.with_options(task_runner=dask_task_runner(None, 2))(items=[3, 1, 4, 1])
+    assert [item for item, _ in results] == [3, 1, 4, 1]
+    assert os.getpid() not in {pid for _, pid in results}, "the tasks ran in this process, not on Dask workers"

@@ -1,0 +1,163 @@
+"""The drift decision with the temperature test: two-sample against the reference, with a margin."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibration import CalibrationStats, TemperatureStats, calibration_error_from_stats
+from monitoring import (
+    WindowSummary,
+    decide_drift,
+    drift_markdown,
+    drift_metrics,
+    drift_payload,
+    drift_table_rows,
+    merge_summaries,
+    summarise_arrays,
+)
+from tests.strategies import sample_labels, scored_arrays
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def rows(rng: np.random.Generator, n: int, *, true_temperature: float = 1.0, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    logits = 3.0 * rng.normal(size=(n, k))
+    return logits, sample_labels(rng, logits / true_temperature)
+
+
+class Reference:
+    """What registration keeps of 5,000 calibrated rows at T = 1."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        logits, labels = rows(rng, 5_000)
+        self.stats = TemperatureStats.from_logits(logits, labels)
+        estimate = calibration_error_from_stats(CalibrationStats.from_logits(logits, labels), estimator="debiased_l1")
+        self.ece, self.interval = estimate.estimate, (estimate.low, estimate.high)
+
+    def decide(self, summary: WindowSummary, **kwargs: object):  # type: ignore[no-untyped-def]
+        return decide_drift(summary, baseline_ece=self.ece, baseline_ece_interval=self.interval, reference=self.stats,
+                            **kwargs)  # type: ignore[arg-type]
+
+
+def window(logits: np.ndarray, labels: np.ndarray, groups: np.ndarray | None = None) -> WindowSummary:
+    return summarise_arrays(logits, labels, temperature=1.0, start=T0 - timedelta(hours=24), end=T0, groups=groups,
+                            model_name="m", model_version="1")
+
+
+def test_calibrated_windows_are_ok_with_and_without_random_groups() -> None:
+    rng = np.random.default_rng(0)
+    reference = Reference(rng)
+    for w in range(20):
+        logits, labels = rows(rng, 2_000)
+        groups = np.array([f"g{g}" for g in rng.integers(0, 5, 2_000)], dtype=object)
+        report = reference.decide(window(logits, labels, groups), seed=w)
+        assert report.verdict == "ok", report.reasons[:2]
+        assert report.tests_fired == () and len([g for g in report.groups if g.tested]) == 5
+        assert all(g.p_threshold == 0.001 for g in report.groups), "Bonferroni over two tests of five groups"
+
+
+def test_over_and_under_confidence_are_drifts_with_their_direction() -> None:
+    rng = np.random.default_rng(1)
+    reference = Reference(rng)
+    hot = reference.decide(window(*rows(rng, 2_000, true_temperature=1.25)))
+    assert hot.verdict == "drift" and hot.refit_recommended and hot.tests_fired[0] == "temperature"
+    assert hot.temperature_test is not None and hot.temperature_test.direction == "over-confident"
+    assert hot.temperature_test.window_temperature > 1.15 and "T should grow" in hot.reasons[0]
+    cold = reference.decide(window(*rows(rng, 2_000, true_temperature=0.8)))
+    assert cold.verdict == "drift" and cold.temperature_test is not None
+    assert cold.temperature_test.direction == "under-confident" and "T should shrink" in cold.reasons[0]
+    # The window's sums and z are in the report for a sequential rule to accumulate.
+    assert hot.temperature_stats.n == 2_000 and hot.temperature_test.z > 3 and cold.temperature_test.z < -3
+
+
+def test_a_shift_inside_the_margin_is_not_a_drift() -> None:
+    rng = np.random.default_rng(2)
+    reference = Reference(rng)
+    report = reference.decide(window(*rows(rng, 20_000, true_temperature=1.02)))
+    assert report.verdict == "ok" and not report.temperature_drift
+    assert "not beyond the 5% margin" in " ".join(report.reasons)
+    tight = reference.decide(window(*rows(rng, 20_000, true_temperature=1.12)), temperature_margin=0.0)
+    assert tight.temperature_drift
+
+
+def test_a_group_shift_is_found_by_its_group_test() -> None:
+    rng = np.random.default_rng(3)
+    reference = Reference(rng)
+    logits, labels = rows(rng, 3_000)
+    groups = np.array([f"g{g}" for g in rng.integers(0, 5, 3_000)], dtype=object)
+    shifted = groups == "g0"
+    logits[shifted] *= 1.5  # the model became over-confident on one group
+    report = reference.decide(window(logits, labels, groups))
+    assert report.verdict == "drift" and "group 'g0' temperature" in report.tests_fired
+    g0 = next(g for g in report.groups if g.group == "g0")
+    assert g0.temperature_drift and g0.temperature_test is not None and g0.temperature_test.direction == "over-confident"
+    assert report.drifted_groups == ("g0",)
+
+
+def test_a_group_reference_replaces_the_overall_one() -> None:
+    rng = np.random.default_rng(4)
+    reference = Reference(rng)
+    logits, labels = rows(rng, 2_000)
+    logits[:1_000] *= 1.5  # group "a" always was sharper: its own reference says so
+    groups = np.array(["a"] * 1_000 + ["b"] * 1_000, dtype=object)
+    against_overall = reference.decide(window(logits, labels, groups))
+    assert "group 'a' temperature" in against_overall.tests_fired
+    ref_logits, ref_labels = rows(rng, 4_000)
+    ref_logits *= 1.5
+    own = {"a": TemperatureStats.from_logits(ref_logits, ref_labels)}
+    with_own = reference.decide(window(logits, labels, groups), group_reference=own)
+    assert "group 'a' temperature" not in with_own.tests_fired
+
+
+def test_without_reference_sums_the_test_is_one_sample_and_says_so() -> None:
+    rng = np.random.default_rng(5)
+    report = decide_drift(window(*rows(rng, 2_000)), baseline_ece=0.01)
+    assert report.reference_stats is None and report.temperature_test is not None
+    assert report.temperature_test.reference_n == 0
+    assert any("treats T as exact" in reason for reason in report.reasons)
+
+
+def test_reports_show_the_tests_and_serialise() -> None:
+    rng = np.random.default_rng(6)
+    reference = Reference(rng)
+    logits, labels = rows(rng, 2_000, true_temperature=1.3)
+    report = reference.decide(window(logits, labels, np.array(["x", "y"] * 1_000, dtype=object)))
+    markdown = drift_markdown(report)
+    assert "### Tests" in markdown and "| temperature (margin 5%)" in markdown and "over-confident" in markdown
+    payload = drift_payload(report)
+    json.dumps(payload, allow_nan=False)
+    assert payload["tests_fired"][0] == "temperature" and payload["temperature_test"]["direction"] == "over-confident"
+    assert payload["temperature_stats"]["n"] == 2_000 and payload["reference_stats"]["n"] == 5_000
+    metrics = drift_metrics(report)
+    assert metrics["temperature_drift"] == 1.0 and metrics["temperature_z"] > 3 and "window_temperature_low" in metrics
+    assert "temperature_z.group.x" in metrics
+    overall, *groups = drift_table_rows(report)
+    assert overall["temperature_drift"] and overall["window_temperature"] > 1.2 and groups[0]["temperature_z"] > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=scored_arrays(min_rows=4), cut=st.floats(0.1, 0.9))
+def test_window_summaries_of_parts_merge_to_the_whole(data: tuple[np.ndarray, np.ndarray], cut: float) -> None:
+    logits, labels = data
+    groups = np.array(["a", "b", None] * len(labels), dtype=object)[: len(labels)]
+    k = max(1, min(len(labels) - 1, int(cut * len(labels))))
+    whole = window(logits, labels, groups)
+    parts = [window(logits[:k], labels[:k], groups[:k]), window(logits[k:], labels[k:], groups[k:])]
+    merged = merge_summaries(parts)
+    assert merged.temperature_stats == whole.temperature_stats
+    assert sorted(merged.group_temperature_stats) == sorted(whole.group_temperature_stats)
+    for key, sums in whole.group_temperature_stats.items():
+        assert merged.group_temperature_stats[key] == sums
+    # Adjacent windows add up too.
+    first = summarise_arrays(logits[:k], labels[:k], temperature=1.0, start=T0, end=T0 + timedelta(hours=1),
+                             groups=groups[:k])
+    second = summarise_arrays(logits[k:], labels[k:], temperature=1.0, start=T0 + timedelta(hours=1),
+                              end=T0 + timedelta(hours=2), groups=groups[k:])
+    assert (first + second).temperature_stats == whole.temperature_stats
+    assert math.isfinite(whole.temperature_stats.gradient_sum)

@@ -196,30 +196,7 @@ class WindowSummary:
                 f"windows must be adjacent to merge: [{first.start.isoformat()}, {first.end.isoformat()}) and "
                 f"[{second.start.isoformat()}, {second.end.isoformat()})"
             )
-        groups = dict(first.groups)
-        for key, stats in second.groups.items():
-            groups[key] = groups[key] + stats if key in groups else stats
-        scores = dict(first.group_temperature_stats)
-        for key, sums in second.group_temperature_stats.items():
-            scores[key] = scores[key] + sums if key in scores else sums
-        gate = None if first.gate is None or second.gate is None else first.gate + second.gate
-        return WindowSummary(
-            model_name=self.model_name,
-            model_version=self.model_version,
-            start=first.start,
-            end=second.end,
-            temperature=self.temperature,
-            n_bins=self.n_bins,
-            n_classes=self.n_classes,
-            overall=first.overall + second.overall,
-            groups=dict(sorted(groups.items())),
-            n_ungrouped=first.n_ungrouped + second.n_ungrouped,
-            gate=gate,
-            served_temperatures=tuple(sorted(set(first.served_temperatures) | set(second.served_temperatures))),
-            n_chunks=first.n_chunks + second.n_chunks,
-            temperature_stats=first.temperature_stats + second.temperature_stats,
-            group_temperature_stats=dict(sorted(scores.items())),
-        )
+        return _summed([first, second], start=first.start, end=second.end)
 
 
 class _Accumulator:
@@ -503,6 +480,13 @@ def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
                 )
         if (part.gate is None) != (first.gate is None):
             raise ValueError("cannot merge a window summary with gate counts and one without")
+    return _summed(parts, start=first.start, end=first.end)
+
+
+def _summed(parts: Sequence[WindowSummary], *, start: datetime, end: datetime) -> WindowSummary:
+    """The summary of ``parts`` (checked compatible by the caller) over [start, end): every
+    sum added, groups merged by name, in the parts' order."""
+    first = parts[0]
     groups: dict[str, CalibrationStats] = {}
     scores: dict[str, TemperatureStats] = {}
     for part in parts:
@@ -514,8 +498,8 @@ def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
     return WindowSummary(
         model_name=first.model_name,
         model_version=first.model_version,
-        start=first.start,
-        end=first.end,
+        start=start,
+        end=end,
         temperature=first.temperature,
         n_bins=first.n_bins,
         n_classes=first.n_classes,

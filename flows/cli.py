@@ -355,6 +355,12 @@ def _parser(*, with_keys: bool = False) -> argparse.ArgumentParser:
                         add_help=False)
     commands.add_parser("dashboard", help="serve the calibration dashboard, its JSON API and Prometheus /metrics "
                         "(read-only): dashboard [--host 127.0.0.1] [--port 8765]", add_help=False)
+    commands.add_parser("alerts", help="install the alert automations (drift, refused refit, insufficient data) and "
+                        "their notification block on the Prefect server: alerts install --webhook-url URL | --block "
+                        "NAME [--json]", add_help=False)
+    commands.add_parser("setup-db", help="create the PostgreSQL databases and roles of a deployment (mlflow, thermostat; "
+                        "idempotent): setup-db --admin-url URL [--mlflow-password P] [--thermostat-password P] [--json]",
+                        add_help=False)
     return parser
 
 
@@ -395,6 +401,14 @@ def main(argv: list[str] | None = None) -> int:
         from flows.dashboard import main as dashboard_main
 
         return dashboard_main(arguments[1:], prog="thermostat dashboard")
+    if arguments[:1] == ["alerts"]:  # imported only when asked for: it talks to the Prefect server
+        from flows.alerts import main as alerts_main
+
+        return alerts_main(arguments[1:], prog="thermostat alerts")
+    if arguments[:1] == ["setup-db"]:  # imported only when asked for: it needs the PostgreSQL driver
+        from flows.database_setup import main as setup_db_main
+
+        return setup_db_main(arguments[1:], prog="thermostat setup-db")
     parser = _parser(with_keys=bool({"-h", "--help"} & set(arguments)))
     try:
         args = parser.parse_args(arguments)

@@ -57,7 +57,7 @@ from flows.local_only import stay_local
 from flows.monitor import VersionCheck, monitor
 from flows.pipeline import post_finetune
 from flows.registration import Registration
-from flows.refit import RefitOutcome, refit
+from flows.refit import RefitFailed, RefitOutcome, refit
 from flows.registry import MlflowRegistry
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
@@ -326,6 +326,16 @@ def _check_line(check: VersionCheck) -> str:
             f"{report.ece_high:.4f}] (reference {report.baseline_ece:.4f}, tolerance {report.ece_tolerance:.2f}; "
             f"p={report.p_value:.3g} vs {report.test_level:g})  NLL {report.nll:.4f}  accuracy {report.accuracy:.3f}  "
             f"mean confidence {report.mean_confidence:.3f}  gate coverage {coverage}{temperature}")
+    warning, sequential = report.early_warning, report.sequential
+    if warning is not None and warning.n:
+        shift = (f"confidences vs registration: {'SHIFTED ' + warning.direction if warning.shifted else 'unchanged'}, "
+                 f"p={warning.p_value:.2g}" if warning.tested else "confidences not tested")
+        line += (f"\n      before labels: predicted accuracy {warning.predicted_accuracy:.3f} "
+                 f"[{warning.predicted_accuracy_low:.3f}, {warning.predicted_accuracy_high:.3f}] from "
+                 f"{warning.n} served rows ({shift})")
+    if sequential is not None:
+        line += (f"; sequential CUSUM {sequential.upper:.1f} / {sequential.lower:.1f} of {sequential.threshold:g}"
+                 + (" ALARM" if sequential.alarm else ""))
     if check.event_id is not None:
         line += f"\n      event thermostat.calibration.drift emitted for mlmodel.{check.model_name}.v{check.version}"
     if report.in_cooldown and report.drift_detected and report.cooldown_until is not None:
@@ -408,7 +418,10 @@ def _monitor_story(
         for phase, description, sigma in phases:
             started = time.perf_counter()
             start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=sigma)
-            checks = monitor(model_name=MODEL_NAME, window_start=start, window_end=end, settings=settings)
+            # The window ends now (window_end not given): a check of the current window, which also
+            # advances the sequential rule.
+            checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)
+            end = checks[0].window_end if checks else end
             print(f"\nphase {phase}: {description} — {CHAMPION_ROWS} requests @champion, {CHALLENGER_ROWS} "
                   f"@challenger, labelled; check of [{start.isoformat(timespec='milliseconds')}, "
                   f"{end.isoformat(timespec='milliseconds')})  ({time.perf_counter() - started:.1f} s)")
@@ -426,13 +439,18 @@ def _monitor_story(
                 print(f"  v{check.version} @champion is in the cool-down of an earlier run's drift event, so the "
                       "monitor starts no refit; the demo starts it by hand (an operator's call)")
             started = time.perf_counter()
-            outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
-                            window_start=check.window_start, window_end=check.window_end, settings=settings)
+            try:
+                outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
+                                window_start=check.window_start, window_end=check.window_end, settings=settings,
+                                drift_event_id=check.event_id, drift_run_id=check.run_id)
+            except RefitFailed as refused:  # nothing registered: its flow run ended Failed
+                outcome = refused.outcome
             print(_refit_line(outcome) + f"  ({time.perf_counter() - started:.1f} s)")
         served = _load_router(registry, Path(tmp) / "c")
         started = time.perf_counter()
         start, end = _serve_phase(served, log, split, rng, token=token, phase="C", noise_sigma=NOISE_SIGMA)
-        checks = monitor(model_name=MODEL_NAME, window_start=start, window_end=end, settings=settings)
+        checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)
+        end = checks[0].window_end if checks else end
         print(f"\nphase C: fresh noisy digits through the (new) champion — check of "
               f"[{start.isoformat(timespec='milliseconds')}, {end.isoformat(timespec='milliseconds')})  "
               f"({time.perf_counter() - started:.1f} s)")

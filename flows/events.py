@@ -10,6 +10,16 @@
     ``escalation`` and the numbers.
 ``thermostat.calibration.refitted``
     A refit registered a new version (payload: new version, T, threshold, verification).
+``thermostat.calibration.confidence_shift``
+    The early warning: the served confidences of a version (labelled or not) moved away from
+    its registration reference (payload: :class:`monitoring.EarlyWarning`'s fields, the window,
+    ``mlflow_run_id``). The ``monitor`` deployment's trigger schedules a labelled check of the
+    model after it; its own cool-down (``drift_cooldown``) per version.
+``thermostat.calibration.insufficient_data``
+    A serving version had too few labelled rows in ``insufficient_data_streak`` checks in a row
+    (emitted when the streak reaches it and at each multiple). Payload: ``streak``, ``n``,
+    ``min_window``, ``window_start``, ``window_end``, ``predicted_accuracy`` (the early warning's,
+    or None).
 
 Every event's resource is the version it concerns::
 
@@ -25,9 +35,19 @@ from typing import Any, Final
 
 from prefect.events import emit_event
 
-__all__ = ["DRIFT_EVENT", "REFITTED_EVENT", "REFIT_FAILED_EVENT", "emit", "version_resource"]
+__all__ = [
+    "CONFIDENCE_SHIFT_EVENT",
+    "DRIFT_EVENT",
+    "INSUFFICIENT_DATA_EVENT",
+    "REFITTED_EVENT",
+    "REFIT_FAILED_EVENT",
+    "emit",
+    "version_resource",
+]
 
 DRIFT_EVENT: Final = "thermostat.calibration.drift"
+CONFIDENCE_SHIFT_EVENT: Final = "thermostat.calibration.confidence_shift"
+INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
 REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
 REFITTED_EVENT: Final = "thermostat.calibration.refitted"
 
@@ -49,9 +69,15 @@ def version_resource(model_name: str, version: str, alias: str) -> dict[str, str
     }
 
 
-def emit(event: str, resource: dict[str, str], payload: dict[str, Any]) -> str | None:
+def emit(
+    event: str, resource: dict[str, str], payload: dict[str, Any], related: list[dict[str, str]] | None = None
+) -> str | None:
     """Emit one event; returns its id, or None when this process cannot emit events
     (events disabled, or no Prefect API): then nothing reacts to it, and the caller must
-    not record it as sent."""
-    sent = emit_event(event=event, resource=resource, payload=payload)
+    not record it as sent.
+
+    ``related``: further resources the event concerns, each with a ``prefect.resource.id`` and
+    a ``prefect.resource.role`` (e.g. the drift event that caused a refit, role ``caused-by``).
+    """
+    sent = emit_event(event=event, resource=resource, payload=payload, related=related)
     return None if sent is None else str(sent.id)

@@ -12,13 +12,35 @@ bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) an
 * a Prefect table artifact and a markdown artifact per check (keys
   ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
 * on a drift that recommends a refit, the event ``thermostat.calibration.drift``
-  (:mod:`flows.events`), which the ``refit`` deployment's trigger listens for.
+  (:mod:`flows.events`), which the ``refit`` deployment's trigger listens for; its payload's
+  ``refit_window_start`` is where the refit reads from (the sequential rule's change point
+  after its alarm, else the window's start).
+
+Across checks (read from the SQL prediction log, also when the window comes from the Parquet
+export, which has neither label times nor unlabelled rows):
+
+* the **sequential rule** (:func:`monitoring.update_sequential`): each check of the current
+  window (``window_end`` not given: the scheduled checks) folds in the rows whose label arrived
+  since the previous such check (:class:`monitoring.NewlyLabelled`), so every labelled row
+  counts once; its state is the version tag ``thermostat.sequential_state``. An alarm is a
+  drift (``tests_fired`` names ``sequential``). A check given its ``window_end`` (a backfill, a
+  re-check) leaves the state alone.
+* the **early warning** (:func:`monitoring.warn_before_labels`) on every served row of the
+  window, labelled or not, against the reference profile registered with the version: the
+  accuracy the confidences predict, shown even when the window has too few labels, and a test
+  of their distribution; a shift emits ``thermostat.calibration.confidence_shift`` (at most one
+  per version per ``drift_cooldown``; tag ``thermostat.last_confidence_shift_at``), on which the
+  ``monitor`` deployment schedules a labelled check.
+* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak``, checks of the
+  current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
+  multiple), the event ``thermostat.calibration.insufficient_data``.
 
 Cool-down state
 ---------------
-The time of the last *emitted* drift event of a version is kept on the version itself, as the
-tag ``thermostat.last_drift_event_at`` (ISO 8601, UTC) — monitoring metadata, the only tag
-written after registration, never T or the evidence. It lives in the MLflow registry, which
+The time of the last *emitted* drift event of a version — the time it was emitted, not the
+window's end, so a backfill of an old window cannot put the cool-down in the past — is kept on
+the version itself, as the tag ``thermostat.last_drift_event_at`` (ISO 8601, UTC): monitoring
+metadata written after registration, never T or the evidence. It lives in the MLflow registry, which
 every deployment of Thermostat already has and which all workers share, so the cool-down holds
 in-process and across workers alike, and it disappears with the version. It is written only
 after the event was handed to Prefect: a check whose event could not be sent is retried by the
@@ -28,7 +50,7 @@ reported as a drift (MLflow, artifacts), without an event.
 
 from __future__ import annotations
 
-import re
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,18 +58,34 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.events import DRIFT_EVENT, emit, version_resource
+from calibration import json_safe
+
+from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, emit, version_resource
 from flows.registry import MlflowRegistry
-from flows.run_records import CHECK_KIND, KIND_TAG, PREFECT_FLOW_RUN_TAG, current_flow_run_id
+from flows.run_records import CHECK_KIND, KIND_TAG, PREFECT_FLOW_RUN_TAG, current_flow_run_id, model_slug
 from flows.settings import ThermostatSettings
 from flows.cluster import summarise_export_on_dask
-from flows.tasks import check_window, io_task, open_window_source, step_task
-from flows.versions import LAST_DRIFT_EVENT_TAG, RegisteredVersion, registered_version, serving_versions
+from flows.tasks import check_window, io_task, open_prediction_log, open_window_source, step_task
+from flows.versions import (
+    INSUFFICIENT_STREAK_TAG,
+    LAST_CONFIDENCE_SHIFT_TAG,
+    LAST_DRIFT_EVENT_TAG,
+    SEQUENTIAL_STATE_TAG,
+    RegisteredVersion,
+    registered_version,
+    serving_versions,
+)
 from monitoring import (
     DriftReport,
+    EarlyWarning,
     LabelledSource,
+    NewlyLabelled,
+    PredictionLog,
+    SequentialCheck,
+    SequentialState,
     Verdict,
     WindowSummary,
+    confidence_profile,
     decide_drift,
     drift_markdown,
     drift_metrics,
@@ -56,6 +94,9 @@ from monitoring import (
     mask_url,
     reliability_figure,
     summarise_window,
+    update_sequential,
+    warn_before_labels,
+    with_stream_checks,
 )
 
 __all__ = ["VersionCheck", "artifact_key", "monitor"]
@@ -67,7 +108,9 @@ class VersionCheck:
 
     ``report`` is None only when the version never logged a prediction (then the verdict is
     ``insufficient_data`` and nothing is written to MLflow). ``event_id`` is set when a drift
-    event was emitted.
+    event was emitted, ``other_events`` names the other events emitted (confidence shift,
+    insufficient-data streak) with their ids; ``insufficient_streak`` is the streak after this
+    check.
     """
 
     model_name: str
@@ -82,6 +125,8 @@ class VersionCheck:
     run_id: str | None
     run_url: str | None
     event_id: str | None
+    other_events: tuple[tuple[str, str], ...] = ()
+    insufficient_streak: int = 0
 
     @property
     def refit_recommended(self) -> bool:
@@ -96,8 +141,7 @@ def artifact_key(model_name: str, version: str, kind: str) -> str:
     >>> artifact_key("Tickets_EN", "3", "report")
     'calibration-tickets-en-v3-report'
     """
-    slug = re.sub(r"[^a-z0-9]+", "-", model_name.lower()).strip("-") or "model"
-    return f"calibration-{slug}-v{version}-{kind}"
+    return f"calibration-{model_slug(model_name)}-v{version}-{kind}"
 
 
 # ---------------------------------------------------------------------------------- tasks
@@ -152,8 +196,69 @@ def summarise_on_dask(
     return summary
 
 
+@io_task(name="update-sequential")
+def sequential_update(
+    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> SequentialCheck | None:
+    """Fold the rows labelled since the previous check into the version's sequential rule.
+
+    Two clocks: the rows are those served from the window's start on (until now, so a
+    re-check of a past window loses no row) whose label arrived after the previous check's
+    cursor and before now; the state's ``last_end`` is that cursor, so each labelled row counts
+    in exactly one increment. Read from the SQL prediction log whatever the window's source (the
+    Parquet export has no label times; an hour's new labels are a small read); None (and said
+    why) when the log holds no row of the version.
+    """
+    logger = get_run_logger()
+    if log.n_classes(version.model_name, version.version) is None:
+        logger.info("%s sequential rule skipped: the SQL prediction log %r holds no row of this version (it reads "
+                    "label arrival times from there)", version.context, log)
+        return None
+    state = version.sequential_state or SequentialState.initial(version.temperature)
+    now = datetime.now(UTC)
+    since = state.last_end
+    if since is not None and now <= since:
+        logger.warning("%s sequential rule not updated: its last increment ends at %s, after this check's clock (%s)",
+                       version.context, since.isoformat(), now.isoformat())
+        return None
+    increment = summarise_window(
+        NewlyLabelled(log, since=since, until=now), version.model_name, version.version,
+        temperature=version.temperature, start=start, end=max(end, now), n_bins=version.n_bins,
+        chunk_size=settings.monitor_chunk_size,
+    ).temperature_stats
+    check = update_sequential(
+        state, increment, start=min(start, now) if since is None else since, end=now,
+        reference=version.reference_stats, margin=settings.drift_temperature_margin, level=settings.drift_p_threshold,
+        confidence_level=settings.drift_confidence_level,
+    )
+    logger.info("%s %s", version.context, check.sentence())
+    return check
+
+
+@io_task(name="early-warning")
+def early_warning(
+    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> EarlyWarning | None:
+    """Every served row of the window, labelled or not, against the registration reference's
+    confidences, from the SQL prediction log whatever the window's source (the export holds
+    labelled rows only); None when the log holds no row of the version."""
+    if log.n_classes(version.model_name, version.version) is None:
+        get_run_logger().info("%s early warning skipped: the SQL prediction log %r holds no row of this version",
+                              version.context, log)
+        return None
+    profile = confidence_profile(log, version.model_name, version.version, temperature=version.temperature,
+                                 start=start, end=end, chunk_size=settings.monitor_chunk_size)
+    warning = warn_before_labels(profile, version.reference_profile, level=settings.confidence_shift_level,
+                                 confidence_level=settings.drift_confidence_level)
+    get_run_logger().info("%s %s", version.context, warning.sentence())
+    return warning
+
+
 @step_task(name="decide-drift")
-def decide(summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings) -> DriftReport:
+def decide(
+    summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings,
+    sequential: SequentialCheck | None = None, warning: EarlyWarning | None = None,
+) -> DriftReport:
     report = decide_drift(
         summary, baseline_ece=version.reference_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
         p_threshold=settings.drift_p_threshold, ece_tolerance=settings.drift_ece_tolerance,
@@ -163,6 +268,7 @@ def decide(summary: WindowSummary, version: RegisteredVersion, settings: Thermos
         temperature_margin=settings.drift_temperature_margin, baseline_ece_interval=version.reference_ece_interval,
         confidence_level=settings.drift_confidence_level,
     )
+    report = with_stream_checks(report, sequential=sequential, early_warning=warning)
     logger = get_run_logger()
     headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
     fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
@@ -230,10 +336,22 @@ def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> 
     return event_id
 
 
-@io_task(name="remember-drift-event")
-def remember_drift_event(registry: MlflowRegistry, version: RegisteredVersion, at: datetime) -> None:
-    registry.set_version_tag(version.model_name, version.version, LAST_DRIFT_EVENT_TAG, at.astimezone(UTC).isoformat())
-    get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG, at.isoformat())
+@step_task(name="emit-monitor-event")  # not retried: one event per occasion
+def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str, Any]) -> str | None:
+    """Emit the confidence-shift or insufficient-data event of a version; its id, or None."""
+    event_id = emit(event, version_resource(version.model_name, version.version, version.alias), payload)
+    get_run_logger().info("%s emitted %s (event %s)", version.context, event, event_id)
+    return event_id
+
+
+@io_task(name="remember-monitor-state")
+def remember_state(registry: MlflowRegistry, version: RegisteredVersion, tags: dict[str, str]) -> None:
+    """Write the monitor's state tags of the version (cool-downs, sequential state, streak)."""
+    for key, value in tags.items():
+        registry.set_version_tag(version.model_name, version.version, key, value)
+    if LAST_DRIFT_EVENT_TAG in tags:
+        get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG,
+                              tags[LAST_DRIFT_EVENT_TAG])
 
 
 def _markdown(
@@ -287,9 +405,13 @@ def publish_artifacts(
 # ----------------------------------------------------------------------------------- flow
 
 
+def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datetime) -> bool:
+    return last is not None and now < last + settings.drift_cooldown
+
+
 def _check_version(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, start: datetime, end: datetime,
-    settings: ThermostatSettings,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
     if settings.engine == "dask":
         summary = summarise_on_dask(version, start, end, settings)
@@ -303,19 +425,50 @@ def _check_version(
             reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
             event_id=None,
         )
-    report = decide(summary, version, settings)
+    sequential = sequential_update(log, version, start, end, settings) if live else None
+    if not live:
+        get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
+                              "re-check); only checks of the current window advance the stream", version.context)
+    warning = early_warning(log, version, start, end, settings)
+    report = decide(summary, version, settings, sequential, warning)
     run_id = record_check(registry, report, version, settings)
     run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
+    state: dict[str, str] = {}
+    if sequential is not None:
+        state[SEQUENTIAL_STATE_TAG] = sequential.state.to_json()
+    streak = version.insufficient_streak  # like the sequential rule, only checks of the current window count
+    if live:
+        streak = streak + 1 if report.verdict == "insufficient_data" else 0
+    if streak != version.insufficient_streak:
+        state[INSUFFICIENT_STREAK_TAG] = str(streak)
     event_id = None
+    others: list[tuple[str, str]] = []
+    context = {"mlflow_run_id": run_id, "aliases": list(version.aliases), "window_start": start.isoformat(),
+               "window_end": end.isoformat()}
     if report.refit_recommended:
         event_id = emit_drift(report, version, run_id)
         if event_id is not None:
-            remember_drift_event(registry, version, report.checked_at)
+            state[LAST_DRIFT_EVENT_TAG] = datetime.now(UTC).isoformat()
+    elif (warning is not None and warning.shifted
+          and not _in_cooldown(version.last_confidence_shift_at, settings, datetime.now(UTC))):
+        shift_id = emit_monitor_event(CONFIDENCE_SHIFT_EVENT, version, warning.to_dict() | context)
+        if shift_id is not None:
+            others.append((CONFIDENCE_SHIFT_EVENT, shift_id))
+            state[LAST_CONFIDENCE_SHIFT_TAG] = datetime.now(UTC).isoformat()
+    if live and streak >= settings.insufficient_data_streak and streak % settings.insufficient_data_streak == 0:
+        payload = context | {"streak": streak, "n": report.n, "min_window": report.min_window,
+                             "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
+        streak_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
+        if streak_id is not None:
+            others.append((INSUFFICIENT_DATA_EVENT, streak_id))
+    if state:
+        remember_state(registry, version, state)
     publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
     return VersionCheck(
         model_name=version.model_name, version=version.version, aliases=version.aliases,
         temperature=version.temperature, window_start=start, window_end=end, verdict=report.verdict,
         reasons=report.reasons, report=report, run_id=run_id, run_url=run_url, event_id=event_id,
+        other_events=tuple(others), insufficient_streak=streak,
     )
 
 
@@ -335,7 +488,8 @@ def monitor(
     aliases : the serving aliases to check (default: every alias of the model: the champion
         and the router's). Aliases pointing at one version are checked once.
     window_start, window_end : the traffic window (timezone-aware); default: the last
-        ``monitor_window`` (24 h) ending now. A past window re-checks (backfills) history.
+        ``monitor_window`` (24 h) ending now. A given ``window_end`` re-checks (backfills)
+        history: the sequential rule, which follows the stream, is then not advanced.
     settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
 
     Returns
@@ -346,9 +500,12 @@ def monitor(
     settings = settings if settings is not None else ThermostatSettings()
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     registry = MlflowRegistry.from_settings(settings)
-    with open_window_source(settings) as source:
+    with open_window_source(settings) as source, ExitStack() as stack:
+        # The checks across the stream read the SQL log also when the window comes from the export.
+        log = source if isinstance(source, PredictionLog) else stack.enter_context(open_prediction_log(settings))
         versions = find_serving_versions(registry, model_name, aliases)
         return [
-            _check_version(version, registry=registry, source=source, start=start, end=end, settings=settings)
+            _check_version(version, registry=registry, source=source, log=log, start=start, end=end,
+                           live=window_end is None, settings=settings)
             for version in versions
         ]

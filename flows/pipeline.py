@@ -22,7 +22,7 @@ from prefect import flow, get_run_logger
 
 from calibration import ScoredSet, read_scored_set
 from flows.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits
-from flows.holdout import HoldoutFeatures, read_features, read_ids
+from flows.holdout import HoldoutFeatures, read_features, read_ids, resolve_input_path
 from flows.locks import model_lock
 from flows.registration import Registration, recover_interrupted, register
 from flows.registry import MlflowRegistry, validate_model_name
@@ -156,7 +156,15 @@ def calibrate(
 def _training_ids(training_ids: list[str] | None, training_ids_path: str | None) -> NDArray[np.str_]:
     if (training_ids is None) == (training_ids_path is None):
         raise ValueError("pass exactly one of training_ids (a list) and training_ids_path (one id per line)")
-    return read_ids(training_ids_path) if training_ids_path is not None else np.asarray(training_ids, dtype=str)
+    if training_ids_path is not None:
+        return read_ids(training_ids_path, parameter="training_ids_path")
+    return np.asarray(training_ids, dtype=str)
+
+
+def _input_file(path: str | None, parameter: str) -> Path | None:
+    """``path`` resolved (absolute as given, relative against this run's working directory),
+    checked to exist before anything is locked or fetched; None stays None."""
+    return None if path is None else resolve_input_path(path, parameter=parameter)
 
 
 @flow(name="post-finetune")
@@ -187,6 +195,12 @@ def post_finetune(
     holdout_path : instead of features, a scored set (``.npz``/``.parquet``/``.csv``) of the
         checkpoint's logits; then ``checkpoint_output`` must say what the checkpoint returns.
     training_ids, training_ids_path : the training example ids (list, or a file one per line).
+        Paths (``features_path``, ``holdout_path``, ``training_ids_path``) are read by the
+        process running the flow: an absolute path as given, a relative one against the flow
+        run's working directory (on a Prefect worker, the checkout the deployment runs from);
+        a missing file is refused before anything else, naming the path given and the path
+        searched. Write the files with :func:`flows.holdout.write_features` and
+        :func:`flows.holdout.write_ids`.
     alias : the serving alias to move (``champion``, ``multilingual``, ...).
     reference_labels : recent production labels for the class-mix qualification check; by
         default the labelled traffic of the alias holder in the last ``monitor_window`` from
@@ -200,6 +214,7 @@ def post_finetune(
     if holdout_path is not None and checkpoint_output == "auto":
         raise ValueError("with holdout_path, set checkpoint_output to 'logits' or 'probabilities' (what the "
                          "checkpoint's predict returns), so the registered model converts its output the same way")
+    features_file, holdout_file = _input_file(features_path, "features_path"), _input_file(holdout_path, "holdout_path")
     train_ids = _training_ids(training_ids, training_ids_path)
     references = None if reference_labels is None else np.asarray(reference_labels, dtype=np.intp)
     registry = MlflowRegistry.from_settings(settings)
@@ -210,12 +225,12 @@ def post_finetune(
         repairs = recover_interrupted(registry, model_name)
         workdir = Path(tmp)
         files = fetch_checkpoint(checkpoint_uri, workdir, registry)
-        features = read_features(features_path) if features_path is not None else None
+        features = read_features(features_file) if features_file is not None else None
         if features is not None:
             holdout, output = score_holdout(files, features, checkpoint_output)
         else:
-            assert holdout_path is not None and checkpoint_output != "auto"  # narrowed by the checks above
-            holdout, output = read_scored_set(holdout_path), checkpoint_output
+            assert holdout_file is not None and checkpoint_output != "auto"  # narrowed by the checks above
+            holdout, output = read_scored_set(holdout_file), checkpoint_output
         champion = score_alias_holder(registry, model_name, alias, workdir, features, holdout, data_version(holdout.ids))
         accepted = acceptance(files, holdout, output, train_ids, champion, train_steps, train_data_version, settings)
         if references is None:

@@ -21,32 +21,41 @@ register, in that order), with the registered version as the starting point:
    T and threshold, refit provenance tags) and move the alias, in one transaction
    (:func:`flows.registration.register`), under the model's lock.
 
-A refit that is refused or does not verify registers nothing and emits
-``thermostat.calibration.refit_failed`` with the reason — when one temperature cannot bring
-calibration back (an arched or saw-tooth curve): "needs retraining or a data fix".
+A refit that is refused or does not verify registers nothing, emits
+``thermostat.calibration.refit_failed`` with the reason, and its flow run ends **Failed**
+(red in the Prefect UI), the state's message the escalation — "needs retraining or a data
+fix" when one temperature cannot bring calibration back (accuracy below the floor, a fit on a
+bound, an arched or saw-tooth curve at the new T) — or else the reason. See :func:`refit` for
+how a caller gets the :class:`RefitOutcome` back.
+
+A refit started by a drift event (``drift_event_id``, ``drift_run_id``) links back to it: its
+events carry both ids and name the drift event as a ``caused-by`` related resource, its record
+and its version's tags name them, and the check's MLflow run is tagged with the refit
+(:class:`flows.run_records.RefitLink`).
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.states import Failed
 
 from calibration import json_safe
 from flows.checkpoint import CheckpointFiles
 from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
 from flows.holdout import read_ids
-from flows.locks import model_lock
+from flows.locks import ModelLease, model_lock
 from flows.registration import Registration, recover_interrupted, register
 from flows.registry import MlflowRegistry, validate_model_name
-from flows.run_records import RefitRecord, current_flow_run_id
+from flows.run_records import DriftCause, RefitLink, RefitRecord, current_flow_run_id, model_slug
 from flows.settings import ThermostatSettings
 from flows.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
 from flows.steps import (
@@ -65,7 +74,7 @@ from flows.traffic import Traffic, recent_labelled_traffic
 from flows.versions import RegisteredVersion, registered_version
 from monitoring import LabelledSource
 
-__all__ = ["RefitOutcome", "refit"]
+__all__ = ["RefitFailed", "RefitOutcome", "refit", "refit_artifact_key"]
 
 Status = Literal["registered", "already_registered", "failed", "skipped"]
 
@@ -73,7 +82,8 @@ Status = Literal["registered", "already_registered", "failed", "skipped"]
 @dataclass(frozen=True, slots=True, eq=False)
 class RefitOutcome:
     """What a refit did. ``failed``: refused or not verified, nothing registered, event
-    emitted; ``skipped``: the alias no longer points at the version (nothing to do)."""
+    emitted, the flow run Failed (see :class:`RefitFailed`); ``skipped``: the alias no longer
+    points at the version (nothing to do). ``cause``: the drift check that started it."""
 
     status: Status
     model_name: str
@@ -88,6 +98,15 @@ class RefitOutcome:
     event_id: str | None
     repairs: tuple[str, ...] = ()
     """What this refit found left by interrupted registrations of the model, and completed or removed."""
+    cause: DriftCause = DriftCause()
+
+    @property
+    def state_message(self) -> str:
+        """The message of the refit's final Prefect state: the escalation when there is one,
+        else the reason (its first 200 characters)."""
+        if self.escalation:
+            return self.escalation
+        return self.reason if len(self.reason) <= 200 else self.reason[:196] + " ..."
 
     @property
     def new_version(self) -> str | None:
@@ -111,6 +130,40 @@ class RefitOutcome:
     @property
     def temperature(self) -> float | None:
         return None if self.registration is None else self.registration.temperature
+
+
+class RefitFailed(RuntimeError):
+    """A refit that registered nothing (status ``failed``), as a direct call of :func:`refit`
+    raises it; ``outcome`` is the full :class:`RefitOutcome`.
+
+    It is also the data of the Failed state the flow run ends in, so
+    ``state.result(raise_on_failure=False)`` returns it (see :func:`refit`).
+    """
+
+    def __init__(self, outcome: RefitOutcome) -> None:
+        escalation = outcome.escalation
+        super().__init__(
+            f"refit of {outcome.model_name} v{outcome.parent_version} @{outcome.alias} registered nothing "
+            f"({outcome.step} step): {outcome.reason}"
+            + (f" — {escalation}" if escalation and escalation not in outcome.reason else "")
+        )
+        self.outcome = outcome
+
+    def __reduce__(self) -> tuple[type[RefitFailed], tuple[RefitOutcome]]:
+        # Pickled with its outcome (a persisted result of the flow run), not with the message.
+        return type(self), (self.outcome,)
+
+
+def refit_artifact_key(model_name: str, parent_version: str) -> str:
+    """The key of the refit report of one parent version (a Prefect artifact key: lowercase
+    letters, digits and dashes), so each version's refits keep their own history.
+
+    Examples
+    --------
+    >>> refit_artifact_key("Tickets_EN", "3")
+    'refit-tickets-en-v3'
+    """
+    return f"refit-{model_slug(model_name)}-v{parent_version}"
 
 
 def _interval_text(interval: tuple[float, float] | None) -> str:
@@ -210,15 +263,19 @@ def verify(gated: GatedCheckpoint, settings: ThermostatSettings) -> RefitVerific
 
 
 @step_task(name="emit-refit-event")
-def emit_refit_event(event: str, parent: RegisteredVersion, alias: str, payload: dict[str, Any]) -> str | None:
-    event_id = emit(event, version_resource(parent.model_name, parent.version, alias), payload)
+def emit_refit_event(
+    event: str, parent: RegisteredVersion, alias: str, payload: dict[str, Any], cause: DriftCause
+) -> str | None:
+    """Emit ``event`` on the parent version, with the drift that caused the refit (payload
+    ``drift_event_id``/``drift_run_id``, and the drift event as a ``caused-by`` related resource)."""
+    event_id = emit(event, version_resource(parent.model_name, parent.version, alias), payload | cause.payload(),
+                    related=cause.related())
     get_run_logger().info("%s emitted %s (event %s)", parent.context, event, event_id)
     return event_id
 
 
 @io_task(name="publish-refit-report")
 def publish_report(outcome: RefitOutcome) -> None:
-    slug = "".join(c if c.isalnum() else "-" for c in outcome.model_name.lower()).strip("-") or "model"
     lines = [
         f"## Refit of {outcome.model_name} version {outcome.parent_version} (@{outcome.alias}, "
         f"T={outcome.parent_temperature:.6g}{_interval_text(outcome.parent_interval)}): {outcome.status}",
@@ -227,6 +284,9 @@ def publish_report(outcome: RefitOutcome) -> None:
     ]
     if outcome.escalation:
         lines += ["", f"**Escalation: {outcome.escalation}.**"]
+    if outcome.cause.event_id is not None or outcome.cause.run_id is not None:
+        lines += ["", f"Started by the drift event `{outcome.cause.event_id or 'unknown'}` of the check "
+                      f"(MLflow run `{outcome.cause.run_id or 'unknown'}`)."]
     if outcome.repairs:
         lines += ["", "### Left by interrupted registrations, repaired first", "",
                   *(f"- {repair}" for repair in outcome.repairs)]
@@ -240,7 +300,9 @@ def publish_report(outcome: RefitOutcome) -> None:
     if outcome.verification is not None:
         lines += ["", "### Verification (newer part of the traffic)", "", outcome.verification.summary, "",
                   *(f"- {reason}" for reason in outcome.verification.reasons)]
-    create_markdown_artifact(markdown="\n".join(lines) + "\n", key=f"refit-{slug}", description=outcome.reason[:200])
+    create_markdown_artifact(markdown="\n".join(lines) + "\n", key=refit_artifact_key(outcome.model_name,
+                                                                                    outcome.parent_version),
+                             description=outcome.reason[:200])
 
 
 # ---------------------------------------------------------------------------------- flow
@@ -275,7 +337,7 @@ def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dic
         status=outcome.status, step=outcome.step, reason=outcome.reason, escalation=outcome.escalation,
         new_version=outcome.new_version, window_start=str(payload["window_start"]),
         window_end=str(payload["window_end"]), prefect_flow_run_id=current_flow_run_id(),
-        metrics=RefitRecord.finite_metrics(payload),
+        metrics=RefitRecord.finite_metrics(payload), cause=outcome.cause,
     )
     run_id = registry.start_run(f"refit {outcome.model_name} v{outcome.parent_version} @{outcome.alias}: "
                                 f"{outcome.status}", record.to_tags(), experiment_name=settings.monitoring_experiment_name)
@@ -289,8 +351,24 @@ def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dic
     return run_id
 
 
+@io_task(name="link-check-run")
+def link_check_run(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome) -> bool:
+    """Tag the MLflow run of the check that found the drift with this refit
+    (:class:`flows.run_records.RefitLink`); False when no such run exists."""
+    link = RefitLink(flow_run_id=current_flow_run_id(), status=outcome.status, new_version=outcome.new_version)
+    linked = registry.set_run_tags(run_id, link.to_tags())
+    logger = get_run_logger()
+    if linked:
+        logger.info("tagged the check's MLflow run %s with this refit (%s)", run_id, outcome.status)
+    else:
+        logger.warning("the check's MLflow run %s does not exist: the drift check is not linked to this refit",
+                       run_id)
+    return linked
+
+
 def _failed(
-    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, *, step: str, reason: str, escalate: bool, start: datetime, end: datetime,
+    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, *, step: str,
+    reason: str, escalate: bool, start: datetime, end: datetime, cause: DriftCause,
     verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
 ) -> RefitOutcome:
     escalation = ESCALATION if escalate else None
@@ -301,23 +379,25 @@ def _failed(
     } | _verification_payload(verification)
     get_run_logger().warning("%s refit registers nothing: %s%s", parent.context, reason,
                              f" — {escalation}" if escalation and escalation not in reason else "")
-    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload)
     outcome = RefitOutcome(
         status="failed", model_name=parent.model_name, parent_version=parent.version, alias=alias,
         parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
-        verification=verification, event_id=event_id, repairs=repairs,
+        verification=verification, event_id=None, repairs=repairs, cause=cause,
     )
-    record_refusal(registry, outcome, payload, settings)
+    # The durable record first, so the event (and the alert it sends) can name its MLflow run.
+    run_id = record_refusal(registry, outcome, payload, settings)
+    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {"mlflow_run_id": run_id}, cause)
+    outcome = replace(outcome, event_id=event_id)
     publish_report(outcome)
     return outcome
 
 
 def _refused(
-    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, refusal: StepRefused, *, start: datetime, end: datetime,
-    repairs: tuple[str, ...],
+    registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, refusal: StepRefused,
+    *, start: datetime, end: datetime, cause: DriftCause, repairs: tuple[str, ...],
 ) -> RefitOutcome:
-    return _failed(registry, settings, parent, alias, step=refusal.step, reason=str(refusal), escalate=refusal.escalate, start=start, end=end,
-                   repairs=repairs)
+    return _failed(registry, settings, parent, alias, step=refusal.step, reason=str(refusal),
+                   escalate=refusal.escalate, start=start, end=end, cause=cause, repairs=repairs)
 
 
 @flow(name="refit")
@@ -329,6 +409,8 @@ def refit(
     window_end: datetime | None = None,
     training_ids_path: str | None = None,
     settings: ThermostatSettings | None = None,
+    drift_event_id: str | None = None,
+    drift_run_id: str | None = None,
 ) -> RefitOutcome:
     """Refit the temperature of a serving version on its recent labelled traffic.
 
@@ -345,9 +427,42 @@ def refit(
         check; without it the check is skipped (request ids and training ids rarely share a
         namespace) and qualification says so in its warnings.
     settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
+    drift_event_id : the id of the ``thermostat.calibration.drift`` event that started this
+        refit (the trigger passes it); its events name it as a ``caused-by`` related resource.
+    drift_run_id : the MLflow run of the check that found the drift (the event's
+        ``mlflow_run_id``); that run is tagged with this refit (``thermostat.refit_*``). A
+        blank value of either means "not given".
+
+    Returns
+    -------
+    RefitOutcome
+        Registered (``registered``, ``already_registered``) or ``skipped``: the flow run ends
+        Completed with it.
+
+    Raises
+    ------
+    RefitFailed
+        When the refit registered nothing (status ``failed``); ``error.outcome`` is the
+        :class:`RefitOutcome`. The flow run ends Failed, its message the escalation ("needs
+        retraining or a data fix") or else the reason, so the Prefect UI shows it red.
+
+    Notes
+    -----
+    The flow returns a ``Failed`` state whose data is the :class:`RefitFailed`; Prefect makes
+    it the run's final state. So, called from Python:
+
+    * ``refit(...)`` returns the outcome or raises :class:`RefitFailed` (catch it for the
+      outcome of a refused refit);
+    * ``refit(..., return_state=True)`` returns the state; ``state.result()`` raises the
+      :class:`RefitFailed`, ``state.result(raise_on_failure=False)`` returns it;
+    * a deployment run (``run_deployment``, the trigger) ends Failed with the same message;
+      reading its state back from the API gives the outcome only when results are persisted
+      (``PREFECT_RESULTS_PERSIST_BY_DEFAULT``), else a ``FailedRun`` with the message. The
+      outcome is always in the refit's report artifact, its MLflow record and its event.
     """
     settings = settings if settings is not None else ThermostatSettings()
     validate_model_name(model_name)
+    cause = DriftCause.of(drift_event_id, drift_run_id)
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
     registry = MlflowRegistry.from_settings(settings)
@@ -355,63 +470,89 @@ def refit(
                     lease_seconds=settings.lock_lease_seconds,
                     description=f"refit of {model_name} @{alias}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
-        repairs = recover_interrupted(registry, model_name)
-        parent, holder = resolve_parent(registry, model_name, model_version, alias)
-        if holder != parent.version:
-            reason = (f"{model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
-                      "registration (or a refit) took over, so this refit would undo it; nothing registered")
-            get_run_logger().warning("%s %s", parent.context, reason)
-            outcome = RefitOutcome(
-                status="skipped", model_name=model_name, parent_version=parent.version, alias=alias,
-                parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
-                verification=None, event_id=None, repairs=repairs,
-            )
-            publish_report(outcome)
-            return outcome
-        traffic = read_traffic(source, parent, start, end, settings)
-        if traffic is None:
-            return _failed(registry, settings, parent, alias, step="traffic", escalate=False, start=start, end=end,
-                           reason=f"no labelled traffic of version {parent.version} in [{start.isoformat()}, "
-                                  f"{end.isoformat()}); wait for labels", repairs=repairs)
-        origin = RefitOrigin(
-            parent=parent, alias=alias, window_start=start, window_end=end, first_served_at=traffic.first_served_at,
-            last_served_at=traffic.last_served_at, fit_fraction=settings.refit_fit_fraction,
+        outcome = _refit_under_lock(
+            registry, settings, lease, Path(tmp), source, model_name=model_name, model_version=model_version,
+            alias=alias, start=start, end=end, training_ids=training_ids, cause=cause,
         )
-        files = fetch_checkpoint(parent.checkpoint_uri, Path(tmp), registry)
-        accepted = accept_version(origin, files, traffic,
-                                  np.array([], dtype=str) if training_ids is None else training_ids, settings)
-        if isinstance(accepted, StepRefused):
-            return _refused(registry, settings, parent, alias, accepted, start=start, end=end, repairs=repairs)
-        calibrated = refit_by_time(accepted, settings)
-        if isinstance(calibrated, StepRefused):
-            return _refused(registry, settings, parent, alias, calibrated, start=start, end=end, repairs=repairs)
-        gated = gate(calibrated, settings)
-        verification = verify(gated, settings)
-        if not verification.passed:
-            return _failed(registry, settings, parent, alias, step="verify", reason="the refit does not verify: " + "; ".join(
-                verification.reasons), escalate=True, start=start, end=end, verification=verification,
-                repairs=repairs)
-        registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                                verification=verification, lease=lease, repairs=repairs)
-        status: Status = "registered" if registration.created else "already_registered"
-        reason = (
-            f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "
-            f"@{alias} moved from version {parent.version}" if registration.created
-            else f"this refit (same checkpoint, traffic and settings) is already version {registration.version}; "
-                 "nothing registered"
-        )
-        event_id = None
-        if registration.created:
-            event_id = emit_refit_event(
-                REFITTED_EVENT, parent, alias,
-                {"new_version": registration.version, "temperature": registration.temperature,
-                 "gate_threshold": registration.gate_threshold, "parent_version": parent.version,
-                 "parent_temperature": parent.temperature} | _verification_payload(verification),
-            )
+    if cause.run_id is not None:
+        # Best effort: the refit is done; a check run that cannot be tagged is a warning, not a failed refit.
+        linked = link_check_run(registry, cause.run_id, outcome, return_state=True)
+        if not linked.is_completed():
+            get_run_logger().warning("could not tag the check's MLflow run %s with this refit: %s", cause.run_id,
+                                     linked.message)
+    if outcome.status != "failed":
+        return outcome
+    # A returned state becomes the run's final state: Failed, with the outcome inside its data.
+    return cast(RefitOutcome, Failed(message=outcome.state_message, data=RefitFailed(outcome)))
+
+
+def _refit_under_lock(
+    registry: MlflowRegistry, settings: ThermostatSettings, lease: ModelLease, tmp: Path, source: LabelledSource, *,
+    model_name: str, model_version: str | None, alias: str, start: datetime, end: datetime,
+    training_ids: NDArray[np.str_] | None, cause: DriftCause,
+) -> RefitOutcome:
+    """The refit's steps, under the model's lock (see the module docstring)."""
+    repairs = recover_interrupted(registry, model_name)
+    parent, holder = resolve_parent(registry, model_name, model_version, alias)
+    if holder != parent.version:
+        reason = (f"{model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
+                  "registration (or a refit) took over, so this refit would undo it; nothing registered")
+        get_run_logger().warning("%s %s", parent.context, reason)
         outcome = RefitOutcome(
-            status=status, model_name=model_name, parent_version=parent.version, alias=alias,
-            parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,
-            registration=registration, verification=verification, event_id=event_id, repairs=repairs,
+            status="skipped", model_name=model_name, parent_version=parent.version, alias=alias,
+            parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
+            verification=None, event_id=None, repairs=repairs, cause=cause,
         )
         publish_report(outcome)
         return outcome
+    traffic = read_traffic(source, parent, start, end, settings)
+    if traffic is None:
+        return _failed(registry, settings, parent, alias, step="traffic", escalate=False, start=start, end=end,
+                       reason=f"no labelled traffic of version {parent.version} in [{start.isoformat()}, "
+                              f"{end.isoformat()}); wait for labels", cause=cause, repairs=repairs)
+    origin = RefitOrigin(
+        parent=parent, alias=alias, window_start=start, window_end=end, first_served_at=traffic.first_served_at,
+        last_served_at=traffic.last_served_at, fit_fraction=settings.refit_fit_fraction, cause=cause,
+    )
+    files = fetch_checkpoint(parent.checkpoint_uri, tmp, registry)
+    accepted = accept_version(origin, files, traffic,
+                              np.array([], dtype=str) if training_ids is None else training_ids, settings)
+    if isinstance(accepted, StepRefused):
+        return _refused(registry, settings, parent, alias, accepted, start=start, end=end, cause=cause,
+                        repairs=repairs)
+    calibrated = refit_by_time(accepted, settings)
+    if isinstance(calibrated, StepRefused):
+        return _refused(registry, settings, parent, alias, calibrated, start=start, end=end, cause=cause,
+                        repairs=repairs)
+    gated = gate(calibrated, settings)
+    verification = verify(gated, settings)
+    if not verification.passed:
+        return _failed(registry, settings, parent, alias, step="verify",
+                       reason="the refit does not verify: " + "; ".join(verification.reasons),
+                       escalate=verification.escalate, start=start, end=end, cause=cause, verification=verification,
+                       repairs=repairs)
+    registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
+                            verification=verification, lease=lease, repairs=repairs)
+    status: Status = "registered" if registration.created else "already_registered"
+    reason = (
+        f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "
+        f"@{alias} moved from version {parent.version}" if registration.created
+        else f"this refit (same checkpoint, traffic and settings) is already version {registration.version}; "
+             "nothing registered"
+    )
+    event_id = None
+    if registration.created:
+        event_id = emit_refit_event(
+            REFITTED_EVENT, parent, alias,
+            {"new_version": registration.version, "temperature": registration.temperature,
+             "gate_threshold": registration.gate_threshold, "parent_version": parent.version,
+             "parent_temperature": parent.temperature} | _verification_payload(verification),
+            cause,
+        )
+    outcome = RefitOutcome(
+        status=status, model_name=model_name, parent_version=parent.version, alias=alias,
+        parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,
+        registration=registration, verification=verification, event_id=event_id, repairs=repairs, cause=cause,
+    )
+    publish_report(outcome)
+    return outcome

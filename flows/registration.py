@@ -33,6 +33,7 @@ from prefect.transactions import Transaction, get_transaction, transaction
 from flows.checkpoint import CheckpointFiles, digest_directory
 from flows.locks import ModelLease
 from flows.registry import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
+from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause
 from flows.reports import (
     log_context,
     qualification_payload,
@@ -275,16 +276,17 @@ def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoin
 @step_task(name="create-version")
 def create_version(
     registry: MlflowRegistry, run_id: str, record: VersionRecord, files: CheckpointFiles, n_classes: int,
-    model_name: str, alias: str,
+    model_name: str, alias: str, cause: DriftCause = DriftCause(),
 ) -> str:
     """The version, with its record as tags (and the alias it is for, with that alias's holder
-    now) and the record's T and threshold in the pyfunc's config."""
+    now, and for a refit the drift check that started it) and the record's T and threshold in
+    the pyfunc's config."""
     context, key = log_context(record.checkpoint_uri, record.temperature), record.idempotency_key
     source = registry.log_calibrated_model(run_id, checkpoint_dir=files.local_dir, n_classes=n_classes,
                                            model_config=record.model_config())
     holder = registry.alias_holder(model_name, alias)
     tags = record.to_tags() | {ALIAS_TAG: alias, PREVIOUS_ALIAS_VERSION_TAG: "none" if holder is None
-                               else str(holder.version)}
+                               else str(holder.version)} | cause.to_tags(VERSION_DRIFT_TAG_PREFIX)
     # The server may commit a version whose reply never arrives: whatever carries our key and is
     # still pending is removed when this step fails (its own rollback hook would not run).
     with _undone_on_failure(lambda: _delete_pending(registry, model_name, key, context), f"versions with key {key}"):
@@ -406,8 +408,9 @@ def register(
         still_held()
         record_evidence(registry, run_id, gated, record)
         still_held()
+        origin = gated.accepted.refit_of
         version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name,
-                                    alias)
+                                    alias, DriftCause() if origin is None else origin.cause)
         still_held()
         move_alias(registry, model_name, alias, version_id, context)
         still_held()

@@ -23,7 +23,7 @@ import posixpath
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -34,7 +34,7 @@ import mlflow.pyfunc
 import pandas as pd
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, Run, RunStatus
+from mlflow.entities import Metric, Param, Run, RunStatus, RunTag
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature
@@ -346,6 +346,20 @@ class MlflowRegistry:
         stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
         entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
         retry_transient(lambda: self._client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
+
+    def set_run_tags(self, run_id: str, tags: Mapping[str, str]) -> bool:
+        """Tag an existing run, finished or not (e.g. the check a refit answers, with that refit).
+
+        Returns False, writing nothing, when no run has this id.
+        """
+        entries = [RunTag(key, value) for key, value in tags.items()]
+        try:
+            retry_transient(lambda: self._client.log_batch(run_id, tags=entries), what=f"tagging run {run_id}")
+        except MlflowException as error:
+            if _is_missing(error):
+                return False
+            raise
+        return True
 
     def finished_run_tagged(self, experiment_name: str, tag: str, value: str) -> Run | None:
         """The oldest FINISHED run of ``experiment_name`` whose tag ``tag`` is ``value`` (None: none).

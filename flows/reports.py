@@ -79,6 +79,7 @@ def version_record(
         reference_curvature_sum=calibrated.reference.curvature_sum,
         reference_ece_estimator=gated.reference_ece.estimator, reference_ece=json_safe(gated.reference_ece.estimate),
         reference_ece_low=json_safe(gated.reference_ece.low), reference_ece_high=json_safe(gated.reference_ece.high),
+        reference_confidence_profile=calibrated.confidence_profile.to_json(),
     )
     if origin is None or verification is None:
         return record

@@ -11,12 +11,20 @@ live there, written through one typed value each way:
   refused refit is otherwise only a Prefect artifact and an event, which do not outlive an
   ephemeral Prefect server and are not where an on-call engineer looks for model history.
 
+A refit started by a drift event knows its :class:`DriftCause` (the event and the check's
+run) and writes a :class:`RefitLink` back on the check's run: the check that found the drift
+shows the refit it caused, and the refit (its record, its version, its events) names the check.
+
+Also here, for the flows' Prefect artifacts: :func:`model_slug`, a model's part of an
+artifact key.
+
 No MLflow here (the flows write and read through :class:`flows.registry.MlflowRegistry`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,8 +34,12 @@ __all__ = [
     "KIND_TAG",
     "PREFECT_FLOW_RUN_TAG",
     "REFIT_KIND",
+    "VERSION_DRIFT_TAG_PREFIX",
+    "DriftCause",
+    "RefitLink",
     "RefitRecord",
     "current_flow_run_id",
+    "model_slug",
 ]
 
 PREFECT_FLOW_RUN_TAG: Final = "thermostat.prefect_flow_run_id"
@@ -38,6 +50,9 @@ REFIT_KIND: Final = "refit"
 # MLflow keeps at most 5,000 characters of a tag value (the full text goes to an artifact).
 _TAG_LIMIT = 4000
 _NONE = "none"
+_REFIT_TAG_PREFIX = "thermostat.refit."
+VERSION_DRIFT_TAG_PREFIX: Final = "refit_"
+"""A refit's version names its :class:`DriftCause` in ``refit_drift_event_id`` / ``refit_drift_run_id``."""
 
 
 def current_flow_run_id() -> str | None:
@@ -52,13 +67,121 @@ def _shortened(text: str) -> str:
     return text if len(text) <= _TAG_LIMIT else text[: _TAG_LIMIT - 5] + " ..."
 
 
+def model_slug(model_name: str) -> str:
+    """A model's part of a Prefect artifact key: lowercase letters, digits and single dashes
+    (all a key may hold); "model" when nothing is left.
+
+    Examples
+    --------
+    >>> model_slug("Tickets_EN"), model_slug("Tickets EN/v2"), model_slug("__")
+    ('tickets-en', 'tickets-en-v2', 'model')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", model_name.lower()).strip("-") or "model"
+
+
+def _given(value: str | None) -> str | None:
+    # A trigger's template renders a missing value as null; by hand, "" or "none" mean the same.
+    if value is None:
+        return None
+    value = value.strip()
+    return None if value == "" or value.lower() == _NONE else value
+
+
+@dataclass(frozen=True, slots=True)
+class DriftCause:
+    """The drift check that started a refit: its Prefect event and its MLflow run.
+
+    ``event_id`` is the id of the ``thermostat.calibration.drift`` event, ``run_id`` the MLflow
+    run of the check that found the drift (the event's ``mlflow_run_id``). Both None for a
+    refit started by hand. The refit puts them in its events (payload and a ``caused-by``
+    related resource), in its record and in its version's tags.
+
+    Examples
+    --------
+    >>> cause = DriftCause.of(" 4f9c2b1e-0d8a-4c57-9a43-5f1e2d3c4b5a ", "")
+    >>> cause.run_id is None, cause.to_tags("thermostat.refit.")
+    (True, {'thermostat.refit.drift_event_id': '4f9c2b1e-0d8a-4c57-9a43-5f1e2d3c4b5a'})
+    >>> cause.related()[0]["prefect.resource.role"]
+    'caused-by'
+    >>> DriftCause.from_tags(cause.to_tags("refit_"), "refit_") == cause
+    True
+    """
+
+    event_id: str | None = None
+    run_id: str | None = None
+
+    @classmethod
+    def of(cls, event_id: str | None, run_id: str | None) -> DriftCause:
+        """From a flow's parameters: blank values (or "none") read as not given."""
+        return cls(event_id=_given(event_id), run_id=_given(run_id))
+
+    def payload(self) -> dict[str, str | None]:
+        """The event payload's ``drift_event_id`` and ``drift_run_id`` (None when not given)."""
+        return {"drift_event_id": self.event_id, "drift_run_id": self.run_id}
+
+    def related(self) -> list[dict[str, str]]:
+        """The drift event as a Prefect related resource of the refit's events (none when not given)."""
+        if self.event_id is None:
+            return []
+        return [{"prefect.resource.id": f"prefect.event.{self.event_id}", "prefect.resource.role": "caused-by"}]
+
+    def to_tags(self, prefix: str) -> dict[str, str]:
+        """``<prefix>drift_event_id`` and ``<prefix>drift_run_id``, each only when given."""
+        values = {"drift_event_id": self.event_id, "drift_run_id": self.run_id}
+        return {prefix + key: value for key, value in values.items() if value is not None}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str], prefix: str) -> DriftCause:
+        return cls.of(tags.get(prefix + "drift_event_id"), tags.get(prefix + "drift_run_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class RefitLink:
+    """What a refit writes on the MLflow run of the check that caused it (tags
+    ``thermostat.refit_*``): so the check that found the drift shows the refit.
+
+    ``flow_run_id`` is the refit's Prefect flow run (None outside one), ``status`` its
+    :class:`RefitRecord` status, ``new_version`` the version it registered (None: none).
+
+    Examples
+    --------
+    >>> link = RefitLink(flow_run_id="0b1c", status="registered", new_version="3")
+    >>> sorted(link.to_tags())
+    ['thermostat.refit_flow_run_id', 'thermostat.refit_new_version', 'thermostat.refit_status']
+    >>> RefitLink.from_tags(link.to_tags()) == link, RefitLink.from_tags({})
+    (True, None)
+    """
+
+    flow_run_id: str | None
+    status: str
+    new_version: str | None
+
+    def to_tags(self) -> dict[str, str]:
+        """``thermostat.refit_status``, and the flow run and the new version when there are."""
+        tags = {"thermostat.refit_status": self.status}
+        if self.flow_run_id is not None:
+            tags["thermostat.refit_flow_run_id"] = self.flow_run_id
+        if self.new_version is not None:
+            tags["thermostat.refit_new_version"] = self.new_version
+        return tags
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> RefitLink | None:
+        """The link on a check's run; None when no refit answered that check."""
+        if "thermostat.refit_status" not in tags:
+            return None
+        return cls(flow_run_id=tags.get("thermostat.refit_flow_run_id"), status=tags["thermostat.refit_status"],
+                   new_version=tags.get("thermostat.refit_new_version"))
+
+
 @dataclass(frozen=True, slots=True)
 class RefitRecord:
     """One refit's outcome as MLflow tags (``thermostat.refit.*``) and metrics.
 
     ``status``: ``registered``, ``already_registered``, ``failed`` (refused or not verified:
     nothing registered) or ``skipped``. ``metrics`` holds the finite numbers of the
-    verification (ECE before/after, p-value, ...) and the parent's T.
+    verification (ECE before/after, p-value, ...) and the parent's T. ``cause``: the drift
+    check that started the refit (tags ``thermostat.refit.drift_event_id`` / ``drift_run_id``).
 
     Examples
     --------
@@ -66,9 +189,12 @@ class RefitRecord:
     ...                      step="acceptance", reason="accuracy 0.30 below the floor 0.50",
     ...                      escalation="needs retraining or a data fix", new_version=None,
     ...                      window_start="2026-01-01T00:00:00+00:00", window_end="2026-01-01T01:00:00+00:00",
-    ...                      prefect_flow_run_id=None, metrics={"parent_temperature": 1.05})
+    ...                      prefect_flow_run_id=None, metrics={"parent_temperature": 1.05},
+    ...                      cause=DriftCause("4f9c2b1e-0d8a-4c57-9a43-5f1e2d3c4b5a", "8ce9750663634104"))
     >>> RefitRecord.from_tags(record.to_tags(), record.metrics) == record
     True
+    >>> record.to_tags()["thermostat.refit.drift_run_id"]
+    '8ce9750663634104'
     >>> record.to_tags()["thermostat.kind"], record.refused
     ('refit', True)
     """
@@ -85,6 +211,7 @@ class RefitRecord:
     window_end: str
     prefect_flow_run_id: str | None
     metrics: Mapping[str, float]
+    cause: DriftCause = DriftCause()
 
     @property
     def refused(self) -> bool:
@@ -108,7 +235,7 @@ class RefitRecord:
         }
         if self.prefect_flow_run_id is not None:
             tags[PREFECT_FLOW_RUN_TAG] = self.prefect_flow_run_id
-        return tags
+        return tags | self.cause.to_tags(_REFIT_TAG_PREFIX)
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str], metrics: Mapping[str, float] | None = None) -> RefitRecord:
@@ -125,6 +252,7 @@ class RefitRecord:
             escalation=optional("thermostat.refit.escalation"), new_version=optional("thermostat.refit.new_version"),
             window_start=tags.get("thermostat.window_start", ""), window_end=tags.get("thermostat.window_end", ""),
             prefect_flow_run_id=tags.get(PREFECT_FLOW_RUN_TAG), metrics=dict(metrics or {}),
+            cause=DriftCause.from_tags(tags, _REFIT_TAG_PREFIX),
         )
 
     @staticmethod

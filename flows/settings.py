@@ -136,6 +136,11 @@ class ThermostatSettings(BaseSettings):
     drift_cooldown: timedelta = Field(
         default=timedelta(hours=6), description="after a drift event, no further event for this long per version"
     )
+    confidence_shift_level: float = Field(
+        default=0.01, gt=0.0, lt=1.0,
+        description="significance level of the early warning's test of the served confidences against the "
+        "registration reference; a shift emits thermostat.calibration.confidence_shift (a labelled check follows)",
+    )
     monitor_chunk_size: int = Field(
         default=50_000, ge=1, description="rows per chunk read from the prediction log (bounds memory)"
     )

@@ -42,10 +42,12 @@ from calibration import (
     sweep_thresholds,
     top_label_confidence,
 )
+from flows.run_records import DriftCause
 from flows.settings import ThermostatSettings
 from flows.versions import CheckpointOutput, RegisteredVersion
 from monitoring import (
     DRIFT_ECE_ESTIMATOR,
+    ConfidenceProfile,
     DriftReport,
     ReliabilityShape,
     decide_drift,
@@ -116,7 +118,9 @@ class RefitOrigin:
 
     ``window_start``/``window_end`` bound the traffic read from the prediction log; the rows
     actually used were served from ``first_served_at`` to ``last_served_at``. The older
-    ``fit_fraction`` of them (by serving time) fits T, the newer rest verifies it.
+    ``fit_fraction`` of them (by serving time) fits T, the newer rest verifies it. ``cause``
+    is the drift check that started the refit (empty for a refit by hand): the new version's
+    tags name it.
     """
 
     parent: RegisteredVersion
@@ -126,6 +130,7 @@ class RefitOrigin:
     first_served_at: datetime
     last_served_at: datetime
     fit_fraction: float
+    cause: DriftCause = DriftCause()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -156,7 +161,8 @@ class CalibratedCheckpoint:
     """Step 2's result: T fitted on the calibration part of the accepted checkpoint's holdout.
 
     ``reference`` holds the temperature test's sums over that calibration part at the fitted
-    T: what the two-sample drift test needs of the reference (registered as tags).
+    T: what the two-sample drift test needs of the reference (registered as tags);
+    ``confidence_profile`` its binned confidences at that T, the early warning's reference.
     """
 
     accepted: AcceptedCheckpoint
@@ -167,6 +173,7 @@ class CalibratedCheckpoint:
     calibration_data_version: str
     qualification: QualificationReport
     reference: TemperatureStats
+    confidence_profile: ConfidenceProfile
 
     @property
     def temperature(self) -> float:
@@ -416,6 +423,7 @@ def _qualify_and_fit(
         calibration_data_version=data_version(part.ids),
         qualification=qualification,
         reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
+        confidence_profile=ConfidenceProfile.from_logits(part.logits, part.labels, temperature=fit.temperature),
     )
 
 
@@ -514,7 +522,9 @@ class RefitVerification:
        a refit that passes is not flagged by the next check on the same traffic.
 
     ``shape`` diagnoses the verification part's reliability curve at the new T: an arched or
-    saw-tooth curve is what one temperature cannot fix.
+    saw-tooth curve is what one temperature cannot fix (:attr:`escalate`). A 'volume' curve
+    there is not: the newer rows want another T than the older ones (calibration is still
+    moving), and a refit on more recent traffic may fix it.
     """
 
     passed: bool
@@ -537,6 +547,16 @@ class RefitVerification:
     within_parent_interval: bool = False
 
     @property
+    def escalate(self) -> bool:
+        """The refit failed because one temperature cannot bring calibration back (an arched or
+        saw-tooth curve at the new T): the version "needs retraining or a data fix".
+
+        False when it passed, when the new T is inside the parent's interval (not a fix, but
+        nothing a temperature cannot do), and for a 'volume', 'calibrated' or 'empty' curve.
+        """
+        return not self.passed and not self.within_parent_interval and not self.shape.single_temperature_can_fix
+
+    @property
     def summary(self) -> str:
         status = "passed" if self.passed else "FAILED"
         interval = "" if self.parent_interval is None else (
@@ -550,6 +570,34 @@ class RefitVerification:
             f"T={self.temperature_after:.4g} (baseline {self.baseline_ece:.4f}, tolerance {self.ece_tolerance:.4f}, "
             f"p = {self.p_value:.3g}); reliability curve: {self.shape.shape}"
         )
+
+
+def _shape_reason(shape: ReliabilityShape, drift: DriftReport, *, temperature: float) -> str:
+    """Why a refit that does not verify failed, read from the reliability curve at its new T.
+
+    Only an arched or saw-tooth curve is what one temperature cannot fix: then, and only then,
+    the sentence ends with the escalation. A 'volume' curve at the new T means the newer rows
+    want another temperature than the older rows it was fitted on: calibration is still moving,
+    and a refit on more recent traffic may fix it.
+    """
+    if not shape.single_temperature_can_fix:
+        return f"the reliability curve at the new T {temperature:.4g}: {shape.message}"
+    if shape.shape == "volume":
+        test = drift.temperature_test
+        wanted = "" if test is None else (
+            f" (they want T {test.window_temperature:.4g} [{test.window_temperature_low:.4g}, "
+            f"{test.window_temperature_high:.4g}])"
+        )
+        return (
+            f"calibration is still moving: at the new T {temperature:.4g} the newer rows are {shape.message}; the "
+            f"temperature they want differs from the one fitted on the older rows{wanted}, so a refit on more recent "
+            "traffic may fix it — no escalation"
+        )
+    if shape.shape == "empty":
+        return (f"the reliability curve at the new T {temperature:.4g} cannot be read ({shape.message}); wait for "
+                "more labelled traffic and refit again")
+    return (f"the reliability curve at the new T {temperature:.4g} shows no gap beyond noise ({shape.message}): "
+            "nothing says one temperature cannot fix it; the refit is refused for the reason(s) above — no escalation")
 
 
 def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> RefitVerification:
@@ -602,10 +650,7 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
     passed = improved and drift.verdict != "drift" and not within
     if not passed and not within:
-        reasons.append(
-            f"the reliability curve at the new T: {shape.message}" if not shape.single_temperature_can_fix
-            else f"a single temperature does not bring calibration back ({shape.message}): {ESCALATION}"
-        )
+        reasons.append(_shape_reason(shape, drift, temperature=gated.temperature))
     return RefitVerification(
         passed=passed,
         reasons=tuple(reasons) if reasons else (drift.reasons[0],),

@@ -9,10 +9,16 @@ reads it back field for field (a round trip gives the same record); the pyfunc's
 prose: the one human-readable tag, ``ece_binning``, is derived from the binning fields. Tags of
 versions registered before the binning had fields of its own are read by a legacy reader.
 
-One more tag is monitoring metadata: ``thermostat.last_drift_event_at``, the time of the last
-drift *event* emitted for the version (the cool-down: one drift does not start a storm of
-refits). It is the only tag Thermostat writes after registration; T, the threshold and the
-evidence never change.
+A few tags are monitoring metadata, written by the monitor after registration (T, the
+threshold and the evidence never change):
+
+* ``thermostat.last_drift_event_at``: the time of the last drift *event* emitted for the
+  version (the cool-down: one drift does not start a storm of refits);
+* ``thermostat.sequential_state``: the sequential rule's state between checks
+  (:class:`monitoring.SequentialState` as JSON);
+* ``thermostat.insufficient_data_streak``: how many checks in a row had too few labels;
+* ``thermostat.last_confidence_shift_at``: the time of the last early-warning event (its own
+  cool-down).
 
 No MLflow here: the flows read the tags through :class:`flows.registry.MlflowRegistry` and
 pass them in.
@@ -30,9 +36,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from calibration import TemperatureStats
+from monitoring import ConfidenceProfile, SequentialState
 
 __all__ = [
+    "INSUFFICIENT_STREAK_TAG",
+    "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
+    "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
     "RefitProvenance",
     "RegisteredVersion",
@@ -44,6 +54,9 @@ __all__ = [
 ]
 
 LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
+SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
+INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
+LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
 
 CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
@@ -173,6 +186,8 @@ class VersionRecord(_TaggedRecord):
     * ``reference_ece`` [``reference_ece_low``, ``reference_ece_high``]: the
       ``reference_ece_estimator`` ECE of the evaluation part at T with its interval (at
       ``temperature_confidence_level``), the ECE test's reference.
+    * ``reference_confidence_profile``: the calibration part's confidences at T, binned
+      (:class:`monitoring.ConfidenceProfile` as JSON): the early warning's reference.
 
     Examples
     --------
@@ -230,6 +245,7 @@ class VersionRecord(_TaggedRecord):
     reference_ece: float | None = None
     reference_ece_low: float | None = None
     reference_ece_high: float | None = None
+    reference_confidence_profile: str | None = None
     refit: RefitProvenance | None = None
 
     def to_tags(self) -> dict[str, str]:
@@ -292,6 +308,12 @@ class VersionRecord(_TaggedRecord):
                                 gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0))
 
     @property
+    def reference_profile(self) -> ConfidenceProfile | None:
+        """The early warning's reference profile, or None (registered before it was stored)."""
+        text = self.reference_confidence_profile
+        return None if text is None else ConfidenceProfile.from_json(text)
+
+    @property
     def temperature_interval(self) -> tuple[float, float] | None:
         """The registered interval of T, or None (a legacy version)."""
         if self.temperature_low is None or self.temperature_high is None:
@@ -326,13 +348,18 @@ def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, st
 @dataclass(frozen=True, slots=True)
 class RegisteredVersion:
     """One registered version of a model: its record, the aliases that point at it (sorted,
-    champion first) and the time of its last drift event (the cool-down state)."""
+    champion first) and the monitor's state kept on it: the time of its last drift event (the
+    cool-down), the sequential rule's state (None: no check yet), the insufficient-data streak
+    and the time of its last confidence-shift event."""
 
     model_name: str
     version: str
     aliases: tuple[str, ...]
     record: VersionRecord
     last_drift_event_at: datetime | None
+    sequential_state: SequentialState | None = None
+    insufficient_streak: int = 0
+    last_confidence_shift_at: datetime | None = None
 
     @property
     def temperature(self) -> float:
@@ -373,6 +400,10 @@ class RegisteredVersion:
     @property
     def reference_stats(self) -> TemperatureStats | None:
         return self.record.reference_stats
+
+    @property
+    def reference_profile(self) -> ConfidenceProfile | None:
+        return self.record.reference_profile
 
     @property
     def temperature_interval(self) -> tuple[float, float] | None:
@@ -420,11 +451,11 @@ def version_context(
     return f"[{model_name} v{version}{' ' + served if served else ''} checkpoint={checkpoint_uri} T={shown}]"
 
 
-def _aware(value: str, where: str) -> datetime:
+def _aware(value: str, where: str, tag: str = LAST_DRIFT_EVENT_TAG) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError as error:
-        raise ValueError(f"{where}: tag {LAST_DRIFT_EVENT_TAG!r} is {value!r}; expected an ISO 8601 time") from error
+        raise ValueError(f"{where}: tag {tag!r} is {value!r}; expected an ISO 8601 time") from error
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
@@ -452,9 +483,21 @@ def registered_version(
     if not (math.isfinite(record.temperature) and record.temperature > 0):
         raise ValueError(f"{where}: tag 'temperature' is {tags['temperature']!r}; expected a finite T > 0")
     last = tags.get(LAST_DRIFT_EVENT_TAG)
+    shift = tags.get(LAST_CONFIDENCE_SHIFT_TAG)
+    state = tags.get(SEQUENTIAL_STATE_TAG)
+    streak = tags.get(INSUFFICIENT_STREAK_TAG, "0")
+    if not streak.isdigit():
+        raise ValueError(f"{where}: tag {INSUFFICIENT_STREAK_TAG!r} is {streak!r}; expected a count >= 0")
+    try:
+        sequential = None if state is None else SequentialState.from_json(state)
+    except ValueError as error:
+        raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
     ordered = sorted(aliases, key=lambda alias: (alias != "champion", alias))
     return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
-                             last_drift_event_at=None if last is None else _aware(last, where))
+                             last_drift_event_at=None if last is None else _aware(last, where),
+                             sequential_state=sequential, insufficient_streak=int(streak),
+                             last_confidence_shift_at=None if shift is None else _aware(
+                                 shift, where, LAST_CONFIDENCE_SHIFT_TAG))
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

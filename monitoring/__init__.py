@@ -18,7 +18,8 @@ The pieces, in the order a monitor uses them:
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
   calibrated confidences predict and a test of their distribution against the reference.
 * :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
-  reasons; :func:`diagnose_reliability_shape` — can one temperature fix what is left?
+  reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
+  :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
   :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
 * :func:`mask_url` — a URL as it may be shown or stored (its password masked).
@@ -34,6 +35,7 @@ from .drift import (
     Verdict,
     decide_drift,
     diagnose_reliability_shape,
+    with_stream_checks,
 )
 from .early_warning import (
     CONFIDENCE_EDGES,
@@ -131,4 +133,5 @@ __all__ = [
     "summarise_window",
     "update_sequential",
     "warn_before_labels",
+    "with_stream_checks",
 ]

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
@@ -85,6 +85,8 @@ from calibration import (
 )
 
 from ._validation import as_utc
+from .early_warning import EarlyWarning
+from .sequential import SequentialCheck
 from .window import WindowSummary
 
 __all__ = [
@@ -95,6 +97,7 @@ __all__ = [
     "Verdict",
     "decide_drift",
     "diagnose_reliability_shape",
+    "with_stream_checks",
 ]
 
 Verdict = Literal["insufficient_data", "drift", "ok"]
@@ -226,6 +229,21 @@ class DriftReport:
     group_weighted_ece: float
     served_temperatures: tuple[float, ...]
     reliability: ReliabilityTable
+    sequential: SequentialCheck | None = None
+    early_warning: EarlyWarning | None = None
+
+    @property
+    def change_point(self) -> datetime | None:
+        """When the sequential rule estimates the drift started (its alarm's change point), else None."""
+        check = self.sequential
+        return check.change_point if check is not None and check.alarm else None
+
+    @property
+    def refit_window_start(self) -> datetime:
+        """Where a refit of this drift should start reading traffic: the change point when the
+        sequential rule alarmed (rows before it are pre-drift), else the window's start."""
+        change_point = self.change_point
+        return self.window_start if change_point is None else min(change_point, self.window_end)
 
 
 # --------------------------------------------------------------------------- validation
@@ -684,6 +702,60 @@ def decide_drift(
         group_weighted_ece=summary.group_weighted_ece,
         served_temperatures=summary.served_temperatures,
         reliability=overall.reliability_table(min_count=min_bin_count),
+    )
+
+
+def with_stream_checks(
+    report: DriftReport, *, sequential: SequentialCheck | None = None, early_warning: EarlyWarning | None = None
+) -> DriftReport:
+    """The report with the checks that look across the stream added: the sequential rule's update
+    (:func:`~monitoring.update_sequential`) and the early warning on every served row
+    (:func:`~monitoring.warn_before_labels`).
+
+    A sequential alarm is a drift (``tests_fired`` gains ``"sequential"``), whatever the
+    fixed window said — also on a window with too few labelled rows for its own tests: the rule
+    accumulated its evidence over earlier checks. Its sentence goes first among the reasons;
+    without an alarm it is context, like the early warning's, which never changes the verdict
+    (it says what to expect before labels, and schedules a labelled check elsewhere). The
+    cool-down applies to a sequential drift as to any other.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> import numpy as np
+    >>> from calibration import TemperatureStats
+    >>> from monitoring import SequentialState, summarise_arrays, update_sequential
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t + timedelta(hours=1))
+    >>> hot = TemperatureStats(temperature=1.0, n=500, gradient_sum=400.0, gradient_square_sum=900.0,
+    ...                        curvature_sum=500.0)
+    >>> check = update_sequential(SequentialState.initial(1.0), hot, start=t, end=t + timedelta(hours=1))
+    >>> report = with_stream_checks(decide_drift(s, baseline_ece=0.0), sequential=check)
+    >>> report.verdict, report.tests_fired, report.refit_window_start == t
+    ('drift', ('sequential',), True)
+    """
+    if sequential is None and early_warning is None:
+        return report
+    reasons = list(report.reasons)
+    tests_fired = list(report.tests_fired)
+    verdict: Verdict = report.verdict
+    decided = len(tests_fired) if report.verdict == "drift" else 0
+    if sequential is not None and sequential.alarm:
+        verdict = "drift"
+        tests_fired.append("sequential")
+        reasons.insert(decided, sequential.sentence())
+        if report.verdict != "drift" and report.in_cooldown and report.cooldown_until is not None:
+            reasons.insert(decided + 1, f"drift within the cool-down: no refit is recommended before "
+                                        f"{report.cooldown_until.isoformat()}")
+    elif sequential is not None:
+        reasons.append(sequential.sentence())
+    if early_warning is not None:
+        reasons.append(early_warning.sentence())
+    drift_detected = verdict == "drift"
+    return replace(
+        report, verdict=verdict, drift_detected=drift_detected,
+        refit_recommended=drift_detected and not report.in_cooldown, reasons=tuple(reasons),
+        tests_fired=tuple(tests_fired), sequential=sequential, early_warning=early_warning,
     )
 
 

@@ -212,6 +212,7 @@ def drift_markdown(report: DriftReport) -> str:
         f"| coverage | {_fmt(report.coverage)} |",
         f"| accepted accuracy | {_fmt(report.accepted_accuracy)} |",
         f"| group-weighted ECE | {_fmt(report.group_weighted_ece)} |",
+        *_stream_rows(report),
     ]
     if report.groups:
         lines += [
@@ -230,6 +231,26 @@ def drift_markdown(report: DriftReport) -> str:
             ),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _stream_rows(report: DriftReport) -> list[str]:
+    """The Numbers table's rows of the sequential rule and the early warning (when they ran)."""
+    rows: list[str] = []
+    check = report.sequential
+    if check is not None:
+        rows.append(f"| sequential CUSUM, over- / under-confident (alarm at {check.threshold:g}) | "
+                    f"{check.upper:.2f} / {check.lower:.2f}{' — ALARM' if check.alarm else ''} |")
+        if check.alarm and check.change_point is not None:
+            rows.append(f"| change point (the refit reads rows since) | {check.change_point.isoformat()} |")
+    warning = report.early_warning
+    if warning is not None and warning.n:
+        rows.append(f"| predicted accuracy, {warning.n} served rows ({warning.confidence_level:.0%} interval) | "
+                    f"{_fmt(warning.predicted_accuracy)}"
+                    f"{_interval(warning.predicted_accuracy_low, warning.predicted_accuracy_high)} |")
+        if warning.tested:
+            rows.append(f"| confidence distribution vs reference (χ² p) | {_fmt_p(warning.p_value)}"
+                        f"{' — SHIFTED ' + warning.direction if warning.shifted else ''} |")
+    return rows
 
 
 def _group_fired(temperature: bool, ece: bool) -> str:
@@ -354,7 +375,10 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     Keys: ece, ece_estimate, ece_low, ece_high, ece_excess, nll, accuracy, mean_confidence,
     brier, coverage, accepted_accuracy, p_value (the ECE test's), window_temperature,
     window_temperature_low, window_temperature_high, temperature_ratio, temperature_z,
-    temperature_p_value, n, drift, temperature_drift, ece_drift, refit_recommended (0/1 each),
+    temperature_p_value, n, drift, temperature_drift, ece_drift, refit_recommended (0/1 each);
+    with the sequential rule cusum_upper, cusum_lower, sequential_alarm (0/1); with the early
+    warning predicted_accuracy (low, high), served_n, confidence_shift_p_value,
+    confidence_shifted (0/1);
     and per group ``ece.group.<name>`` and ``temperature_z.group.<name>`` (characters outside
     ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a chart shows
     a gap rather than a fake number.
@@ -399,6 +423,16 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
             "temperature_z": test.z,
             "temperature_p_value": test.p_value,
         }
+    if report.sequential is not None:
+        values |= {"cusum_upper": report.sequential.upper, "cusum_lower": report.sequential.lower,
+                   "sequential_alarm": 1.0 if report.sequential.alarm else 0.0}
+    warning = report.early_warning
+    if warning is not None:
+        values |= {"predicted_accuracy": warning.predicted_accuracy,
+                   "predicted_accuracy_low": warning.predicted_accuracy_low,
+                   "predicted_accuracy_high": warning.predicted_accuracy_high,
+                   "served_n": float(warning.n), "confidence_shift_p_value": warning.p_value,
+                   "confidence_shifted": 1.0 if warning.shifted else 0.0}
     for g in report.groups:
         name = _METRIC_UNSAFE.sub("_", g.group)
         values[f"ece.group.{name}"] = g.ece
@@ -411,6 +445,8 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     """The report as a JSON-safe dict (event payloads): numbers, reasons, groups, bins.
 
     Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins.
+    ``refit_window_start`` is where a refit should start reading (the sequential rule's change
+    point after its alarm, else the window's start); ``change_point`` is None without an alarm.
 
     Examples
     --------
@@ -433,4 +469,6 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
             payload[name] = drift_table_rows(report)[1:]
         else:
             payload[name] = json_safe(getattr(report, name))
+    payload["change_point"] = json_safe(report.change_point)
+    payload["refit_window_start"] = report.refit_window_start.isoformat()
     return payload

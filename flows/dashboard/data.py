@@ -132,6 +132,10 @@ class Check(_Serialisable):
     prefect_flow_run_id: str | None
     run_url: str | None
     prefect_url: str | None
+    predicted_accuracy: float | None = None
+    """The early warning's accuracy predicted from every served row's confidence (None: not measured)."""
+    cusum: float | None = None
+    """The sequential rule's larger side after the check, in standard deviations (alarm at 6)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +385,9 @@ def _check(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Check | N
         prefect_flow_run_id=flow_run,
         run_url=_link(mlflow_ui, f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"),
         prefect_url=None if flow_run is None else _link(prefect_ui, f"/runs/flow-run/{flow_run}"),
+        predicted_accuracy=_metric(metrics, "predicted_accuracy"),
+        cusum=max((value for value in (_metric(metrics, "cusum_upper"), _metric(metrics, "cusum_lower"))
+                   if value is not None), default=None),
     )
 
 
@@ -657,9 +664,11 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
                 kind="insufficient_data", at=last.window_end, model_name=model.name, version=version, alias=alias,
                 title=f"{len(streak)} consecutive checks with too few labelled rows (last: "
                       f"{last.labelled_rows if last.labelled_rows is not None else '?'} < {thresholds.min_window}) "
-                      f"since {streak[0].window_end.isoformat(timespec='seconds')}",
+                      f"since {streak[0].window_end.isoformat(timespec='seconds')}"
+                      + ("" if last.predicted_accuracy is None else
+                         f"; accuracy predicted from the served confidences: {last.predicted_accuracy:.3f}"),
                 numbers={"streak": len(streak), "labelled_rows": last.labelled_rows, "min_window": thresholds.min_window,
-                         "first_at": streak[0].window_end.isoformat()},
+                         "first_at": streak[0].window_end.isoformat(), "predicted_accuracy": last.predicted_accuracy},
                 run_id=last.run_id, run_url=last.run_url, prefect_flow_run_id=last.prefect_flow_run_id,
                 prefect_url=last.prefect_url,
             ))

@@ -15,6 +15,8 @@ and help text are escaped by the library), from a :class:`~flows.dashboard.data.
 ``thermostat_p_value``                      p-value of the latest check's ECE test
 ``thermostat_last_check_timestamp_seconds`` the end of the latest checked window (Unix time)
 ``thermostat_window_labelled_rows``         labelled rows in that window
+``thermostat_predicted_accuracy``           accuracy the served confidences predict (early warning)
+``thermostat_cusum``                        the sequential rule's larger side (sd; alarm at 6)
 ``thermostat_temperature``                  the version's registered T (also before any check)
 ``thermostat_temperature_low`` / ``_high``  its interval, when registered with one
 ``thermostat_served_temperature``           T of the version's latest logged prediction
@@ -60,6 +62,9 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
     p_value = gauge("thermostat_p_value", "p-value of the latest check's ECE test")
     last = gauge("thermostat_last_check_timestamp_seconds", "End of the latest checked window, Unix seconds")
     rows = gauge("thermostat_window_labelled_rows", "Labelled rows in the latest checked window")
+    predicted = gauge("thermostat_predicted_accuracy",
+                      "Accuracy the latest window's served confidences predict (before labels)")
+    cusum = gauge("thermostat_cusum", "Larger side of the sequential rule's CUSUM after the latest check (sd)")
     temperature = gauge("thermostat_temperature", "Registered temperature T of the version")
     low = gauge("thermostat_temperature_low", "Lower end of the registered T interval")
     high = gauge("thermostat_temperature_high", "Upper end of the registered T interval")
@@ -87,15 +92,16 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
                 if latest is None:
                     continue
                 for family, value in ((ece, latest.ece), (nll, latest.nll), (p_value, latest.p_value),
-                                      (rows, None if latest.labelled_rows is None else float(latest.labelled_rows))):
+                                      (rows, None if latest.labelled_rows is None else float(latest.labelled_rows)),
+                                      (predicted, latest.predicted_accuracy), (cusum, latest.cusum)):
                     if value is not None:
                         family.add_metric(labels, value)
                 drift.add_metric(labels, 1.0 if latest.verdict == "drift" else 0.0)
                 last.add_metric(labels, latest.window_end.timestamp())
                 for name in VERDICTS:
                     verdict.add_metric([*labels, name], 1.0 if latest.verdict == name else 0.0)
-    return [up, ece, nll, baseline, threshold, drift, verdict, p_value, last, rows, temperature, low, high, served,
-            alerts]
+    return [up, ece, nll, baseline, threshold, drift, verdict, p_value, last, rows, predicted, cusum, temperature, low,
+            high, served, alerts]
 
 
 class _StateCollector(Collector):

@@ -49,7 +49,8 @@ def _check(version: str, alias: str, minutes: int, verdict: str, ece: float = 0.
         ece=ece, nll=0.3, p_value=0.001 if verdict == "drift" else 0.5, drift=verdict == "drift",
         refit_recommended=verdict == "drift", baseline_ece=0.02, ece_excess=ece - 0.02,
         labelled_rows=100 if verdict == "insufficient_data" else 1200, accuracy=0.9, temperature=2.0,
-        groups=groups or {}, prefect_flow_run_id="flow-1", run_url=None, prefect_url=None,
+        groups=groups or {}, prefect_flow_run_id="flow-1", run_url=None, prefect_url=None, predicted_accuracy=0.88,
+        cusum=7.5 if verdict == "drift" else 1.25,
     )
 
 
@@ -102,6 +103,8 @@ def test_an_insufficient_data_streak_alerts_from_its_threshold_on() -> None:
     assert ("insufficient_data", "3", "champion") in _kinds(alerts)
     streak = next(a for a in alerts if a.kind == "insufficient_data")
     assert streak.numbers["streak"] == 3 and streak.at == quiet[-1].window_end
+    # Not a bare "insufficient data": what the served confidences predict is in the alert.
+    assert streak.numbers["predicted_accuracy"] == 0.88 and "predicted from the served confidences: 0.880" in streak.title
     assert ("insufficient_data", "3", "champion") not in _kinds(alerts_for(_model([*STORY[:5], *quiet[:2]]),
                                                                             THRESHOLDS))
 
@@ -142,6 +145,8 @@ def test_names_are_escaped_in_the_page_and_the_metrics() -> None:
     temperatures = {s.labels["version"]: s.value for s in families["thermostat_temperature"].samples}
     assert temperatures == {"2": 1.05, "3": 4.7}  # the versions an alias points at, checked or not
     assert families["thermostat_temperature_low"].samples[0].value == 4.7 * 0.9
+    assert [s.value for s in families["thermostat_predicted_accuracy"].samples] == [0.88]
+    assert [s.value for s in families["thermostat_cusum"].samples] == [7.5]
     assert {s.labels["kind"]: s.value for s in families["thermostat_open_alerts"].samples} == {
         "drift": 1.0, "refit_refused": 0.0, "insufficient_data": 0.0}
     last = families["thermostat_last_check_timestamp_seconds"].samples[0].value

@@ -4,20 +4,24 @@ bounded traffic read, and the refit's typed chain with its verification — no M
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from calibration import ScoredSet
+from calibration import ReliabilityTable, ScoredSet
 from flows.monitor import artifact_key
+from flows.refit import RefitFailed, RefitOutcome, refit_artifact_key
+from flows.run_records import DriftCause
 from flows.tasks import check_window
 from flows.settings import ThermostatSettings
 from flows.steps import (
     ESCALATION,
     RefitOrigin,
     StepRefused,
+    _shape_reason,
     accept_registered_version,
     gate_threshold,
     refit_temperature_by_time,
@@ -25,7 +29,7 @@ from flows.steps import (
 )
 from flows.traffic import recent_labelled_traffic
 from flows.versions import LAST_DRIFT_EVENT_TAG, VersionRecord, registered_version, serving_versions, version_context
-from monitoring import PredictionLog, log_predictions
+from monitoring import PredictionLog, diagnose_reliability_shape, log_predictions
 from tests.flows.synthetic import arched_traffic, tempered_traffic
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -68,6 +72,9 @@ def test_window_defaults_to_the_monitor_window_ending_now() -> None:
 
 def test_artifact_keys_are_valid_prefect_keys() -> None:
     assert artifact_key("Tickets EN/v2", "12", "table") == "calibration-tickets-en-v2-v12-table"
+    # One refit report per parent version, the model named by the same rule as the monitor's keys.
+    assert refit_artifact_key("Tickets EN/v2", "12") == "refit-tickets-en-v2-v12"
+    assert refit_artifact_key("digits", "1") != refit_artifact_key("digits", "2")
     assert version_context("m", "1", [], "u", None) == "[m v1 checkpoint=u T=pending]"
 
 
@@ -133,7 +140,62 @@ def test_refit_on_an_arched_curve_does_not_verify_and_says_why(settings: Thermos
     assert not verification.passed
     assert verification.drift_after.verdict == "drift"
     assert verification.shape.shape in ("arched", "saw-tooth") and not verification.shape.single_temperature_can_fix
-    assert ESCALATION in " ".join(verification.reasons)
+    assert ESCALATION in " ".join(verification.reasons) and verification.escalate
+
+
+def test_a_refit_while_calibration_still_moves_fails_without_escalation(settings: ThermostatSettings) -> None:
+    """The older rows want T = 1.5, the newer ones T = 3: at the fitted T the newer rows are
+    consistently over-confident ('volume'), which a refit on more recent traffic may fix."""
+    rng = np.random.default_rng(6)
+    older, older_labels = tempered_traffic(1000, rng, true_temperature=1.5)
+    newer, newer_labels = tempered_traffic(1000, rng, true_temperature=3.0)
+    calibrated, gated = _refit_chain(np.vstack([older, newer]), np.concatenate([older_labels, newer_labels]),
+                                     settings)
+    assert abs(calibrated.temperature - 1.5) < 0.25
+    verification = verify_refit(gated, settings=settings)
+    assert not verification.passed and verification.drift_after.verdict == "drift"
+    assert verification.shape.shape == "volume" and not verification.escalate
+    text = " ".join(verification.reasons)
+    assert ESCALATION not in text and "needs retraining" not in text
+    assert "calibration is still moving" in text and "a refit on more recent traffic may fix it" in text
+    assert "they want T" in text  # the newer rows' own T, from the temperature test
+
+
+def _shape(correct_fraction: list[float], *, min_count: int = 10):
+    """The diagnosed shape of five bins of 400 rows at confidences 0.1 .. 0.9 with these accuracies."""
+    edges = np.linspace(0, 1, 6)
+    count = np.full(5, 400)
+    confidence = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
+    table = ReliabilityTable.from_bin_sums(edges[:-1], edges[1:], count, confidence * count,
+                                           np.round(np.array(correct_fraction) * count), scheme="equal-width",
+                                           min_count=min_count)
+    return diagnose_reliability_shape(table)
+
+
+SHAPES = {
+    "calibrated": ([0.1, 0.3, 0.5, 0.7, 0.9], {}),
+    "volume": ([0.05, 0.2, 0.4, 0.6, 0.8], {}),
+    "arched": ([0.2, 0.7, 0.8, 0.8, 0.75], {}),
+    "saw-tooth": ([0.3, 0.1, 0.8, 0.5, 0.99], {}),
+    "empty": ([0.1, 0.3, 0.5, 0.7, 0.9], {"min_count": 1000}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_no_refusal_says_a_temperature_can_correct_it_and_escalates(name: str, settings: ThermostatSettings) -> None:
+    """The reason a refit does not verify never says both "a single temperature can correct this"
+    and "needs retraining": only a shape one T cannot fix escalates."""
+    accuracies, options = SHAPES[name]
+    shape = _shape(accuracies, **options)
+    assert shape.shape == name
+    logits, labels = arched_traffic(2000, np.random.default_rng(2))
+    _, gated = _refit_chain(logits, labels, settings)
+    verification = dataclasses.replace(verify_refit(gated, settings=settings), shape=shape)
+    reason = _shape_reason(shape, verification.drift_after, temperature=verification.temperature_after)
+    refusal = "the refit does not verify: " + "; ".join((*verification.reasons[:-1], reason))
+    assert not ("can correct" in refusal and "needs retraining" in refusal), refusal
+    escalates = name in ("arched", "saw-tooth")
+    assert (ESCALATION in reason) == escalates and verification.escalate == escalates
 
 
 def test_refit_refuses_changed_checkpoint_files(settings: ThermostatSettings) -> None:
@@ -158,7 +220,7 @@ def test_a_refit_inside_the_parents_interval_is_refused_as_not_a_fix(settings: T
     calibrated, gated = _refit_chain(logits, labels, settings, tags=tags)
     assert 1.8 < calibrated.temperature < 2.2
     verification = verify_refit(gated, settings=settings)
-    assert not verification.passed and verification.within_parent_interval
+    assert not verification.passed and verification.within_parent_interval and not verification.escalate
     assert verification.parent_interval == (1.8, 2.2)
     assert verification.reasons[0].startswith("not a fix: the new T") and "[1.8, 2.2]" in verification.reasons[0]
     assert "inside the parent's interval [1.8, 2.2]" in verification.summary
@@ -173,3 +235,27 @@ def test_the_refit_records_the_reference_for_the_two_sample_test(settings: Therm
     verification = verify_refit(gated, settings=settings)
     assert verification.passed and not verification.within_parent_interval
     assert verification.drift_after.reference_stats is calibrated.reference
+
+
+def test_a_refused_refit_is_an_exception_that_keeps_its_outcome(settings: ThermostatSettings) -> None:
+    """RefitFailed is the data of the refit's Failed state: raised by a direct call, and pickled
+    with its outcome when Prefect persists the result."""
+    logits, labels = arched_traffic(2000, np.random.default_rng(2))
+    _, gated = _refit_chain(logits, labels, settings)
+    verification = verify_refit(gated, settings=settings)
+    reason = "the refit does not verify: " + "; ".join(verification.reasons)
+    outcome = RefitOutcome(
+        status="failed", model_name="m", parent_version="1", alias="champion", parent_temperature=1.0, reason=reason,
+        step="verify", escalation=ESCALATION if verification.escalate else None, registration=None,
+        verification=verification, event_id=None, cause=DriftCause("e-1", "r-1"),
+    )
+    assert outcome.state_message == ESCALATION
+    error = RefitFailed(outcome)
+    assert str(error).startswith("refit of m v1 @champion registered nothing (verify step): the refit does not")
+    assert str(error).count(ESCALATION) == 1  # already in the reason: not repeated
+    again = pickle.loads(pickle.dumps(error))
+    assert isinstance(again, RefitFailed) and str(again) == str(error)
+    assert again.outcome.reason == reason and again.outcome.cause == outcome.cause
+    assert again.outcome.verification is not None and again.outcome.verification.shape == verification.shape
+    quiet = dataclasses.replace(outcome, escalation=None, reason="x" * 500)
+    assert quiet.state_message.endswith(" ...") and len(quiet.state_message) == 200

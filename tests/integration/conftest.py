@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -112,6 +113,79 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]
 def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
     """MLflow's own client on the adapter's store: the tests read what was written directly."""
     return MlflowClient(tracking_uri=registry.tracking_uri, registry_uri=registry.registry_uri)
+
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def stop_process(process: subprocess.Popen[bytes], sig: int, grace: float) -> None:
+    """Send ``sig``, wait ``grace`` seconds, then kill."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Create the process pool, `prefect deploy --all` from the repo root, start a worker (log: ``worker.log``)."""
+    prefect = str(VENV_BIN / "prefect")
+    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
+                    [prefect, "--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    # The worker writes to worker.log through its own descriptor; ours closes at once.
+    with (tmp_path / "worker.log").open("wb") as worker_log:
+        return subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
+                                stdout=worker_log, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture
+def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A real ``prefect server start`` on a free loopback port (its own ``PREFECT_HOME`` under
+    ``tmp_path``); yields its API URL and the environment that points at it (worker settings
+    and ``THERMOSTAT_STATE_DIR=tmp_path/state`` included). The scheduler is off; the triggers
+    and actions services (automations) are on."""
+    import httpx
+
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = os.environ | {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_API_URL": api_url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # `deploy --all` activates the monitor's hourly cron; a scheduled run crossing the hour
+        # would compete with the test's own run. The tests start every run themselves.
+        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+        # Automations (the refit trigger, the alerts): evaluated and acted on by this service.
+        "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),
+        "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
+    }
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen([str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-ui"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prefect server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield api_url, env
+    finally:
+        stop_process(server, signal.SIGTERM, 20)
+        log.close()
 
 
 @pytest.fixture(scope="session")

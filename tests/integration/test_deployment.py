@@ -3,93 +3,18 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from flows.registry import MlflowRegistry
 from flows.settings import ThermostatSettings
-from tests.integration.conftest import Registered, Template
+from tests.integration.conftest import Registered, Template, deploy_all_and_start_worker, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes], sig: int, grace: float) -> None:
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-
-def _deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
-    """Create the process pool, `prefect deploy --all` from the repo root, start a worker."""
-    prefect = str(VENV_BIN / "prefect")
-    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
-                    [prefect, "--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
-    # The worker writes to worker.log through its own descriptor; ours closes at once.
-    with (tmp_path / "worker.log").open("wb") as worker_log:
-        return subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
-                                stdout=worker_log, stderr=subprocess.STDOUT)
-
-@pytest.fixture
-def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    port = _free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
-    env = os.environ | {
-        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),
-        "PREFECT_API_URL": api_url,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        # `deploy --all` activates the monitor's hourly cron; a scheduled run crossing the hour
-        # would compete with the test's own run. The tests start every run themselves.
-        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-        "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),
-        "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
-    }
-    log = (tmp_path / "server.log").open("wb")
-    server = subprocess.Popen([str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-ui"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prefect server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield api_url, env
-    finally:
-        _stop(server, signal.SIGTERM, 20)
-        log.close()
 
 
 def test_post_finetune_deployment_runs_on_a_process_worker(
@@ -99,7 +24,7 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
     state = Path(env["THERMOSTAT_STATE_DIR"])
     state.mkdir()
     shutil.copyfile(template.db, state / "mlflow.db")
-    worker = _deploy_all_and_start_worker(env, tmp_path)
+    worker = deploy_all_and_start_worker(env, tmp_path)
     try:
         from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
@@ -121,7 +46,7 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
             f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
         )
     finally:
-        _stop(worker, signal.SIGINT, 15)
+        stop_process(worker, signal.SIGINT, 15)
 
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     holder = registry.alias_holder("digits", "champion")
@@ -162,7 +87,7 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
         (state / "predictions.db").unlink()
         env = env | {"THERMOSTAT_WINDOW_SOURCE": "export", "THERMOSTAT_EXPORT_PATH": str(state / "export"),
                      "THERMOSTAT_ENGINE": "dask", "THERMOSTAT_DASK_WORKERS": "2"}
-    worker = _deploy_all_and_start_worker(env, tmp_path)
+    worker = deploy_all_and_start_worker(env, tmp_path)
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     try:
         from prefect.client.schemas.objects import FlowRun
@@ -198,10 +123,18 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
             holder = registry.alias_holder("digits", "champion")
         assert holder is not None and str(holder.version) == "2", (tmp_path / "worker.log").read_text()[-6000:]
     finally:
-        _stop(worker, signal.SIGINT, 15)
+        stop_process(worker, signal.SIGINT, 15)
 
     parent = registry.get_version("digits", "1")
     assert holder.tags["refit_parent_version"] == "1"
     assert holder.tags["checkpoint_digest"] == parent.tags["checkpoint_digest"]
     assert float(holder.tags["temperature"]) > float(parent.tags["temperature"]) + 0.5
     assert "thermostat.last_drift_event_at" in parent.tags
+    # The trigger passed the drift's ids: the new version names the check, whose run names the refit.
+    from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink
+
+    cause = DriftCause.from_tags(holder.tags, VERSION_DRIFT_TAG_PREFIX)
+    assert cause.event_id is not None and cause.run_id is not None, holder.tags
+    check = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
+    link = RefitLink.from_tags(next(run for run in check if run.info.run_id == cause.run_id).data.tags)
+    assert link is not None and link.status == "registered" and link.new_version == "2"

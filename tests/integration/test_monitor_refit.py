@@ -1,12 +1,13 @@
 """The monitor and the refit against a real MLflow store, a real prediction log (SQLite) and a
 real Prefect API (issue 4): MLflow runs with timestamped metrics and the diagram, Prefect
 artifacts, the drift event read back from the events API, the cool-down, and the refit's
-registration (or its refusal)."""
+registration (or its refusal, a Failed flow run), linked both ways to the check that caused it."""
 
 from __future__ import annotations
 
 import shutil
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,12 @@ import pytest
 
 from flows.monitor import artifact_key, monitor
 from flows.tasks import open_prediction_log
-from flows.refit import refit
+from flows.refit import RefitFailed, refit, refit_artifact_key
 from flows.registry import MlflowRegistry
+from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink, RefitRecord
 from flows.serving import ServedModel
 from flows.settings import ThermostatSettings
+from flows.steps import ESCALATION
 from flows.versions import LAST_DRIFT_EVENT_TAG
 from monitoring import log_predictions
 from tests.flows.synthetic import arched_traffic
@@ -149,8 +152,9 @@ def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, s
     assert event.resource["model.alias"] == "champion"
     assert event.payload["verdict"] == "drift" and event.payload["window_end"] == noisy[1].isoformat()
     assert event.payload["mlflow_run_id"] == drift.run_id
+    # The cool-down starts when the event was emitted, not at the window's end (two hours earlier here).
     tag = client.get_model_version("digits", "1").tags[LAST_DRIFT_EVENT_TAG]
-    assert datetime.fromisoformat(tag) == noisy[1]
+    assert since < datetime.fromisoformat(tag) <= datetime.now(UTC) and datetime.fromisoformat(tag) > noisy[1]
 
 
 def test_cooldown_reports_drift_but_emits_no_second_event(registered: Registered, settings: ThermostatSettings) -> None:
@@ -165,10 +169,12 @@ def test_cooldown_reports_drift_but_emits_no_second_event(registered: Registered
     assert emitted.event_id is not None
     assert quiet.verdict == "drift" and quiet.report is not None and quiet.report.in_cooldown
     assert quiet.event_id is None and not quiet.refit_recommended
-    assert quiet.report.cooldown_until == first[1] + settings.drift_cooldown
     registry = MlflowRegistry.from_settings(settings)
-    # The cool-down runs from the last EMITTED event, not from the last drift verdict.
-    assert datetime.fromisoformat(registry.get_version("digits", "1").tags[LAST_DRIFT_EVENT_TAG]) == first[1]
+    # The cool-down runs from the last EMITTED event (when it was emitted: after both windows
+    # here, which are hours old), not from the last drift verdict nor from a window's end.
+    emitted_at = datetime.fromisoformat(registry.get_version("digits", "1").tags[LAST_DRIFT_EVENT_TAG])
+    assert since < emitted_at <= datetime.now(UTC) and emitted_at > second[1]
+    assert quiet.report.cooldown_until == emitted_at + settings.drift_cooldown
     time.sleep(3)  # give a wrongly emitted second event time to be persisted
     events = _events("thermostat.calibration.drift", "mlmodel.digits.v1", since, at_least=2, timeout=5)
     ours = {first[1].isoformat(), second[1].isoformat()}  # other tests' events share the resource id
@@ -206,6 +212,14 @@ def test_refit_registers_a_new_version_of_the_same_checkpoint(
     assert again.status == "skipped" and sorted(str(v.version) for v in registry.versions("digits")) == ["1", "2"]
 
 
+def _flow_run(flow_run_id: Any) -> Any:
+    """A flow run as the Prefect API has it (what the UI shows)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(uuid.UUID(str(flow_run_id)))
+
+
 def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
     registered: Registered, settings: ThermostatSettings
 ) -> None:
@@ -214,13 +228,120 @@ def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
     window = _log(settings, logits, labels, start=datetime.now(UTC) - timedelta(hours=2), tag="f",
                   temperature=registered.temperature)
     registry = MlflowRegistry.from_settings(settings)
-    outcome = refit("digits", window_start=window[0], window_end=window[1],
-                    settings=settings.model_copy(update={"min_accuracy": 0.3}))
+    state = refit("digits", window_start=window[0], window_end=window[1],
+                  settings=settings.model_copy(update={"min_accuracy": 0.3}), return_state=True)
+    # The flow run is Failed (red in the UI), its message the escalation; the outcome rides in its data.
+    assert state.is_failed() and state.message == ESCALATION
+    refused = state.result(raise_on_failure=False)
+    assert isinstance(refused, RefitFailed)
+    outcome = refused.outcome
+    with pytest.raises(RefitFailed, match="needs retraining or a data fix"):
+        state.result()
+    run = _flow_run(state.state_details.flow_run_id)
+    assert run.state is not None and run.state.type.value == "FAILED" and run.state.message == ESCALATION
     assert outcome.status == "failed" and outcome.step == "verify" and outcome.registration is None
     assert outcome.escalation == "needs retraining or a data fix"
     assert outcome.verification is not None and outcome.verification.shape.shape in ("arched", "saw-tooth")
+    assert outcome.verification.escalate
     assert [str(v.version) for v in registry.versions("digits")] == ["1"]
     assert str(registry.alias_holder("digits", "champion").version) == "1"  # type: ignore[union-attr]
     [event] = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1)
     assert event.payload["escalation"] == "needs retraining or a data fix" and event.payload["step"] == "verify"
     assert event.payload["shape"] in ("arched", "saw-tooth") and event.payload["ece_after"] > 0.1
+    assert any(outcome.reason in text for text in _markdown_artifacts(refit_artifact_key("digits", "1")))
+
+
+def test_a_refit_without_traffic_fails_with_its_reason_and_no_escalation(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    """No escalation: the Failed state's message is the reason (cut to 200 characters)."""
+    empty = datetime(2001, 1, 1, tzinfo=UTC)
+    with pytest.raises(RefitFailed) as failed:
+        refit("digits", window_start=empty, window_end=empty + timedelta(hours=1), settings=settings)
+    outcome = failed.value.outcome
+    assert outcome.status == "failed" and outcome.step == "traffic" and outcome.escalation is None
+    assert outcome.state_message.startswith("no labelled traffic of version 1 in [2001-01-01T00:00:00+00:00")
+    assert len(outcome.state_message) <= 200 and "wait for labels" in str(failed.value)
+
+
+def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, settings: ThermostatSettings) -> None:
+    """monitor -> drift (event, check run) -> refit with the trigger's parameters -> the refit's
+    events, version and flow run name the check, and the check's run names the refit."""
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    window = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200],
+                  start=datetime.now(UTC) - timedelta(hours=1), tag="g", temperature=registered.temperature)
+    [check] = monitor("digits", window_start=window[0], window_end=window[1], settings=settings)
+    assert check.event_id is not None and check.run_id is not None
+    outcome = refit("digits", model_version="1", alias="champion", window_start=window[0], window_end=window[1],
+                    settings=settings, drift_event_id=check.event_id, drift_run_id=check.run_id)
+    assert outcome.status == "registered" and outcome.cause == DriftCause(check.event_id, check.run_id)
+
+    registry = MlflowRegistry.from_settings(settings)
+    client = mlflow_client(registry)
+    link = RefitLink.from_tags(client.get_run(check.run_id).data.tags)
+    assert link is not None and link.status == "registered" and link.new_version == "2"
+    refit_run = _flow_run(link.flow_run_id)
+    assert refit_run.parameters["drift_event_id"] == check.event_id
+    assert refit_run.parameters["drift_run_id"] == check.run_id
+    assert refit_run.state is not None and refit_run.state.is_completed()
+    version_tags = registry.get_version("digits", "2").tags
+    assert DriftCause.from_tags(version_tags, VERSION_DRIFT_TAG_PREFIX) == outcome.cause
+    assert version_tags["refit_drift_event_id"] == check.event_id
+
+    # Other tests' events share the resource id: ours is the one caused by this check.
+    [event] = [e for e in _events("thermostat.calibration.refitted", "mlmodel.digits.v1", since, at_least=1)
+               if e.payload.get("drift_event_id") == check.event_id]
+    assert event.payload["drift_run_id"] == check.run_id
+    caused_by = [dict(r) for r in event.related if r.get("prefect.resource.role") == "caused-by"]
+    assert caused_by == [{"prefect.resource.id": f"prefect.event.{check.event_id}",
+                          "prefect.resource.role": "caused-by"}]
+    # One report per parent version: this one's key names version 1.
+    assert any("version **2**" in text for text in _markdown_artifacts(refit_artifact_key("digits", "1")))
+
+
+def test_a_refused_refit_links_to_its_check_and_records_the_cause(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    logits, labels = arched_traffic(2000, np.random.default_rng(7))
+    window = _log(settings, logits, labels, start=datetime.now(UTC) - timedelta(hours=2), tag="h",
+                  temperature=registered.temperature)
+    registry = MlflowRegistry.from_settings(settings)
+    # The check that found the drift: a run in the monitoring experiment (as the monitor writes it).
+    check_run = registry.start_run("check", {"thermostat.kind": "check"},
+                                   experiment_name=settings.monitoring_experiment_name)
+    registry.end_run(check_run)
+    drift_event_id = str(uuid.uuid4())
+    state = refit("digits", window_start=window[0], window_end=window[1], return_state=True,
+                  settings=settings.model_copy(update={"min_accuracy": 0.3}), drift_event_id=drift_event_id,
+                  drift_run_id=check_run)
+    assert state.is_failed()
+    outcome = state.result(raise_on_failure=False).outcome
+    assert outcome.cause == DriftCause(drift_event_id, check_run)
+
+    client = mlflow_client(registry)
+    assert RefitLink.from_tags(client.get_run(check_run).data.tags) == RefitLink(
+        flow_run_id=str(state.state_details.flow_run_id), status="failed", new_version=None)
+    [record_run] = [run for run in registry.runs(settings.monitoring_experiment_name)
+                    if run.data.tags.get("thermostat.kind") == "refit"]
+    record = RefitRecord.from_tags(record_run.data.tags)
+    assert record.refused and record.cause == outcome.cause
+    assert record.prefect_flow_run_id == str(state.state_details.flow_run_id)
+
+    events = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1)
+    [event] = [e for e in events if e.payload.get("drift_event_id") == drift_event_id]
+    assert event.payload["drift_run_id"] == check_run
+    assert {"prefect.resource.id": f"prefect.event.{drift_event_id}", "prefect.resource.role": "caused-by"} in [
+        dict(r) for r in event.related]
+
+
+def test_a_check_run_that_does_not_exist_does_not_fail_the_refit(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    window = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200],
+                  start=datetime.now(UTC) - timedelta(hours=1), tag="i", temperature=registered.temperature)
+    outcome = refit("digits", window_start=window[0], window_end=window[1], settings=settings,
+                    drift_event_id="", drift_run_id="0123456789abcdef0123456789abcdef")
+    assert outcome.status == "registered" and outcome.cause == DriftCause(None, "0123456789abcdef0123456789abcdef")
+    tags = MlflowRegistry.from_settings(settings).get_version("digits", "2").tags
+    assert "refit_drift_event_id" not in tags and tags["refit_drift_run_id"] == "0123456789abcdef0123456789abcdef"

@@ -1,0 +1,463 @@
+"""Alerts that reach someone: Prefect automations that send a notification on Thermostat's events.
+
+Three automations, one per event (:mod:`flows.events`), each matching every model version
+(``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
+``prefect.resource.id``), so two versions drifting in one check send two alerts:
+
+``thermostat: calibration drift``
+    on ``thermostat.calibration.drift``: model, version, alias, the window's ECE against the
+    registration reference and the tolerance, the p-value, which test fired, the window's T,
+    the MLflow run of the check. A refit of the version was requested by the same event.
+``thermostat: refit refused``
+    on ``thermostat.calibration.refit_failed``: the step that refused, the reason, the
+    escalation ("needs retraining or a data fix") and the verification numbers.
+``thermostat: insufficient data``
+    on ``thermostat.calibration.insufficient_data`` (the monitor emits it when a version's
+    streak of checks with too few labelled rows reaches ``THERMOSTAT_INSUFFICIENT_DATA_STREAK``
+    and at each multiple of it, so a long streak is reminded, not repeated every hour): the
+    streak, the rows and the minimum window.
+
+Each automation's one action is Prefect's ``send-notification``: the server renders the
+subject and body (Jinja, with ``event``, ``flow_run`` …) and hands them to a **notification
+block** — by default a ``custom-webhook`` block (:class:`~prefect.blocks.notifications.
+CustomWebhookNotificationBlock`) that POSTs JSON ``{"text", "subject", "body", "source"}`` to
+one URL (``text`` is what Slack-compatible incoming webhooks show), or any notification block
+already saved on the server (Slack, Microsoft Teams, SendGrid email, PagerDuty, ...).
+
+Why a command and not ``prefect.yaml``: a deployment's ``triggers:`` only ever run their own
+deployment (Prefect builds a ``run-deployment`` action from them and ignores other keys), and
+a ``send-notification`` action names its block by id, which differs per server. ``prefect
+automation create --from-file`` creates a new copy on every run; :func:`install_alerts` finds
+the automations by name and updates them, so it can run at every deploy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final, Literal, cast
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import httpx
+from prefect.blocks.notifications import CustomWebhookNotificationBlock
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.events.actions import SendNotification
+from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+from prefect.exceptions import ObjectNotFound
+from prefect.settings import PREFECT_API_URL
+
+from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.events import DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+
+__all__ = [
+    "ALERTS",
+    "DEFAULT_BLOCK_NAME",
+    "AlertDefinition",
+    "AlertsConfigurationError",
+    "AlertsServerError",
+    "InstallResult",
+    "InstalledAutomation",
+    "install_alerts",
+    "main",
+    "webhook_block",
+]
+
+DEFAULT_BLOCK_NAME: Final = "thermostat-alerts"
+WEBHOOK_BLOCK_TYPE: Final = "custom-webhook"
+
+# What the default webhook block POSTs (CustomWebhookNotificationBlock substitutes {{subject}},
+# {{body}} and {{name}}): `text` for Slack-compatible receivers, the parts for everything else.
+_WEBHOOK_JSON: Final = {"text": "{{subject}}\n\n{{body}}", "subject": "{{subject}}", "body": "{{body}}",
+                        "source": "{{name}}"}
+
+# --------------------------------------------------------------------------- the templates
+# Rendered by the Prefect server (a sandboxed Jinja environment) with the triggering `event`
+# (resource labels model.name/.version/.alias, the payload) and, from the event's related
+# resources, the `flow_run` that emitted it. A number the payload lacks, or null (NaN), prints
+# as "n/a" rather than failing the notification.
+
+_NUMBER = "{% macro num(x, f='%.4g') %}{{ f|format(x) if x is number and x is not boolean else 'n/a' }}{% endmacro %}"
+_VERSION = ("{{ event.resource['model.name'] }} version {{ event.resource['model.version'] }} "
+            "(@{{ event.resource['model.alias'] }})")
+_SHORT = "{{ event.resource['model.name'] }} v{{ event.resource['model.version'] }} @{{ event.resource['model.alias'] }}"
+_RUNS = (
+    "{% if event.payload.mlflow_run_id %}MLflow run: {{ event.payload.mlflow_run_id }}"
+    " (experiment thermostat-monitoring)\n{% endif %}"
+    "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
+    "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
+    "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
+)
+
+DRIFT_SUBJECT: Final = (
+    _NUMBER + "[thermostat] calibration drift: " + _SHORT
+    + " (ECE {{ num(event.payload.ece) }}, p={{ num(event.payload.p_value, '%.3g') }})"
+)
+DRIFT_BODY: Final = _NUMBER + (
+    "Calibration drift on " + _VERSION + ".\n"
+    "ECE {{ num(event.payload.ece) }} on the window (debiased {{ num(event.payload.ece_estimate) }} "
+    "[{{ num(event.payload.ece_low) }}, {{ num(event.payload.ece_high) }}]) against the registration reference "
+    "{{ num(event.payload.baseline_ece) }} with tolerance {{ num(event.payload.ece_tolerance) }}; "
+    "p-value {{ num(event.payload.p_value, '%.3g') }} (threshold {{ num(event.payload.p_threshold, '%.3g') }}).\n"
+    "{% set t = event.payload.temperature_test %}{% if t %}Window T {{ num(t.window_temperature) }} "
+    "[{{ num(t.window_temperature_low) }}, {{ num(t.window_temperature_high) }}] against the reference's "
+    "{{ num(t.reference_temperature) }} (ratio {{ num(t.ratio) }}, p={{ num(t.p_value, '%.3g') }}).\n{% endif %}"
+    "Tests fired: {{ event.payload.tests_fired|join(', ') if event.payload.tests_fired else 'none' }}. "
+    "Labelled rows: {{ event.payload.n }}; T in force {{ num(event.payload.temperature) }}.\n"
+    "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "What happens now: the refit deployment refits this version's temperature on that traffic; if the refit is "
+    "refused, a 'refit refused' alert follows.\n" + _RUNS
+)
+
+REFIT_FAILED_SUBJECT: Final = (
+    "[thermostat] refit refused: " + _SHORT
+    + "{% if event.payload.escalation %} — {{ event.payload.escalation }}{% else %} "
+      "(step {{ event.payload.step }}){% endif %}"
+)
+REFIT_FAILED_BODY: Final = _NUMBER + (
+    "The refit of " + _VERSION + " registered nothing: refused at step {{ event.payload.step }}.\n"
+    "Reason: {{ event.payload.reason }}\n"
+    "{% if event.payload.escalation %}Escalation: {{ event.payload.escalation }} — a new temperature cannot fix "
+    "this version.\n{% else %}No escalation: a later refit may succeed (e.g. once enough labels arrive).\n{% endif %}"
+    "Version: T {{ num(event.payload.temperature) }}, registration baseline ECE "
+    "{{ num(event.payload.baseline_ece) }}.\n"
+    "{% if event.payload.verify_n %}Verification on the newer {{ event.payload.verify_n }} rows: ECE "
+    "{{ num(event.payload.ece_before) }} -> {{ num(event.payload.ece_after) }} at T "
+    "{{ num(event.payload.temperature_after) }}, NLL change {{ num(event.payload.nll_change) }} "
+    "({{ event.payload.nll_verdict }}), p-value {{ num(event.payload.p_value, '%.3g') }}, reliability shape "
+    "{{ event.payload.shape }}.\n{% endif %}"
+    "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "The version keeps serving with its current temperature.\n" + _RUNS
+)
+
+INSUFFICIENT_DATA_SUBJECT: Final = (
+    "[thermostat] no labels: " + _SHORT + ": {{ event.payload.streak }} checks in a row with too few labelled rows"
+)
+INSUFFICIENT_DATA_BODY: Final = (
+    "{{ event.payload.streak }} consecutive checks of " + _VERSION + " had fewer labelled rows than the minimum "
+    "window: {{ event.payload.n }} < {{ event.payload.min_window }} in the latest window "
+    "{{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "{% if event.payload.predicted_accuracy is number %}Meanwhile the early warning (unlabelled traffic) predicts "
+    "an accuracy of {{ '%.3f'|format(event.payload.predicted_accuracy) }}.\n{% endif %}"
+    "The monitor cannot say ok or drift for this version until labels arrive: check that the labels are attached "
+    "to the prediction log and that the serving process logs its predictions (THERMOSTAT_PREDICTION_LOG_URL).\n"
+    + _RUNS
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDefinition:
+    """One alert: the event it listens for, its automation's (stable) name and its templates.
+
+    ``repeat_after`` is the trigger's ``within``: 0 sends one notification per event; a
+    positive time sends at most one per version in that time.
+    """
+
+    key: str
+    event: str
+    name: str
+    description: str
+    subject: str
+    body: str
+    repeat_after: timedelta = timedelta(0)
+
+    def automation(self, block_document_id: UUID) -> AutomationCore:
+        """The automation that sends this alert through the notification block ``block_document_id``."""
+        return AutomationCore(
+            name=self.name,
+            description=self.description,
+            enabled=True,
+            tags=["thermostat"],
+            trigger=EventTrigger(
+                match={"prefect.resource.id": "mlmodel.*"},
+                expect={self.event},
+                for_each={"prefect.resource.id"},
+                posture=Posture.Reactive,
+                threshold=1,
+                within=self.repeat_after,
+            ),
+            actions=[SendNotification(block_document_id=block_document_id, subject=self.subject, body=self.body)],
+            actions_on_trigger=[],
+            actions_on_resolve=[],
+        )
+
+
+ALERTS: Final = (
+    AlertDefinition(
+        key="drift", event=DRIFT_EVENT, name="thermostat: calibration drift",
+        description="A serving model version's calibration drifted (the monitor's check): ECE, p-value, the test "
+                    "that fired, the MLflow run. A refit of the version was requested.",
+        subject=DRIFT_SUBJECT, body=DRIFT_BODY,
+    ),
+    AlertDefinition(
+        key="refit_failed", event=REFIT_FAILED_EVENT, name="thermostat: refit refused",
+        description="A refit registered nothing (refused or not verified): the step, the reason and the escalation.",
+        subject=REFIT_FAILED_SUBJECT, body=REFIT_FAILED_BODY,
+    ),
+    AlertDefinition(
+        key="insufficient_data", event=INSUFFICIENT_DATA_EVENT, name="thermostat: insufficient data",
+        description="A serving version had too few labelled rows in several consecutive checks (the monitor emits "
+                    "the event when the streak reaches its threshold and at each multiple).",
+        subject=INSUFFICIENT_DATA_SUBJECT, body=INSUFFICIENT_DATA_BODY,
+    ),
+)
+
+
+# --------------------------------------------------------------------------- install
+
+
+class AlertsConfigurationError(ValueError):
+    """An option or setting is wrong (exit 2): the message names the flag or variable."""
+
+
+class AlertsServerError(RuntimeError):
+    """The Prefect API could not be reached or refused a request (exit 3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledAutomation:
+    """One automation as installed: ``status`` is ``created`` or ``updated``; ``removed`` counts
+    duplicates of the same name that were deleted."""
+
+    key: str
+    name: str
+    event: str
+    id: str
+    status: Literal["created", "updated"]
+    removed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "name": self.name, "event": self.event, "id": self.id, "status": self.status,
+                "removed_duplicates": self.removed}
+
+
+@dataclass(frozen=True, slots=True)
+class InstallResult:
+    """What :func:`install_alerts` did: the block the notifications go through, the automations."""
+
+    api_url: str
+    block: str
+    block_id: str
+    block_status: Literal["saved", "existing"]
+    destination: str | None
+    automations: tuple[InstalledAutomation, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"api_url": self.api_url, "block": self.block, "block_id": self.block_id,
+                "block_status": self.block_status, "destination": self.destination,
+                "automations": [automation.to_dict() for automation in self.automations]}
+
+    def text(self) -> str:
+        where = f"; POSTs JSON to {self.destination}" if self.destination else ""
+        lines = [f"notification block {self.block} ({self.block_status}, id {self.block_id}{where})"]
+        for automation in self.automations:
+            removed = f"; {automation.removed} duplicate(s) removed" if automation.removed else ""
+            lines.append(f"automation {automation.name!r} on {automation.event}: {automation.status} "
+                         f"(id {automation.id}{removed})")
+        lines.append(f"on the Prefect server at {self.api_url}")
+        return "\n".join(lines)
+
+
+def _check_webhook_url(url: str) -> str:
+    """The URL, or :class:`AlertsConfigurationError` naming ``--webhook-url``; returns scheme://host:port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise AlertsConfigurationError(f"--webhook-url {url!r} is not a URL ({error})") from error
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        raise AlertsConfigurationError(
+            f"--webhook-url {url!r} is not an http(s) URL with a host; give the URL the notifications are POSTed "
+            "to, e.g. https://hooks.example.com/thermostat")
+    return f"{parts.scheme}://{parts.hostname}{'' if port is None else f':{port}'}"
+
+
+def webhook_block(url: str) -> CustomWebhookNotificationBlock:
+    """The default notification block: a ``custom-webhook`` that POSTs the alert as JSON to ``url``
+    (``text`` = subject and body, for Slack-compatible receivers; ``subject``, ``body``, ``source``)."""
+    _check_webhook_url(url)
+    return CustomWebhookNotificationBlock(name="thermostat", url=url, method="POST", json_data=dict(_WEBHOOK_JSON),
+                                          headers=None, cookies=None, timeout=10)
+
+
+def _api_url() -> str:
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise AlertsConfigurationError(
+            "PREFECT_API_URL is not set: point it at the Prefect server the worker uses, e.g. "
+            "export PREFECT_API_URL=http://127.0.0.1:4200/api (without it the automations would go to a "
+            "temporary server that disappears with this command)")
+    return str(url)
+
+
+def _find_block(client: SyncPrefectClient, reference: str) -> tuple[str, UUID]:
+    """A saved notification block by ``TYPE/NAME`` or by a name that is unique among notification blocks."""
+    if "/" in reference:
+        slug, _, name = reference.partition("/")
+        try:
+            document = client.read_block_document_by_name(name, slug, include_secrets=False)
+        except ObjectNotFound:
+            raise AlertsConfigurationError(f"--block {reference!r}: there is no {slug} block named {name!r} on the "
+                                           "server (prefect block ls lists them)") from None
+        found = [document]
+    else:
+        documents, offset = [], 0
+        while True:
+            page = client.read_block_documents(offset=offset, limit=200, include_secrets=False)
+            documents += [d for d in page if d.name == reference]
+            if len(page) < 200:
+                break
+            offset += 200
+        found = documents
+    notifying = [d for d in found if d.block_schema is not None and "notify" in d.block_schema.capabilities]
+    names = [f"{d.block_type.slug if d.block_type else '?'}/{d.name}" for d in found]
+    if not notifying:
+        if found:
+            raise AlertsConfigurationError(f"--block {reference!r}: {', '.join(names)} cannot send notifications; "
+                                           "give a notification block (slack-webhook, custom-webhook, sendgrid-email ...)")
+        raise AlertsConfigurationError(f"--block {reference!r}: no block of that name on the server; save one first "
+                                       "(see `thermostat alerts install --help`) or use --webhook-url")
+    if len(notifying) > 1:
+        choices = ", ".join(f"{d.block_type.slug if d.block_type else '?'}/{d.name}" for d in notifying)
+        raise AlertsConfigurationError(f"--block {reference!r} names {len(notifying)} notification blocks ({choices}); "
+                                       "give TYPE/NAME")
+    document = notifying[0]
+    return f"{document.block_type.slug if document.block_type else '?'}/{document.name}", document.id
+
+
+def install_alerts(
+    *, webhook_url: str | None = None, block: str | None = None, block_name: str = DEFAULT_BLOCK_NAME,
+    alerts: Sequence[AlertDefinition] = ALERTS,
+) -> InstallResult:
+    """Create or update the notification block and the alert automations on the Prefect server
+    at ``PREFECT_API_URL``; idempotent (a re-run updates the automations found by name).
+
+    Parameters
+    ----------
+    webhook_url : save (or overwrite) a ``custom-webhook`` block named ``block_name`` that POSTs
+        to this URL, and send the alerts through it.
+    block : instead, send them through a notification block already saved on the server,
+        ``TYPE/NAME`` (``slack-webhook/ops``) or a ``NAME`` unique among notification blocks.
+    block_name : the name of the webhook block (default ``thermostat-alerts``).
+
+    Raises
+    ------
+    AlertsConfigurationError
+        Neither or both of ``webhook_url`` and ``block``, a bad URL, an unknown block,
+        ``PREFECT_API_URL`` not set.
+    AlertsServerError
+        The Prefect API cannot be reached or refuses a request.
+    """
+    if (webhook_url is None) == (block is None):
+        raise AlertsConfigurationError("give exactly one of --webhook-url URL and --block NAME")
+    destination = _check_webhook_url(webhook_url) if webhook_url is not None else None
+    if webhook_url is not None and not block_name.strip():
+        raise AlertsConfigurationError("--block-name must not be empty")
+    api_url = _api_url()
+    try:
+        with get_client(sync_client=True) as client:
+            unhealthy = client.api_healthcheck()
+            if unhealthy is not None:
+                raise AlertsServerError(f"the Prefect API at {api_url} cannot be reached: {unhealthy}")
+            status: Literal["saved", "existing"]
+            if webhook_url is not None:
+                # Block.save is sync here (called outside an event loop): it returns the document's id.
+                block_id = cast(UUID, webhook_block(webhook_url).save(block_name, overwrite=True))
+                reference, status = f"{WEBHOOK_BLOCK_TYPE}/{block_name}", "saved"
+            else:
+                assert block is not None
+                reference, block_id = _find_block(client, block)
+                status = "existing"
+            installed = []
+            for alert in alerts:
+                automation = alert.automation(block_id)
+                existing = client.read_automations_by_name(alert.name)
+                if existing:
+                    keep, *extra = existing
+                    client.update_automation(keep.id, automation)
+                    for duplicate in extra:
+                        client.delete_automation(duplicate.id)
+                    installed.append(InstalledAutomation(alert.key, alert.name, alert.event, str(keep.id), "updated",
+                                                         len(extra)))
+                else:
+                    created = client.create_automation(automation)
+                    installed.append(InstalledAutomation(alert.key, alert.name, alert.event, str(created), "created"))
+    except httpx.HTTPStatusError as error:
+        detail = error.response.text[:500]
+        raise AlertsServerError(f"the Prefect API at {api_url} refused a request: {error.response.status_code} "
+                                f"{detail}") from error
+    except (httpx.HTTPError, OSError) as error:
+        raise AlertsServerError(f"the Prefect API at {api_url} cannot be reached: {error}") from error
+    return InstallResult(api_url=api_url, block=reference, block_id=str(block_id), block_status=status,
+                         destination=destination, automations=tuple(installed))
+
+
+# --------------------------------------------------------------------------- command line
+
+_DESCRIPTION = """\
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: three automations
+that send a notification, one per model version, on
+
+  thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
+  thermostat.calibration.refit_failed       the refused step, reason and escalation
+  thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
+
+through a Prefect notification block: --webhook-url saves a custom-webhook block that POSTs
+JSON {"text", "subject", "body", "source"} to the URL; --block uses a block already saved
+on the server (slack-webhook/NAME, sendgrid-email/NAME, ms-teams-webhook/NAME, ...).
+Idempotent: a re-run updates the automations (found by name) and the webhook block."""
+
+_EPILOG = """\
+--json keys: api_url, block, block_id, block_status (saved|existing), destination,
+automations [{key, name, event, id, status (created|updated), removed_duplicates}].
+
+exit status: 0 installed; 2 bad input (a URL, an unknown block, PREFECT_API_URL not set), the
+message on stderr names the flag or variable; 3 the Prefect server cannot be reached or
+refused a request."""
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Alerts through Prefect automations and notification "
+                                     "blocks.")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    install = actions.add_parser("install", help="create or update the notification block and the alert automations",
+                                 description=_DESCRIPTION, epilog=_EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    target = install.add_mutually_exclusive_group(required=True)
+    target.add_argument("--webhook-url", metavar="URL", help="POST the alerts as JSON to this http(s) URL")
+    target.add_argument("--block", metavar="[TYPE/]NAME",
+                        help="send the alerts through this saved notification block (any notification type)")
+    install.add_argument("--block-name", default=DEFAULT_BLOCK_NAME, metavar="NAME",
+                         help=f"with --webhook-url: the name of the custom-webhook block (default {DEFAULT_BLOCK_NAME})")
+    install.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat alerts") -> int:
+    """Run ``thermostat alerts install ...`` and return its exit status (see ``--help``)."""
+    try:
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
+    if args.block is not None and args.block_name != DEFAULT_BLOCK_NAME:
+        print(f"{prog} install: error: --block-name names the webhook block --webhook-url saves; with --block "
+              "give the existing block's name to --block", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        result = install_alerts(webhook_url=args.webhook_url, block=args.block, block_name=args.block_name)
+    except AlertsConfigurationError as error:
+        print(f"{prog} install: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except AlertsServerError as error:
+        print(f"{prog} install: error: {error}", file=sys.stderr)
+        return EXIT_COMPUTATION_FAILED
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m flows.alerts"))

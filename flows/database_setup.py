@@ -1,0 +1,352 @@
+"""``thermostat setup-db``: the PostgreSQL roles and databases a deployment needs, created idempotently.
+
+A production deployment uses two PostgreSQL databases, each owned by its own login role:
+``mlflow`` (MLflow's backend store: runs, the model registry) and ``thermostat`` (the
+prediction log and the per-model registration lock). :func:`setup_databases` brings a server
+to that state through an administrator's connection and changes only what differs:
+
+- a missing role is created with ``LOGIN`` and its password; an existing one gets ``LOGIN``
+  if it lacks it, and its password if the stored one differs (compared with the stored SCRAM
+  or MD5 verifier, which needs a superuser; otherwise the password is set again and the step
+  says it could not compare);
+- a missing database is created owned by its role, and the default ``CONNECT``/``TEMP`` of
+  ``PUBLIC`` on it revoked; an existing database owned by another role is refused (changing an
+  owner is the operator's decision).
+
+Passwords reach the server only as verifiers computed by libpq (never as plain text in SQL,
+so a statement log cannot show them), and every URL printed has its password masked
+(:func:`monitoring.mask_url`). Exit status as the command line's contract (:mod:`flows.cli`):
+0 the roles and databases are in place (whether or not anything changed; the report says
+which); 2 bad input (an option, a missing password, the driver not installed), the message
+on stderr naming the flag; 3 the database failed (unreachable, a permission refused, a
+database owned by another role).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from monitoring import mask_url
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "main", "setup_databases"]
+
+# A role or database name this command creates: a plain, unquoted PostgreSQL identifier.
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_DRIVER_URL = "postgresql+psycopg://{role}:{password}@{host}/{database}"
+
+
+class SetupError(RuntimeError):
+    """The server refused a step, or is in a state this command will not change."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSpec:
+    """One database and the login role that owns it (the same name for both).
+
+    Parameters
+    ----------
+    name : a plain lower-case identifier (``mlflow``, ``thermostat``).
+    password : the role's password.
+    purpose : what the database holds, in the report.
+    url_variable : the environment variable its URL goes in (``MLFLOW_BACKEND_STORE_URI``,
+        ``THERMOSTAT_PREDICTION_LOG_URL``), in the report.
+    """
+
+    name: str
+    password: str
+    purpose: str
+    url_variable: str
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"database name {self.name!r} must be a lower-case identifier "
+                             "([a-z_][a-z0-9_]*, at most 63 characters)")
+        if not self.password:
+            raise ValueError(f"the password of role {self.name!r} is empty; choose a non-empty password")
+
+
+@dataclass(frozen=True, slots=True)
+class SetupStep:
+    """What one step found and did: ``subject`` (``role mlflow``), ``action``, ``detail``."""
+
+    subject: str
+    action: Literal["created", "updated", "unchanged"]
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"subject": self.subject, "action": self.action, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSetup:
+    """The result of :func:`setup_databases`: its steps, and each database's URL with the
+    password masked, keyed by where it goes (``url_variable``)."""
+
+    steps: tuple[SetupStep, ...]
+    urls: dict[str, str]
+
+    @property
+    def changed(self) -> bool:
+        """Whether any step created or updated something."""
+        return any(step.action != "unchanged" for step in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"changed": self.changed, "steps": [step.to_dict() for step in self.steps], "urls": dict(self.urls)}
+
+
+def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> DatabaseSetup:
+    """Create (or bring up to date) each database and its owning login role.
+
+    Parameters
+    ----------
+    admin_url : str
+        libpq URL of an administrator's connection (a superuser, or a role with CREATEROLE and
+        CREATEDB), e.g. ``postgresql://postgres@db.internal:5432/postgres``; a SQLAlchemy
+        ``postgresql+psycopg://`` URL is accepted too. The URLs reported use its host and port.
+    databases : sequence of DatabaseSpec
+        What to create.
+
+    Returns
+    -------
+    DatabaseSetup
+        The steps (``unchanged`` for every step of a re-run) and the masked URLs.
+
+    Raises
+    ------
+    ValueError
+        If ``admin_url`` is not a PostgreSQL URL.
+    SetupError
+        If the server cannot be reached or refuses a step, or a database is owned by another role.
+    ImportError
+        If the PostgreSQL driver ``psycopg`` is not installed.
+    """
+    import psycopg
+
+    conninfo = _libpq_url(admin_url)
+    try:
+        connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+    except psycopg.ProgrammingError as exc:  # libpq could not parse it
+        raise ValueError(f"--admin-url {mask_url(admin_url)} is not a PostgreSQL URL libpq accepts: {exc}") from exc
+    except psycopg.Error as exc:
+        raise SetupError(f"could not connect to {mask_url(admin_url)}: {exc}") from exc
+    steps: list[SetupStep] = []
+    urls: dict[str, str] = {}
+    with connection:
+        host = _host_for_urls(connection)
+        for spec in databases:
+            try:
+                steps.append(_ensure_role(connection, spec))
+                steps.append(_ensure_database(connection, spec))
+            except psycopg.Error as exc:
+                raise SetupError(f"on {mask_url(admin_url)}, setting up {spec.purpose} ({spec.name!r}) failed: "
+                                 f"{exc}".rstrip()) from exc
+            urls[spec.url_variable] = mask_url(_DRIVER_URL.format(
+                role=spec.name, password=quote(spec.password, safe=""), host=host, database=spec.name))
+    return DatabaseSetup(steps=tuple(steps), urls=urls)
+
+
+def _libpq_url(url: str) -> str:
+    """``url`` as libpq takes it: SQLAlchemy's ``postgresql+driver://`` loses its driver."""
+    scheme, separator, rest = url.partition("://")
+    base = scheme.split("+", 1)[0].lower()
+    if not separator or base not in ("postgresql", "postgres"):
+        raise ValueError(f"--admin-url {mask_url(url)} must be a PostgreSQL URL, "
+                         "e.g. postgresql://postgres@db.internal:5432/postgres")
+    return f"{base}://{rest}"
+
+
+def _host_for_urls(connection: psycopg.Connection[Any]) -> str:
+    """``host:port`` the deployment's URLs name: the admin connection's, or localhost over a socket."""
+    host = connection.info.host
+    shown = "localhost" if not host or host.startswith("/") else (f"[{host}]" if ":" in host else host)
+    return f"{shown}:{connection.info.port}"
+
+
+def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> SetupStep:
+    from psycopg import sql
+
+    subject, role = f"role {spec.name}", sql.Identifier(spec.name)
+    row = connection.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", [spec.name]).fetchone()
+    verifier = sql.Literal(_verifier(connection, spec).decode())
+    if row is None:
+        connection.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, verifier))
+        return SetupStep(subject, "created", "LOGIN, password set")
+    changes = []
+    if not row[0]:
+        connection.execute(sql.SQL("ALTER ROLE {} LOGIN").format(role))
+        changes.append("LOGIN granted")
+    same = _password_matches(connection, spec)
+    if same is not True:
+        connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, verifier))
+        changes.append("password set" if same is False else
+                       "password set (the stored one could not be compared: reading pg_authid needs a superuser)")
+    if changes:
+        return SetupStep(subject, "updated", ", ".join(changes))
+    return SetupStep(subject, "unchanged", "exists, LOGIN, same password")
+
+
+def _ensure_database(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> SetupStep:
+    from psycopg import sql
+
+    subject, name = f"database {spec.name}", sql.Identifier(spec.name)
+    row = connection.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s",
+                             [spec.name]).fetchone()
+    if row is None:
+        connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(name, name))
+        connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(name))
+        return SetupStep(subject, "created", f"owned by {spec.name}, no access for PUBLIC ({spec.purpose})")
+    if row[0] != spec.name:
+        raise SetupError(f"database {spec.name!r} exists and is owned by {row[0]!r}, not by role {spec.name!r}; "
+                         f"if it is meant for {spec.purpose}, run ALTER DATABASE {spec.name} OWNER TO {spec.name}, "
+                         "then this command again")
+    return SetupStep(subject, "unchanged", f"exists, owned by {spec.name}")
+
+
+def _verifier(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> bytes:
+    # libpq hashes with the server's password_encryption: the plain password never goes over SQL.
+    return connection.pgconn.encrypt_password(spec.password.encode(), spec.name.encode())
+
+
+def _password_matches(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> bool | None:
+    """Whether the role's stored verifier is of ``spec.password``; None when it cannot be read."""
+    import psycopg
+
+    try:
+        row = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", [spec.name]).fetchone()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    stored = None if row is None else row[0]
+    return stored is not None and verifier_matches(stored, spec.password, spec.name)
+
+
+def verifier_matches(stored: str, password: str, role: str) -> bool:
+    """Whether a PostgreSQL password verifier (``pg_authid.rolpassword``) is of ``password``.
+
+    SCRAM-SHA-256 (RFC 5802/7677: ``SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>``)
+    or MD5 (``md5`` + md5(password + role)); anything else does not match.
+
+    Examples
+    --------
+    >>> verifier_matches("md5" + hashlib.md5(b"s3cretmlflow").hexdigest(), "s3cret", "mlflow")
+    True
+    >>> verifier_matches("md5" + hashlib.md5(b"s3cretmlflow").hexdigest(), "other", "mlflow")
+    False
+    """
+    if stored.startswith("md5"):
+        return hmac.compare_digest(stored, "md5" + hashlib.md5((password + role).encode()).hexdigest())
+    match = re.fullmatch(r"SCRAM-SHA-256\$(\d+):([^$]+)\$([^:]+):(.+)", stored)
+    if match is None:
+        return False
+    iterations, salt, stored_key = int(match[1]), base64.b64decode(match[2]), base64.b64decode(match[3])
+    # The server normalises a non-ASCII password (SASLprep) before hashing; NFKC is its core.
+    text = password if password.isascii() else unicodedata.normalize("NFKC", password)
+    salted = hashlib.pbkdf2_hmac("sha256", text.encode(), salt, iterations)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    return hmac.compare_digest(hashlib.sha256(client_key).digest(), stored_key)
+
+
+# ----------------------------------------------------------------------------- command line
+
+_DESCRIPTION = """\
+Create the PostgreSQL databases and login roles a production deployment needs, through an
+administrator's connection (a superuser, or a role with CREATEROLE and CREATEDB):
+
+  mlflow      MLflow's backend store (MLFLOW_BACKEND_STORE_URI, which mlflow server reads),
+              owned by role mlflow
+  thermostat  the prediction log and the registration lock (THERMOSTAT_PREDICTION_LOG_URL),
+              owned by role thermostat
+
+Idempotent: a re-run changes nothing and says so; a changed password is set again. Passwords
+come from the flags or, better (a command line is visible to every user of the machine), from
+the environment variables MLFLOW_DB_PASSWORD and THERMOSTAT_DB_PASSWORD. The URLs to put in
+the deployment's environment are printed with the passwords masked as ***."""
+
+_EPILOG = """\
+--json keys: changed, steps (subject, action: created|updated|unchanged, detail), urls.
+
+exit status: 0 the roles and databases are in place (the report says what changed); 2 bad
+input (an option, a missing password, the driver not installed), the message on stderr;
+3 the database failed (unreachable, a permission refused, a database owned by another role)."""
+
+_PASSWORD_VARIABLES = {"mlflow": "MLFLOW_DB_PASSWORD", "thermostat": "THERMOSTAT_DB_PASSWORD"}
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--admin-url", required=True, metavar="URL",
+                        help="administrator's connection, e.g. postgresql://postgres@db.internal:5432/postgres")
+    for key, purpose in (("mlflow", "MLflow's backend store"), ("thermostat", "the prediction log")):
+        parser.add_argument(f"--{key}-password", metavar="PASSWORD",
+                            help=f"password of role {key} (default: ${_PASSWORD_VARIABLES[key]})")
+        parser.add_argument(f"--{key}-database", default=key, metavar="NAME",
+                            help=f"name of {purpose}'s database and of its role (default {key})")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    return parser
+
+
+def _report(result: DatabaseSetup) -> str:
+    width = max(len(step.subject) for step in result.steps)
+    lines = [f"{step.subject:<{width}}  {step.action:<9}  {step.detail}" for step in result.steps]
+    lines.append("" if result.changed else "nothing changed: the roles and databases were already in place")
+    lines.append("URLs for the deployment (passwords masked as ***: put the real ones in, percent-encoded):")
+    lines += [f"  {variable}={url}" for variable, url in result.urls.items()]
+    return "\n".join(line for line in lines if line)
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db") -> int:
+    """Run ``thermostat setup-db`` and return its exit status (see the module docstring)."""
+    try:
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
+
+    def fail(status: int, message: str) -> int:
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return status
+
+    specs = []
+    for key, purpose, variable in (("mlflow", "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
+                                   ("thermostat", "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL")):
+        password = getattr(args, f"{key}_password") or os.environ.get(_PASSWORD_VARIABLES[key], "")
+        if not password:
+            return fail(EXIT_BAD_INPUT, f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
+                                        "environment, which keeps it off the command line)")
+        try:
+            specs.append(DatabaseSpec(getattr(args, f"{key}_database"), password, purpose, variable))
+        except ValueError as error:
+            return fail(EXIT_BAD_INPUT, f"--{key}-database: {error}")
+    if specs[0].name == specs[1].name:
+        return fail(EXIT_BAD_INPUT, f"--mlflow-database and --thermostat-database are both {specs[0].name!r}; "
+                                    "MLflow's store and the prediction log need a database each")
+    try:
+        result = setup_databases(args.admin_url, specs)
+    except ImportError as error:
+        return fail(EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); install it with "
+                                    "pip install -c constraints.txt 'psycopg[binary]'")
+    except ValueError as error:
+        return fail(EXIT_BAD_INPUT, str(error))
+    except SetupError as error:
+        return fail(EXIT_COMPUTATION_FAILED, str(error))
+    print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m flows.database_setup"))

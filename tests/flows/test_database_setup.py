@@ -1,0 +1,190 @@
+"""``thermostat setup-db`` against a real PostgreSQL: roles and databases created, a re-run
+changes nothing and says so, a new password is set, passwords never printed, and the exit
+codes (2 bad input naming the flag, 3 database failure)."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import flows.database_setup
+from flows.cli import main
+from flows.database_setup import verifier_matches
+from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway cluster (session fixture)
+
+SECRET_M, SECRET_T = "m-s3cret/with@odd:chars", "t-s3cret"
+
+
+@pytest.fixture
+def admin_url(postgres_server: str) -> str:  # noqa: F811 - the fixture imported above
+    """libpq URL of the throwaway cluster's superuser (the fixture's URL names a driver)."""
+    return postgres_server.replace("postgresql+psycopg://", "postgresql://")
+
+
+@pytest.fixture
+def names(admin_url: str) -> Iterator[tuple[str, str]]:
+    """Fresh database (and role) names for one test, dropped afterwards."""
+    suffix = uuid.uuid4().hex[:8]
+    pair = (f"mlflow_{suffix}", f"thermostat_{suffix}")
+    yield pair
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        for name in pair:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+def _setup(admin_url: str, names: tuple[str, str], *extra: str, passwords: tuple[str, str] = (SECRET_M, SECRET_T),
+           ) -> list[str]:
+    return ["setup-db", "--admin-url", admin_url, "--mlflow-database", names[0], "--thermostat-database", names[1],
+            "--mlflow-password", passwords[0], "--thermostat-password", passwords[1], *extra]
+
+
+def _stored_verifier(admin_url: str, role: str) -> str:
+    with psycopg.connect(admin_url) as admin:
+        row = admin.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", [role]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.mark.integration
+def test_creates_roles_and_databases_then_a_rerun_changes_nothing(
+    admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlflow_db, log_db = names
+    assert main(_setup(admin_url, names)) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert f"role {mlflow_db}" in out and f"database {log_db}" in out and out.count("created") == 4
+    port = admin_url.rsplit(":", 1)[1].split("/")[0]
+    assert f"MLFLOW_BACKEND_STORE_URI=postgresql+psycopg://{mlflow_db}:***@127.0.0.1:{port}/{mlflow_db}" in out
+    assert f"THERMOSTAT_PREDICTION_LOG_URL=postgresql+psycopg://{log_db}:***@127.0.0.1:{port}/{log_db}" in out
+    assert "s3cret" not in out
+
+    # The passwords are stored (as verifiers of exactly these passwords) and each role owns its database.
+    assert verifier_matches(_stored_verifier(admin_url, mlflow_db), SECRET_M, mlflow_db)
+    assert not verifier_matches(_stored_verifier(admin_url, mlflow_db), SECRET_T, mlflow_db)
+    host = admin_url.rsplit("/", 1)[0].replace("postgres@", "")
+    with psycopg.connect(f"{host}/{log_db}", user=log_db, password=SECRET_T, autocommit=True) as owner:
+        owner.execute("CREATE TABLE created_by_owner (id int)")
+    # PUBLIC's default CONNECT is revoked: the other deployment role cannot open this database.
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):
+        psycopg.connect(f"{host}/{log_db}", user=mlflow_db, password=SECRET_M).close()
+
+    assert main(_setup(admin_url, names, "--json")) == 0
+    rerun = json.loads(capsys.readouterr().out)
+    assert rerun["changed"] is False
+    assert {step["action"] for step in rerun["steps"]} == {"unchanged"} and len(rerun["steps"]) == 4
+    assert main(_setup(admin_url, names)) == 0
+    assert "nothing changed" in capsys.readouterr().out
+
+
+@pytest.mark.integration
+def test_a_new_password_is_set_and_passwords_come_from_the_environment(
+    admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mlflow_db, _ = names
+    assert main(_setup(admin_url, names)) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("MLFLOW_DB_PASSWORD", "rotated")
+    monkeypatch.setenv("THERMOSTAT_DB_PASSWORD", SECRET_T)
+    arguments = ["setup-db", "--admin-url", admin_url, "--mlflow-database", names[0], "--thermostat-database", names[1]]
+    assert main([*arguments, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["changed"] is True
+    actions = {step["subject"]: (step["action"], step["detail"]) for step in result["steps"]}
+    assert actions[f"role {mlflow_db}"] == ("updated", "password set")
+    assert [action for action, _ in actions.values()].count("unchanged") == 3
+    assert verifier_matches(_stored_verifier(admin_url, mlflow_db), "rotated", mlflow_db)
+
+
+@pytest.mark.integration
+def test_a_database_owned_by_another_role_is_refused_with_exit_3(
+    admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{names[0]}"')  # owned by postgres, e.g. made by hand earlier
+    assert main(_setup(admin_url, names)) == 3
+    err = capsys.readouterr().err
+    assert f"database '{names[0]}' exists and is owned by 'postgres'" in err
+    assert f"ALTER DATABASE {names[0]} OWNER TO {names[0]}" in err
+
+
+def test_an_unreachable_server_is_exit_3_with_the_password_masked(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql://postgres:admin-s3cret@127.0.0.1:{port}/postgres"
+    assert main(["setup-db", "--admin-url", url, "--mlflow-password", "a", "--thermostat-password", "b"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("thermostat setup-db: error: could not connect to postgresql://postgres:***@127.0.0.1:")
+    assert "admin-s3cret" not in err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "flag"),
+    [
+        (["--admin-url", "postgresql://h/p", "--thermostat-password", "b"], "--mlflow-password is required"),
+        (["--admin-url", "postgresql://h/p", "--mlflow-password", "a"], "--thermostat-password is required"),
+        (["--admin-url", "mysql://root:pw@h/db", "--mlflow-password", "a", "--thermostat-password", "b"],
+         "--admin-url mysql://root:***@h/db must be a PostgreSQL URL"),
+        (["--admin-url", "postgresql://h/p", "--mlflow-password", "a", "--thermostat-password", "b",
+          "--thermostat-database", "Robert'); DROP TABLE"], "--thermostat-database: database name"),
+        (["--admin-url", "postgresql://h/p", "--mlflow-password", "a", "--thermostat-password", "b",
+          "--thermostat-database", "mlflow"], "--mlflow-database and --thermostat-database are both 'mlflow'"),
+        (["--mlflow-password", "a", "--thermostat-password", "b"], "--admin-url"),
+    ],
+)
+def test_bad_input_is_exit_2_naming_the_flag(
+    arguments: list[str], flag: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MLFLOW_DB_PASSWORD", raising=False)
+    monkeypatch.delenv("THERMOSTAT_DB_PASSWORD", raising=False)
+    assert main(["setup-db", *arguments]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and flag in err
+
+
+def test_help_lists_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["setup-db", "--help"]) == 0
+    assert "MLFLOW_DB_PASSWORD" in capsys.readouterr().out
+    assert main(["--help"]) == 0
+    assert "setup-db" in capsys.readouterr().out
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(flows.database_setup, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.integration
+def test_the_documented_sql_is_what_setup_db_does(admin_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/deployment.md's SQL, run as the administrator, leaves nothing for setup-db to change."""
+    document = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    blocks = document.split("```sql\n")[1:]
+    assert len(blocks) == 1, "docs/deployment.md should show setup-db's SQL in one ```sql block"
+    statements = blocks[0].split("```", 1)[0]
+    statements = statements.replace("<mlflow password>", SECRET_M).replace("<thermostat password>", SECRET_T)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        for name in ("mlflow", "thermostat"):  # this module's own cluster: the names are free
+            admin.execute(f"DROP DATABASE IF EXISTS {name}")
+            admin.execute(f"DROP ROLE IF EXISTS {name}")
+        for statement in filter(str.strip, statements.split(";")):
+            admin.execute(statement)
+    try:
+        assert main(["setup-db", "--admin-url", admin_url, "--mlflow-password", SECRET_M,
+                     "--thermostat-password", SECRET_T, "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["changed"] is False, result["steps"]
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            for name in ("mlflow", "thermostat"):
+                admin.execute(f"DROP DATABASE IF EXISTS {name}")
+                admin.execute(f"DROP ROLE IF EXISTS {name}")

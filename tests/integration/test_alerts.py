@@ -1,0 +1,353 @@
+"""Alerts that reach someone (issue 14): the automations of ``flows.alerts`` on a real Prefect
+server, and the whole path drift → refused refit → two notifications on a webhook receiver.
+
+The acceptance test runs the real stack on loopback: ``prefect server start``, ``prefect deploy
+--all``, a process worker, ``thermostat alerts install --webhook-url`` pointing at a small
+``http.server`` receiver in this process, then the ``monitor`` deployment on a version whose
+traffic has an arched reliability curve (no single temperature fixes it): the drift event
+starts the ``refit`` deployment, the refit is refused and emits ``refit_failed``, and each event
+sends one notification through the webhook block. The first tests need no server: the
+definitions, their templates rendered by Prefect's own (sandboxed) renderer, and the exit
+statuses of bad options.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from flows.alerts import ALERTS, DEFAULT_BLOCK_NAME, main
+from flows.events import DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.registry import MlflowRegistry
+from flows.settings import ThermostatSettings
+from monitoring import PredictionLog, log_predictions
+from tests.flows.synthetic import arched_traffic
+from tests.integration.conftest import (
+    VENV_BIN,
+    Registered,
+    deploy_all_and_start_worker,
+    free_port,
+    mlflow_client,
+    stop_process,
+)
+
+RESOURCE = {"prefect.resource.id": "mlmodel.digits.v3", "prefect.resource.name": "digits v3", "model.name": "digits",
+            "model.version": "3", "model.alias": "champion"}
+
+
+# --------------------------------------------------------------------------- a webhook receiver
+
+
+class Receiver:
+    """A webhook receiver on loopback: every POSTed JSON body, in arrival order."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver._lock:
+                    receiver.received.append({"path": self.path, "json": json.loads(body)})
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="webhook-receiver", daemon=True)
+        self._thread.start()
+
+    def messages(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [item["json"] for item in self.received]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+# --------------------------------------------------------------------------- fast: the definitions
+
+
+def _render(template: str, event: str, payload: dict[str, Any]) -> str:
+    """``template`` rendered as the Prefect server renders a send-notification action."""
+    from uuid import uuid4
+
+    from prefect.server.events.jinja_filters import all_filters
+    from prefect.server.events.schemas.events import ReceivedEvent
+    from prefect.server.utilities.user_templates import (
+        register_user_template_filters,
+        render_user_template_sync,
+        validate_user_template,
+    )
+
+    register_user_template_filters(all_filters)
+    validate_user_template(template)
+    received = ReceivedEvent.model_validate({"occurred": datetime.now(UTC), "event": event, "resource": RESOURCE,
+                                             "payload": payload, "id": uuid4()})
+    return render_user_template_sync(template, {"event": received, "flow_run": None})
+
+
+def test_alert_definitions_are_stable_and_per_version() -> None:
+    from uuid import uuid4
+
+    from prefect.events.actions import SendNotification
+
+    assert [(a.key, a.event, a.name) for a in ALERTS] == [
+        ("drift", DRIFT_EVENT, "thermostat: calibration drift"),
+        ("refit_failed", REFIT_FAILED_EVENT, "thermostat: refit refused"),
+        ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
+    ]
+    assert INSUFFICIENT_DATA_EVENT == "thermostat.calibration.insufficient_data"
+    block = uuid4()
+    for alert in ALERTS:
+        automation = alert.automation(block)
+        trigger = automation.trigger
+        assert automation.name == alert.name and automation.enabled
+        assert trigger.expect == {alert.event} and trigger.for_each == {"prefect.resource.id"}  # type: ignore[union-attr]
+        assert trigger.match.model_dump() == {"prefect.resource.id": "mlmodel.*"}  # type: ignore[union-attr]
+        assert trigger.posture == "Reactive" and trigger.threshold == 1  # type: ignore[union-attr]
+        [action] = automation.actions
+        assert isinstance(action, SendNotification) and action.block_document_id == block
+    # One notification per event: the monitor's cool-down and streak multiples set the cadence.
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 3
+
+
+def test_templates_render_the_model_the_numbers_and_the_run() -> None:
+    drift, refit_failed, insufficient = ALERTS
+    payload = {
+        "verdict": "drift", "ece": 0.0812345, "ece_estimate": 0.0791, "ece_low": 0.061, "ece_high": 0.097,
+        "baseline_ece": 0.021, "ece_tolerance": 0.02, "p_value": 1.234e-6, "p_threshold": 0.01, "n": 1200,
+        "tests_fired": ["temperature", "ece"], "temperature": 1.7, "window_start": "2026-03-01T00:00:00+00:00",
+        "window_end": "2026-03-02T00:00:00+00:00", "mlflow_run_id": "0123abcd",
+        "temperature_test": {"window_temperature": 2.31, "window_temperature_low": 2.1, "window_temperature_high": 2.5,
+                             "reference_temperature": 1.7, "ratio": 1.359, "p_value": 2e-9},
+    }
+    subject, body = _render(drift.subject, DRIFT_EVENT, payload), _render(drift.body, DRIFT_EVENT, payload)
+    assert subject == "[thermostat] calibration drift: digits v3 @champion (ECE 0.08123, p=1.23e-06)"
+    for text in ("digits version 3 (@champion)", "ECE 0.08123", "reference 0.021 with tolerance 0.02",
+                 "p-value 1.23e-06", "Window T 2.31 [2.1, 2.5]", "ratio 1.359", "Tests fired: temperature, ece",
+                 "Labelled rows: 1200", "2026-03-01T00:00:00+00:00 .. 2026-03-02T00:00:00+00:00",
+                 "MLflow run: 0123abcd"):
+        assert text in body, (text, body)
+    # A number the payload lacks or holds as null (NaN) reads "n/a"; the notification still goes out.
+    sparse = _render(drift.body, DRIFT_EVENT, {"ece": None, "tests_fired": []})
+    assert "ECE n/a" in sparse and "Tests fired: none" in sparse and "MLflow run" not in sparse
+
+    failed = {"reason": "the refit does not verify: arched reliability curve", "step": "verify",
+              "escalation": "needs retraining or a data fix", "model_name": "digits", "model_version": "3",
+              "alias": "champion", "temperature": 1.7, "baseline_ece": 0.021, "verify_n": 600, "ece_before": 0.21,
+              "ece_after": 0.19, "temperature_after": 1.2, "nll_change": -0.004, "nll_verdict": "inconclusive",
+              "p_value": None, "shape": "arched", "window_start": "s", "window_end": "e"}
+    subject = _render(refit_failed.subject, REFIT_FAILED_EVENT, failed)
+    body = _render(refit_failed.body, REFIT_FAILED_EVENT, failed)
+    assert subject == "[thermostat] refit refused: digits v3 @champion — needs retraining or a data fix"
+    for text in ("digits version 3 (@champion) registered nothing: refused at step verify",
+                 "Reason: the refit does not verify: arched reliability curve",
+                 "Escalation: needs retraining or a data fix", "ECE 0.21 -> 0.19 at T 1.2", "p-value n/a",
+                 "reliability shape arched"):
+        assert text in body, (text, body)
+    without = _render(refit_failed.subject, REFIT_FAILED_EVENT, failed | {"escalation": None, "step": "traffic"})
+    assert without.endswith("(step traffic)")
+
+    streak = {"streak": 6, "n": 120, "min_window": 500, "window_start": "s", "window_end": "e",
+              "mlflow_run_id": "feed01", "predicted_accuracy": 0.8123}
+    subject = _render(insufficient.subject, INSUFFICIENT_DATA_EVENT, streak)
+    assert subject == "[thermostat] no labels: digits v3 @champion: 6 checks in a row with too few labelled rows"
+    body = _render(insufficient.body, INSUFFICIENT_DATA_EVENT, streak)
+    for text in ("6 consecutive checks of digits version 3 (@champion)", "120 < 500", "predicts an accuracy of 0.812",
+                 "MLflow run: feed01"):
+        assert text in body, (text, body)
+    assert "early warning" not in _render(insufficient.body, INSUFFICIENT_DATA_EVENT, streak | {"predicted_accuracy": None})
+
+
+def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    assert main(["install", "--webhook-url", "ftp://example.com/hook"]) == 2
+    assert "--webhook-url 'ftp://example.com/hook' is not an http(s) URL" in capsys.readouterr().err
+    assert main(["install", "--webhook-url", "http:///no-host"]) == 2
+    assert "--webhook-url" in capsys.readouterr().err
+    assert main(["install", "--block", "ops", "--block-name", "other"]) == 2
+    assert "--block-name" in capsys.readouterr().err
+    assert main(["install"]) == 2  # one of --webhook-url and --block is required (argparse)
+    capsys.readouterr()
+    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
+        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 3
+    err = capsys.readouterr().err
+    assert "the Prefect API at http://127.0.0.1:" in err and "cannot be reached" in err
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 2
+    assert "PREFECT_API_URL is not set" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- a real server
+
+
+def _install(env: dict[str, str], *options: str) -> dict[str, Any]:
+    done = subprocess.run([str(VENV_BIN / "thermostat"), "alerts", "install", *options, "--json"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout))
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_install_is_idempotent_and_takes_any_notification_block(
+    prefect_server: tuple[str, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefect.blocks.notifications import SlackWebhook
+    from prefect.blocks.system import Secret
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from pydantic import SecretStr
+
+    api_url, env = prefect_server
+    first = _install(env, "--webhook-url", "http://127.0.0.1:9/first")
+    again = _install(env, "--webhook-url", "http://127.0.0.1:9/second")
+    assert first["block"] == again["block"] == f"custom-webhook/{DEFAULT_BLOCK_NAME}"
+    assert first["block_id"] == again["block_id"] and again["destination"] == "http://127.0.0.1:9"
+    assert [a["status"] for a in first["automations"]] == ["created"] * 3
+    assert [a["status"] for a in again["automations"]] == ["updated"] * 3
+    assert [a["id"] for a in first["automations"]] == [a["id"] for a in again["automations"]]
+
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        with get_client(sync_client=True) as client:
+            for alert in ALERTS:
+                [automation] = client.read_automations_by_name(alert.name)
+                [action] = automation.actions
+                assert str(action.block_document_id) == first["block_id"]  # type: ignore[union-attr]
+            block = client.read_block_document_by_name(DEFAULT_BLOCK_NAME, "custom-webhook")
+            assert block.data["url"] == "http://127.0.0.1:9/second"  # the re-run updated the block too
+            # A duplicate made by hand (e.g. `prefect automation create --from-file` run twice) is removed.
+            client.create_automation(ALERTS[0].automation(block.id))
+        # Any saved notification block: a Slack webhook, by name or TYPE/NAME.
+        slack_id = SlackWebhook(url=SecretStr("https://hooks.slack.com/services/T000/B000/XXXX")).save(
+            "ops", overwrite=True)
+        Secret(value=SecretStr("x")).save("not-a-notifier", overwrite=True)
+        assert main(["install", "--block", "ops", "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["block"] == "slack-webhook/ops" and result["block_id"] == str(slack_id)
+        assert result["block_status"] == "existing" and result["destination"] is None
+        assert [a["removed_duplicates"] for a in result["automations"]] == [1, 0, 0]
+        assert main(["install", "--block", "slack-webhook/ops"]) == 0
+        assert "notification block slack-webhook/ops (existing" in capsys.readouterr().out
+        with get_client(sync_client=True) as client:
+            for alert in ALERTS:
+                [automation] = client.read_automations_by_name(alert.name)
+                assert str(automation.actions[0].block_document_id) == str(slack_id)  # type: ignore[union-attr]
+        assert main(["install", "--block", "no-such-block"]) == 2
+        assert "--block 'no-such-block': no block of that name" in capsys.readouterr().err
+        assert main(["install", "--block", "slack-webhook/nope"]) == 2
+        assert "there is no slack-webhook block named 'nope'" in capsys.readouterr().err
+        assert main(["install", "--block", "not-a-notifier"]) == 2
+        assert "secret/not-a-notifier cannot send notifications" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- acceptance
+
+
+def _wait_for(receiver: Receiver, prefixes: tuple[str, ...], timeout: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        messages = receiver.messages()
+        if all(any(m["subject"].startswith(p) for m in messages) for p in prefixes):
+            return messages
+        time.sleep(1)
+    return receiver.messages()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_drift_and_the_refused_refit_reach_the_webhook(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, receiver: Receiver, tmp_path: Path
+) -> None:
+    """monitor (deployment) → drift event → the drift alert, and the refit deployment → refused
+    (an arched curve: no single T fixes it) → refit_failed event → the refit alert; each
+    notification POSTed once to the webhook, naming the model, version, alias and numbers."""
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    api_url, env = prefect_server
+    env = env | {"THERMOSTAT_MIN_ACCURACY": "0.3"}  # refused at verification, not at the accuracy floor
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    state.mkdir()
+    shutil.copyfile(registered.db, state / "mlflow.db")
+    logits, labels = arched_traffic(2000, np.random.default_rng(5))
+    start = datetime.now(UTC) - timedelta(minutes=10)
+    with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as log:
+        log.create()
+        log_predictions(log, "digits", "1", registered.temperature, logits, [f"arched-{i}" for i in range(2000)],
+                        time=[start + timedelta(seconds=60 * i / 2000) for i in range(2000)], labels=labels)
+
+    worker = deploy_all_and_start_worker(env, tmp_path)
+    try:
+        installed = _install(env, "--webhook-url", receiver.url)
+        assert [a["event"] for a in installed["automations"]] == [DRIFT_EVENT, REFIT_FAILED_EVENT,
+                                                                    INSUFFICIENT_DATA_EVENT]
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
+        assert isinstance(flow_run, FlowRun)
+        assert flow_run.state is not None and flow_run.state.is_completed(), (
+            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}")
+        drift_prefix, refit_prefix = "[thermostat] calibration drift: digits v1 @champion", \
+            "[thermostat] refit refused: digits v1 @champion"
+        messages = _wait_for(receiver, (drift_prefix, refit_prefix), timeout=150)
+        time.sleep(3)  # a duplicate would arrive within seconds
+        messages = receiver.messages()
+    finally:
+        stop_process(worker, signal.SIGINT, 15)
+    (tmp_path / "notifications.json").write_text(json.dumps(messages, indent=2))  # to read after a failure
+    logs = f"{(tmp_path / 'worker.log').read_text()[-4000:]}\n{(tmp_path / 'server.log').read_text()[-3000:]}"
+    drift = [m for m in messages if m["subject"].startswith(drift_prefix)]
+    refused = [m for m in messages if m["subject"].startswith(refit_prefix)]
+    assert len(drift) == 1 and len(refused) == 1 and len(messages) == 2, (messages, logs)
+
+    registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
+    client = mlflow_client(registry)
+    [experiment] = [e for e in client.search_experiments() if e.name == "thermostat-monitoring"]
+    [check] = client.search_runs([experiment.experiment_id], "tags.`thermostat.verdict` = 'drift'")
+    ece, p_value = check.data.metrics["ece"], check.data.metrics["p_value"]
+    [message] = drift
+    assert set(message) == {"text", "subject", "body", "source"} and message["source"] == "thermostat"
+    assert message["text"] == f"{message['subject']}\n\n{message['body']}"
+    assert message["subject"] == f"{drift_prefix} (ECE {ece:.4g}, p={p_value:.3g})"
+    for text in ("Calibration drift on digits version 1 (@champion).", f"ECE {ece:.4g} on the window",
+                 f"p-value {p_value:.3g}", f"MLflow run: {check.info.run_id}", "Prefect flow run: "):
+        assert text in message["body"], (text, message["body"])
+
+    [message] = refused
+    assert message["subject"] == f"{refit_prefix} — needs retraining or a data fix"
+    for text in ("The refit of digits version 1 (@champion) registered nothing: refused at step verify.",
+                 "Reason: the refit does not verify", "Escalation: needs retraining or a data fix",
+                 "reliability shape ", "Prefect flow run: "):
+        assert text in message["body"], (text, message["body"])
+    assert [str(v.version) for v in registry.versions("digits")] == ["1"]

@@ -1,13 +1,15 @@
 """Alerts that reach someone: Prefect automations that send a notification on Thermostat's events.
 
-Three automations, one per event (:mod:`flows.events`), each matching every model version
-(``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
+Four automations on Thermostat's events (:mod:`flows.events`), each matching every model
+version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
 ``prefect.resource.id``), so two versions drifting in one check send two alerts:
 
 ``thermostat: calibration drift``
     on ``thermostat.calibration.drift``: model, version, alias, the window's ECE against the
     registration reference and the tolerance, the p-value, which test fired, the window's T,
-    the MLflow run of the check. A refit of the version was requested by the same event.
+    the MLflow run of the check (and its experiment). A refit of the version was requested by
+    the same event; the alert says from when it reads the traffic (``refit_window_start``, the
+    sequential rule's change point when its alarm found the drift, else the window's start).
 ``thermostat: refit refused``
     on ``thermostat.calibration.refit_failed``: the step that refused, the reason, the
     escalation ("needs retraining or a data fix") and the verification numbers.
@@ -16,6 +18,24 @@ Three automations, one per event (:mod:`flows.events`), each matching every mode
     streak of checks with too few labelled rows reaches ``THERMOSTAT_INSUFFICIENT_DATA_STREAK``
     and at each multiple of it, so a long streak is reminded, not repeated every hour): the
     streak, the rows and the minimum window.
+``thermostat: confidence shift``
+    on ``thermostat.calibration.confidence_shift`` (the early warning, at most one per version
+    per cool-down): a lower-severity notice — the served confidences moved from the
+    registration reference before labels could tell; the accuracy they predict; a labelled
+    check of the model is scheduled (the ``monitor`` deployment's trigger).
+
+and two on the ``refit`` flow's own runs (Prefect's flow-run state events, matched to the flow
+through the event's related resource of role ``flow`` named ``refit``), one per flow run, for
+the refits that end without emitting ``refit_failed``:
+
+``thermostat: refit crashed``
+    on ``prefect.flow-run.Crashed`` (the process or its infrastructure died: killed, out of
+    memory, the worker lost): the flow run, its parameters, the state's message.
+``thermostat: refit errored``
+    on ``prefect.flow-run.Failed`` whose state message is Prefect's for an exception ("Flow run
+    encountered an exception: ..."; e.g. the checkpoint could not be fetched): the same. A
+    refused refit also ends Failed, but with its escalation or reason as the message, and is
+    announced by ``refit refused`` alone.
 
 Each automation's one action is Prefect's ``send-notification``: the server renders the
 subject and body (Jinja, with ``event``, ``flow_run`` …) and hands them to a **notification
@@ -36,8 +56,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit
@@ -52,11 +72,13 @@ from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
 from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
-from flows.events import DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
 
 __all__ = [
     "ALERTS",
     "DEFAULT_BLOCK_NAME",
+    "FLOW_RUN_CRASHED_EVENT",
+    "FLOW_RUN_FAILED_EVENT",
     "AlertDefinition",
     "AlertsConfigurationError",
     "AlertsServerError",
@@ -68,6 +90,16 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_NAME: Final = "thermostat-alerts"
+# Prefect's events on a flow run's state changes (prefect.flow-run.<state name>).
+FLOW_RUN_CRASHED_EVENT: Final = "prefect.flow-run.Crashed"
+FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
+# The state message Prefect's flow engine gives a flow run that raised (Prefect 3.x:
+# "Flow run encountered an exception: FileNotFoundError: ...").
+_EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
+_MODEL_VERSIONS: Final = {"prefect.resource.id": "mlmodel.*"}
+# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.refit).
+_FLOW_RUNS: Final = {"prefect.resource.id": "prefect.flow-run.*"}
+_REFIT_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
 WEBHOOK_BLOCK_TYPE: Final = "custom-webhook"
 
 # What the default webhook block POSTs (CustomWebhookNotificationBlock substitutes {{subject}},
@@ -87,7 +119,7 @@ _VERSION = ("{{ event.resource['model.name'] }} version {{ event.resource['model
 _SHORT = "{{ event.resource['model.name'] }} v{{ event.resource['model.version'] }} @{{ event.resource['model.alias'] }}"
 _RUNS = (
     "{% if event.payload.mlflow_run_id %}MLflow run: {{ event.payload.mlflow_run_id }}"
-    " (experiment thermostat-monitoring)\n{% endif %}"
+    " (experiment {{ event.payload.mlflow_experiment | default('thermostat-monitoring', true) }})\n{% endif %}"
     "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
     "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
     "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
@@ -109,8 +141,11 @@ DRIFT_BODY: Final = _NUMBER + (
     "Tests fired: {{ event.payload.tests_fired|join(', ') if event.payload.tests_fired else 'none' }}. "
     "Labelled rows: {{ event.payload.n }}; T in force {{ num(event.payload.temperature) }}.\n"
     "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
-    "What happens now: the refit deployment refits this version's temperature on that traffic; if the refit is "
-    "refused, a 'refit refused' alert follows.\n" + _RUNS
+    "What happens now: the refit deployment refits this version's temperature on its labelled traffic from "
+    "{{ event.payload.refit_window_start | default(event.payload.window_start, true) }} to "
+    "{{ event.payload.window_end }}{% if event.payload.refit_window_start and event.payload.refit_window_start != "
+    "event.payload.window_start %} (the sequential rule's change point: the rows before it predate the drift)"
+    "{% endif %}; if the refit is refused, a 'refit refused' alert follows.\n" + _RUNS
 )
 
 REFIT_FAILED_SUBJECT: Final = (
@@ -148,13 +183,66 @@ INSUFFICIENT_DATA_BODY: Final = (
     + _RUNS
 )
 
+CONFIDENCE_SHIFT_SUBJECT: Final = (
+    _NUMBER + "[thermostat] notice: confidence shift on " + _SHORT
+    + " (confidences {{ event.payload.direction }}, predicted accuracy {{ num(event.payload.predicted_accuracy, "
+      "'%.3f') }}); labelled check scheduled"
+)
+CONFIDENCE_SHIFT_BODY: Final = _NUMBER + (
+    "Early warning (a notice, not a drift verdict) on " + _VERSION + ": the confidences it served moved "
+    "{% if event.payload.direction == 'up' %}up (more confident){% elif event.payload.direction == 'down' %}down "
+    "(less confident){% else %}{{ event.payload.direction }}{% endif %} from its registration reference: mean "
+    "confidence {{ num(event.payload.mean_confidence, '%.3f') }} against the reference's "
+    "{{ num(event.payload.reference_mean_confidence, '%.3f') }}, p-value {{ num(event.payload.p_value, '%.3g') }}, "
+    "on {{ event.payload.n }} served rows ({{ event.payload.labelled }} labelled so far).\n"
+    "If the version is still calibrated, these rows should show an accuracy of "
+    "{{ num(event.payload.predicted_accuracy, '%.3f') }} [{{ num(event.payload.predicted_accuracy_low, '%.3f') }}, "
+    "{{ num(event.payload.predicted_accuracy_high, '%.3f') }}] once labelled.\n"
+    "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "What happens now: the monitor deployment checks the model again on labelled traffic once labels had time to "
+    "arrive (its trigger's schedule_after); a 'calibration drift' alert follows if that check finds drift.\n"
+    + _RUNS
+)
+
+# From the flow run's own resource (name, state) and, when the server can read it, the flow
+# run itself (its parameters: the model, version and alias the refit was for).
+_REFIT_TARGET = (
+    "{% if flow_run and flow_run.parameters.model_name %}{{ flow_run.parameters.model_name }}"
+    "{% if flow_run.parameters.model_version %} v{{ flow_run.parameters.model_version }}{% endif %}"
+    " @{{ flow_run.parameters.alias | default('champion', true) }}{% else %}a model version{% endif %}"
+)
+REFIT_CRASHED_SUBJECT: Final = (
+    "[thermostat] refit {{ 'crashed' if event.resource['prefect.state-name'] == 'Crashed' else 'errored' }}: "
+    + _REFIT_TARGET + " (flow run {{ event.resource['prefect.resource.name'] }})"
+)
+REFIT_CRASHED_BODY: Final = (
+    "The refit flow run {{ event.resource['prefect.resource.name'] }} of " + _REFIT_TARGET + " ended "
+    "{{ event.resource['prefect.state-name'] }} before it reported an outcome, so no 'refit refused' alert was "
+    "sent for it.\n"
+    "State message: {{ event.resource['prefect.state-message'] or '(none)' }}\n"
+    "{% if flow_run and flow_run.parameters.model_name %}Window: "
+    "{{ flow_run.parameters.window_start | default('the last monitor_window', true) }} .. "
+    "{{ flow_run.parameters.window_end | default('now', true) }}"
+    "{% if flow_run.parameters.drift_run_id %}; caused by the drift check in MLflow run "
+    "{{ flow_run.parameters.drift_run_id }}{% endif %}.\n{% endif %}"
+    "The version keeps serving with its current temperature unless the registry shows a new version from this "
+    "refit; a registration it left half done is completed or removed by the model's next refit or "
+    "post-finetune. Read the flow run's logs, fix the cause, then run the refit again "
+    "(prefect deployment run refit/refit).\n"
+    "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
+    "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
+    "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class AlertDefinition:
     """One alert: the event it listens for, its automation's (stable) name and its templates.
 
     ``repeat_after`` is the trigger's ``within``: 0 sends one notification per event; a
-    positive time sends at most one per version in that time.
+    positive time sends at most one per resource in that time. ``match`` selects the event's
+    resource (default: every model version), ``match_related`` its related resources (default:
+    any); the trigger fires per resource (``for_each`` ``prefect.resource.id``).
     """
 
     key: str
@@ -164,6 +252,8 @@ class AlertDefinition:
     subject: str
     body: str
     repeat_after: timedelta = timedelta(0)
+    match: Mapping[str, str] = field(default_factory=lambda: dict(_MODEL_VERSIONS))
+    match_related: Mapping[str, str] = field(default_factory=dict)
 
     def automation(self, block_document_id: UUID) -> AutomationCore:
         """The automation that sends this alert through the notification block ``block_document_id``."""
@@ -173,7 +263,8 @@ class AlertDefinition:
             enabled=True,
             tags=["thermostat"],
             trigger=EventTrigger(
-                match={"prefect.resource.id": "mlmodel.*"},
+                match=dict(self.match),
+                match_related=dict(self.match_related),
                 expect={self.event},
                 for_each={"prefect.resource.id"},
                 posture=Posture.Reactive,
@@ -203,6 +294,26 @@ ALERTS: Final = (
         description="A serving version had too few labelled rows in several consecutive checks (the monitor emits "
                     "the event when the streak reaches its threshold and at each multiple).",
         subject=INSUFFICIENT_DATA_SUBJECT, body=INSUFFICIENT_DATA_BODY,
+    ),
+    AlertDefinition(
+        key="confidence_shift", event=CONFIDENCE_SHIFT_EVENT, name="thermostat: confidence shift",
+        description="Notice: a serving version's confidences moved from its registration reference before labels "
+                    "could tell (the early warning); a labelled check of the model is scheduled.",
+        subject=CONFIDENCE_SHIFT_SUBJECT, body=CONFIDENCE_SHIFT_BODY,
+    ),
+    AlertDefinition(
+        key="refit_crashed", event=FLOW_RUN_CRASHED_EVENT, name="thermostat: refit crashed",
+        description="A run of the refit flow crashed (its process or infrastructure died) before reporting an "
+                    "outcome: no refit_failed event was emitted for it.",
+        subject=REFIT_CRASHED_SUBJECT, body=REFIT_CRASHED_BODY, match=_FLOW_RUNS, match_related=_REFIT_FLOW,
+    ),
+    AlertDefinition(
+        key="refit_errored", event=FLOW_RUN_FAILED_EVENT, name="thermostat: refit errored",
+        description="A run of the refit flow failed on an exception (e.g. the checkpoint could not be fetched) "
+                    "before reporting an outcome. A refused refit also ends Failed, with its reason as the message: "
+                    "that one is the refit refused alert's.",
+        subject=REFIT_CRASHED_SUBJECT, body=REFIT_CRASHED_BODY,
+        match=_FLOW_RUNS | {"prefect.state-message": _EXCEPTION_MESSAGE}, match_related=_REFIT_FLOW,
     ),
 )
 
@@ -399,12 +510,18 @@ def install_alerts(
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: three automations
-that send a notification, one per model version, on
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: six automations that
+send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
   thermostat.calibration.refit_failed       the refused step, reason and escalation
   thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
+  thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled
+
+or one per run of the refit flow that ends without refit_failed, on
+
+  prefect.flow-run.Crashed                  the refit's process or infrastructure died
+  prefect.flow-run.Failed                   the refit raised (e.g. the checkpoint could not be fetched)
 
 through a Prefect notification block: --webhook-url saves a custom-webhook block that POSTs
 JSON {"text", "subject", "body", "source"} to the URL; --block uses a block already saved

@@ -7,19 +7,32 @@ to that state through an administrator's connection and changes only what differ
 
 - a missing role is created with ``LOGIN`` and its password; an existing one gets ``LOGIN``
   if it lacks it, and its password if the stored one differs (compared with the stored SCRAM
-  or MD5 verifier, which needs a superuser; otherwise the password is set again and the step
-  says it could not compare);
+  or MD5 verifier, which needs a superuser; otherwise the password is set again on every run
+  and the step says it could not compare);
 - a missing database is created owned by its role, and the default ``CONNECT``/``TEMP`` of
   ``PUBLIC`` on it revoked; an existing database owned by another role is refused (changing an
   owner is the operator's decision).
+
+It never touches the server's own names or a privileged role: the names ``postgres``,
+``template0``, ``template1`` and ``pg_*`` are refused as bad input, and an existing role that is
+a superuser, has ``CREATEROLE``, ``REPLICATION`` or ``BYPASSRLS``, or is the administrator's
+own role is refused (exit 3) before anything is changed — setting its password would change
+who can administer the server.
+
+The administrator is a superuser, or a role with ``CREATEROLE`` and ``CREATEDB``. ``CREATE
+DATABASE ... OWNER role`` needs the latter to be a member of the role (PostgreSQL 15 and
+earlier) or able to ``SET ROLE`` to it (16 and later): it is granted membership
+(``GRANT role TO current_user``) for that statement and the ``REVOKE`` that follows, then the
+grant is revoked. On PostgreSQL 16 and later that ``GRANT`` needs ``ADMIN OPTION`` on the
+role, which a ``CREATEROLE`` administrator holds on the roles it created itself.
 
 Passwords reach the server only as verifiers computed by libpq (never as plain text in SQL,
 so a statement log cannot show them), and every URL printed has its password masked
 (:func:`monitoring.mask_url`). Exit status as the command line's contract (:mod:`flows.cli`):
 0 the roles and databases are in place (whether or not anything changed; the report says
-which); 2 bad input (an option, a missing password, the driver not installed), the message
-on stderr naming the flag; 3 the database failed (unreachable, a permission refused, a
-database owned by another role).
+which); 2 bad input (an option, a missing password, a reserved name, the driver not
+installed), the message on stderr naming the flag; 3 the database failed (unreachable, a
+permission refused, a database owned by another role, an existing privileged role).
 """
 
 from __future__ import annotations
@@ -48,11 +61,24 @@ __all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "main", "setup_database
 
 # A role or database name this command creates: a plain, unquoted PostgreSQL identifier.
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+# The server's own databases and roles (pg_* is reserved for its predefined roles).
+_RESERVED = ("postgres", "template0", "template1")
+# Role attributes that make a role an administrator: setup-db never sets such a role's password.
+_PRIVILEGES = ("SUPERUSER", "CREATEROLE", "REPLICATION", "BYPASSRLS")
+_UNCOMPARED = "password set again (cannot be compared without a superuser: only one can read pg_authid)"
 _DRIVER_URL = "postgresql+psycopg://{role}:{password}@{host}/{database}"
 
 
 class SetupError(RuntimeError):
     """The server refused a step, or is in a state this command will not change."""
+
+
+class PrivilegedRoleError(SetupError):
+    """A role to set up exists with administrative attributes, or is the administrator's own."""
+
+    def __init__(self, role: str, message: str) -> None:
+        super().__init__(message)
+        self.role = role
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +87,8 @@ class DatabaseSpec:
 
     Parameters
     ----------
-    name : a plain lower-case identifier (``mlflow``, ``thermostat``).
+    name : a plain lower-case identifier (``mlflow``, ``thermostat``); not one of the server's
+        own names (``postgres``, ``template0``, ``template1``, ``pg_*``).
     password : the role's password.
     purpose : what the database holds, in the report.
     url_variable : the environment variable its URL goes in (``MLFLOW_BACKEND_STORE_URI``,
@@ -77,6 +104,9 @@ class DatabaseSpec:
         if not _NAME.fullmatch(self.name):
             raise ValueError(f"database name {self.name!r} must be a lower-case identifier "
                              "([a-z_][a-z0-9_]*, at most 63 characters)")
+        if self.name in _RESERVED or self.name.startswith("pg_"):
+            raise ValueError(f"database name {self.name!r} is reserved (the server's own databases and roles: "
+                             f"{', '.join(_RESERVED)}, pg_*); choose another name, e.g. the default")
         if not self.password:
             raise ValueError(f"the password of role {self.name!r} is empty; choose a non-empty password")
 
@@ -117,22 +147,30 @@ def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> Databa
     ----------
     admin_url : str
         libpq URL of an administrator's connection (a superuser, or a role with CREATEROLE and
-        CREATEDB), e.g. ``postgresql://postgres@db.internal:5432/postgres``; a SQLAlchemy
-        ``postgresql+psycopg://`` URL is accepted too. The URLs reported use its host and port.
+        CREATEDB, which is made a member of each new role for its ``CREATE DATABASE`` and the
+        membership revoked after), e.g. ``postgresql://postgres@db.internal:5432/postgres``; a
+        SQLAlchemy ``postgresql+psycopg://`` URL is accepted too. The URLs reported use its host
+        and port.
     databases : sequence of DatabaseSpec
         What to create.
 
     Returns
     -------
     DatabaseSetup
-        The steps (``unchanged`` for every step of a re-run) and the masked URLs.
+        The steps and the masked URLs. Through a superuser every step of a re-run is
+        ``unchanged``; through a non-superuser administrator, which cannot read the stored
+        passwords, each role's step is ``updated`` with "password set again (cannot be compared
+        without a superuser ...)" on every run.
 
     Raises
     ------
     ValueError
         If ``admin_url`` is not a PostgreSQL URL.
     SetupError
-        If the server cannot be reached or refuses a step, or a database is owned by another role.
+        If the server cannot be reached or refuses a step, a database is owned by another role,
+        or a role exists with administrative attributes (superuser, ``CREATEROLE``,
+        ``REPLICATION``, ``BYPASSRLS``) or is the administrator's own; the last is checked for
+        every role before anything is changed.
     ImportError
         If the PostgreSQL driver ``psycopg`` is not installed.
     """
@@ -149,6 +187,10 @@ def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> Databa
     urls: dict[str, str] = {}
     with connection:
         host = _host_for_urls(connection)
+        try:
+            _refuse_privileged_roles(connection, databases)
+        except psycopg.Error as exc:
+            raise SetupError(f"on {mask_url(admin_url)}, reading the existing roles failed: {exc}".rstrip()) from exc
         for spec in databases:
             try:
                 steps.append(_ensure_role(connection, spec))
@@ -178,6 +220,23 @@ def _host_for_urls(connection: psycopg.Connection[Any]) -> str:
     return f"{shown}:{connection.info.port}"
 
 
+def _refuse_privileged_roles(connection: psycopg.Connection[Any], databases: Sequence[DatabaseSpec]) -> None:
+    """:class:`PrivilegedRoleError` if a role to set up exists as an administrator or is ``current_user``."""
+    rows = connection.execute(
+        "SELECT rolname, rolsuper, rolcreaterole, rolreplication, rolbypassrls, rolname = current_user "
+        "FROM pg_roles WHERE rolname = ANY(%s)", [[spec.name for spec in databases]]).fetchall()
+    purposes = {spec.name: spec.purpose for spec in databases}
+    for name, *attributes, is_admin in rows:
+        held = [privilege for privilege, has in zip(_PRIVILEGES, attributes, strict=True) if has]
+        if held or is_admin:
+            what = ("is the administrator's own role (the --admin-url user)" if is_admin
+                    else f"exists with {', '.join(held)}")
+            raise PrivilegedRoleError(
+                name, f"role {name!r} (for {purposes[name]}) {what}; setup-db sets the password of the role it "
+                      "gives a database to and will not do that to a role that can administer the server; "
+                      "nothing was changed")
+
+
 def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> SetupStep:
     from psycopg import sql
 
@@ -194,8 +253,7 @@ def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> Set
     same = _password_matches(connection, spec)
     if same is not True:
         connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, verifier))
-        changes.append("password set" if same is False else
-                       "password set (the stored one could not be compared: reading pg_authid needs a superuser)")
+        changes.append("password set" if same is False else _UNCOMPARED)
     if changes:
         return SetupStep(subject, "updated", ", ".join(changes))
     return SetupStep(subject, "unchanged", "exists, LOGIN, same password")
@@ -208,14 +266,36 @@ def _ensure_database(connection: psycopg.Connection[Any], spec: DatabaseSpec) ->
     row = connection.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s",
                              [spec.name]).fetchone()
     if row is None:
-        connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(name, name))
-        connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(name))
+        granted = _join_role_if_needed(connection, spec.name)
+        try:
+            connection.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(name, name))
+            # As a member of the owner (when not a superuser): only the owner may revoke.
+            connection.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(name))
+        finally:
+            if granted:
+                connection.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(name))
         return SetupStep(subject, "created", f"owned by {spec.name}, no access for PUBLIC ({spec.purpose})")
     if row[0] != spec.name:
         raise SetupError(f"database {spec.name!r} exists and is owned by {row[0]!r}, not by role {spec.name!r}; "
                          f"if it is meant for {spec.purpose}, run ALTER DATABASE {spec.name} OWNER TO {spec.name}, "
                          "then this command again")
     return SetupStep(subject, "unchanged", f"exists, owned by {spec.name}")
+
+
+def _join_role_if_needed(connection: psycopg.Connection[Any], role: str) -> bool:
+    """Grant ``current_user`` membership in ``role`` if ``CREATE DATABASE ... OWNER role`` needs it;
+    whether it was granted (the caller revokes it)."""
+    from psycopg import sql
+
+    # PostgreSQL 16 asks for the SET option of the membership, 15 and earlier for membership.
+    privilege = "SET" if connection.info.server_version >= 160000 else "MEMBER"
+    row = connection.execute(
+        f"SELECT rolsuper OR pg_has_role(current_user, %s, '{privilege}') FROM pg_roles WHERE rolname = current_user",
+        [role]).fetchone()
+    if row is not None and row[0]:
+        return False
+    connection.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(role)))
+    return True
 
 
 def _verifier(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> bytes:
@@ -272,7 +352,11 @@ administrator's connection (a superuser, or a role with CREATEROLE and CREATEDB)
   thermostat  the prediction log and the registration lock (THERMOSTAT_PREDICTION_LOG_URL),
               owned by role thermostat
 
-Idempotent: a re-run changes nothing and says so; a changed password is set again. Passwords
+Idempotent: through a superuser a re-run changes nothing and says so, and a changed password
+is set again; a non-superuser administrator cannot read the stored passwords, so it sets them
+again on every run and says so ("password set again"). The server's own names (postgres,
+template0, template1, pg_*) and existing privileged roles (superuser, CREATEROLE, REPLICATION,
+BYPASSRLS, or the administrator itself) are refused before anything changes. Passwords
 come from the flags or, better (a command line is visible to every user of the machine), from
 the environment variables MLFLOW_DB_PASSWORD and THERMOSTAT_DB_PASSWORD. The URLs to put in
 the deployment's environment are printed with the passwords masked as ***."""
@@ -281,8 +365,9 @@ _EPILOG = """\
 --json keys: changed, steps (subject, action: created|updated|unchanged, detail), urls.
 
 exit status: 0 the roles and databases are in place (the report says what changed); 2 bad
-input (an option, a missing password, the driver not installed), the message on stderr;
-3 the database failed (unreachable, a permission refused, a database owned by another role)."""
+input (an option, a missing password, a reserved name, the driver not installed), the message
+on stderr; 3 the database failed (unreachable, a permission refused, a database owned by
+another role, an existing privileged role)."""
 
 _PASSWORD_VARIABLES = {"mlflow": "MLFLOW_DB_PASSWORD", "thermostat": "THERMOSTAT_DB_PASSWORD"}
 
@@ -321,7 +406,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db"
         print(f"{prog}: error: {message}", file=sys.stderr)
         return status
 
-    specs = []
+    specs, flags = [], {}
     for key, purpose, variable in (("mlflow", "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
                                    ("thermostat", "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL")):
         password = getattr(args, f"{key}_password") or os.environ.get(_PASSWORD_VARIABLES[key], "")
@@ -330,6 +415,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db"
                                         "environment, which keeps it off the command line)")
         try:
             specs.append(DatabaseSpec(getattr(args, f"{key}_database"), password, purpose, variable))
+            flags[specs[-1].name] = f"--{key}-database"
         except ValueError as error:
             return fail(EXIT_BAD_INPUT, f"--{key}-database: {error}")
     if specs[0].name == specs[1].name:
@@ -342,6 +428,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db"
                                     "pip install -c constraints.txt 'psycopg[binary]'")
     except ValueError as error:
         return fail(EXIT_BAD_INPUT, str(error))
+    except PrivilegedRoleError as error:
+        return fail(EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
     except SetupError as error:
         return fail(EXIT_COMPUTATION_FAILED, str(error))
     print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))

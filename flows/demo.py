@@ -246,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, help="state folder (default: THERMOSTAT_STATE_DIR or ./.thermostat)")
     args = parser.parse_args(argv)
     settings = ThermostatSettings() if args.state_dir is None else ThermostatSettings(state_dir=args.state_dir)
+    # The demo attaches labels in-process, committed before each check: no settle time needed for
+    # the sequential rule to see them (production waits THERMOSTAT_LABEL_SETTLE_TIME, 5 min).
+    settings = settings.model_copy(update={"label_settle_time": timedelta(0)})
     log_path = settings.state_dir.absolute() / LOG_FILE_NAME
     _logs_to_file(log_path)
     try:
@@ -440,8 +443,10 @@ def _monitor_story(
                       "monitor starts no refit; the demo starts it by hand (an operator's call)")
             started = time.perf_counter()
             try:
+                # From the sequential rule's change point when it found the drift (the trigger does the same).
+                start = check.window_start if check.report is None else check.report.refit_window_start
                 outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
-                                window_start=check.window_start, window_end=check.window_end, settings=settings,
+                                window_start=start, window_end=check.window_end, settings=settings,
                                 drift_event_id=check.event_id, drift_run_id=check.run_id)
             except RefitFailed as refused:  # nothing registered: its flow run ended Failed
                 outcome = refused.outcome

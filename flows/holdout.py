@@ -49,6 +49,25 @@ _ARRAYS = ("ids", "features", "labels")
 _Refusal = Callable[[str, str], ValueError]
 
 
+def _process_umask() -> int:
+    """The process's umask, read once at import: os.umask can only be read by setting it, which
+    changes it for every thread, so it is not read again while flows run their tasks in threads."""
+    try:  # Linux (4.7+) shows it without setting it.
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+# The mode a plain open() gives a new file under the process's umask.
+_FILE_MODE = 0o666 & ~_process_umask()
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class HoldoutFeatures:
     """Checked holdout features: ``ids`` (n,), ``features`` (n, ...), ``labels`` (n,), and the file they came from."""
@@ -367,9 +386,7 @@ def _replaced(file: Path) -> Iterator[IO[bytes]]:
             yield stream
         # mkstemp makes the file private (0600); give it the mode a plain open() would, since
         # the flow that reads it often runs as another user (a worker's service account).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        os.chmod(temporary, _FILE_MODE)
         os.replace(temporary, file)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -50,10 +50,11 @@ reported as a drift (MLflow, artifacts), without an event.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -78,6 +79,7 @@ from flows.versions import (
 from monitoring import (
     DriftReport,
     EarlyWarning,
+    LabelledChunk,
     LabelledSource,
     NewlyLabelled,
     PredictionLog,
@@ -100,6 +102,10 @@ from monitoring import (
 )
 
 __all__ = ["VersionCheck", "artifact_key", "monitor"]
+
+# Served-time lower bound of the sequential rule's increments after the first: any row of the
+# version whose label arrived since the cursor counts, however long ago it was served.
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -196,18 +202,40 @@ def summarise_on_dask(
     return summary
 
 
+class _EarliestServed:
+    """A labelled source that remembers the earliest serving time among the rows it yielded."""
+
+    def __init__(self, source: NewlyLabelled) -> None:
+        self.source = source
+        self.earliest: datetime | None = None
+
+    def n_classes(self, model_name: str, model_version: str) -> int | None:
+        return self.source.n_classes(model_name, model_version)
+
+    def iter_labelled(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
+    ) -> Iterator[LabelledChunk]:
+        for chunk in self.source.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size):
+            first = chunk.time.min().astype("datetime64[us]").item().replace(tzinfo=UTC)
+            self.earliest = first if self.earliest is None else min(self.earliest, first)
+            yield chunk
+
+
 @io_task(name="update-sequential")
 def sequential_update(
     log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> SequentialCheck | None:
     """Fold the rows labelled since the previous check into the version's sequential rule.
 
-    Two clocks: the rows are those served from the window's start on (until now, so a
-    re-check of a past window loses no row) whose label arrived after the previous check's
-    cursor and before now; the state's ``last_end`` is that cursor, so each labelled row counts
-    in exactly one increment. Read from the SQL prediction log whatever the window's source (the
-    Parquet export has no label times; an hour's new labels are a small read); None (and said
-    why) when the log holds no row of the version.
+    Two clocks. The increments are cut by when labels arrived: the rows whose label arrived in
+    [the state's cursor, now − ``label_settle_time``) — the settle time leaves a label batch
+    still being committed (or stamped by a clock a little behind) to the next check — served
+    at any time (the first increment: since the window's start), so each labelled row counts in
+    exactly one increment whatever its label delay. The state's ``last_end`` is that cursor.
+    The change point a refit needs is in serving time: the earliest serving time among the
+    rows since the climb began (``served_from``). Read from the SQL prediction log whatever the
+    window's source (the Parquet export has no label times); None (and said why) when the log
+    holds no row of the version or no time passed since the cursor.
     """
     logger = get_run_logger()
     if log.n_classes(version.model_name, version.version) is None:
@@ -216,18 +244,20 @@ def sequential_update(
         return None
     state = version.sequential_state or SequentialState.initial(version.temperature)
     now = datetime.now(UTC)
+    until = now - settings.label_settle_time
     since = state.last_end
-    if since is not None and now <= since:
-        logger.warning("%s sequential rule not updated: its last increment ends at %s, after this check's clock (%s)",
-                       version.context, since.isoformat(), now.isoformat())
+    if since is not None and until <= since:
+        logger.info("%s sequential rule not updated: its last increment ends at %s, not before this check's cursor "
+                    "(%s)", version.context, since.isoformat(), until.isoformat())
         return None
+    served = _EarliestServed(NewlyLabelled(log, since=since, until=until))
     increment = summarise_window(
-        NewlyLabelled(log, since=since, until=now), version.model_name, version.version,
-        temperature=version.temperature, start=start, end=max(end, now), n_bins=version.n_bins,
+        served, version.model_name, version.version, temperature=version.temperature,
+        start=start if since is None else _EPOCH, end=max(end, now), n_bins=version.n_bins,
         chunk_size=settings.monitor_chunk_size,
     ).temperature_stats
     check = update_sequential(
-        state, increment, start=min(start, now) if since is None else since, end=now,
+        state, increment, start=min(start, until) if since is None else since, end=until, served_from=served.earliest,
         reference=version.reference_stats, margin=settings.drift_temperature_margin, level=settings.drift_p_threshold,
         confidence_level=settings.drift_confidence_level,
     )
@@ -323,8 +353,9 @@ def record_check(registry: MlflowRegistry, report: DriftReport, version: Registe
 
 
 @step_task(name="emit-drift-event")  # not retried: one event per drift
-def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> str | None:
-    payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases)}
+def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str, settings: ThermostatSettings) -> str | None:
+    payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases),
+                                       "mlflow_experiment": settings.monitoring_experiment_name}
     event_id = emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload)
     logger = get_run_logger()
     if event_id is None:
@@ -340,7 +371,11 @@ def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str) -> 
 def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str, Any]) -> str | None:
     """Emit the confidence-shift or insufficient-data event of a version; its id, or None."""
     event_id = emit(event, version_resource(version.model_name, version.version, version.alias), payload)
-    get_run_logger().info("%s emitted %s (event %s)", version.context, event, event_id)
+    if event_id is None:
+        get_run_logger().warning("%s %s not emitted: this process cannot emit Prefect events (no API or events "
+                                 "disabled)", version.context, event)
+    else:
+        get_run_logger().info("%s emitted %s (event %s)", version.context, event, event_id)
     return event_id
 
 
@@ -409,21 +444,41 @@ def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datet
     return last is not None and now < last + settings.drift_cooldown
 
 
+def _streak_event(
+    version: RegisteredVersion, streak: int, n: int, warning: EarlyWarning | None, context: dict[str, Any],
+    settings: ThermostatSettings,
+) -> tuple[str, str] | None:
+    """The insufficient-data event when the streak reaches ``insufficient_data_streak`` (and each multiple)."""
+    if streak < settings.insufficient_data_streak or streak % settings.insufficient_data_streak:
+        return None
+    payload = context | {"streak": streak, "n": n, "min_window": settings.min_window,
+                         "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
+    event_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
+    return None if event_id is None else (INSUFFICIENT_DATA_EVENT, event_id)
+
+
 def _check_version(
     version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
+    context: dict[str, Any] = {"aliases": list(version.aliases), "window_start": start.isoformat(),
+                               "window_end": end.isoformat(), "mlflow_experiment": settings.monitoring_experiment_name}
     if settings.engine == "dask":
         summary = summarise_on_dask(version, start, end, settings)
     else:
         summary = summarise(source, version, start, end, settings)
     if summary is None:
+        # Never logged: an insufficient_data check of its own kind, which counts toward the streak.
+        streak = version.insufficient_streak + 1 if live else version.insufficient_streak
+        alert = _streak_event(version, streak, 0, None, context | {"mlflow_run_id": None}, settings) if live else None
+        if streak != version.insufficient_streak:
+            remember_state(registry, version, {INSUFFICIENT_STREAK_TAG: str(streak)})
         publish_artifacts(version, None, None, None, None, settings, start, end)
         return VersionCheck(
             model_name=version.model_name, version=version.version, aliases=version.aliases,
             temperature=version.temperature, window_start=start, window_end=end, verdict="insufficient_data",
             reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
-            event_id=None,
+            event_id=None, other_events=() if alert is None else (alert,), insufficient_streak=streak,
         )
     sequential = sequential_update(log, version, start, end, settings) if live else None
     if not live:
@@ -433,34 +488,34 @@ def _check_version(
     report = decide(summary, version, settings, sequential, warning)
     run_id = record_check(registry, report, version, settings)
     run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
-    state: dict[str, str] = {}
-    if sequential is not None:
-        state[SEQUENTIAL_STATE_TAG] = sequential.state.to_json()
-    streak = version.insufficient_streak  # like the sequential rule, only checks of the current window count
-    if live:
-        streak = streak + 1 if report.verdict == "insufficient_data" else 0
-    if streak != version.insufficient_streak:
-        state[INSUFFICIENT_STREAK_TAG] = str(streak)
+    context["mlflow_run_id"] = run_id
     event_id = None
     others: list[tuple[str, str]] = []
-    context = {"mlflow_run_id": run_id, "aliases": list(version.aliases), "window_start": start.isoformat(),
-               "window_end": end.isoformat()}
+    # Each cool-down is written right after its event was handed to Prefect (a failure after it
+    # must not let the next check send it again); the stream's state last.
     if report.refit_recommended:
-        event_id = emit_drift(report, version, run_id)
+        event_id = emit_drift(report, version, run_id, settings)
         if event_id is not None:
-            state[LAST_DRIFT_EVENT_TAG] = datetime.now(UTC).isoformat()
-    elif (warning is not None and warning.shifted
+            remember_state(registry, version, {LAST_DRIFT_EVENT_TAG: datetime.now(UTC).isoformat()})
+    elif (live and warning is not None and warning.shifted
           and not _in_cooldown(version.last_confidence_shift_at, settings, datetime.now(UTC))):
         shift_id = emit_monitor_event(CONFIDENCE_SHIFT_EVENT, version, warning.to_dict() | context)
         if shift_id is not None:
             others.append((CONFIDENCE_SHIFT_EVENT, shift_id))
-            state[LAST_CONFIDENCE_SHIFT_TAG] = datetime.now(UTC).isoformat()
-    if live and streak >= settings.insufficient_data_streak and streak % settings.insufficient_data_streak == 0:
-        payload = context | {"streak": streak, "n": report.n, "min_window": report.min_window,
-                             "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
-        streak_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
-        if streak_id is not None:
-            others.append((INSUFFICIENT_DATA_EVENT, streak_id))
+            remember_state(registry, version, {LAST_CONFIDENCE_SHIFT_TAG: datetime.now(UTC).isoformat()})
+    state: dict[str, str] = {}
+    streak = version.insufficient_streak
+    if live:
+        streak = streak + 1 if report.verdict == "insufficient_data" else 0
+        streak_event = _streak_event(version, streak, report.n, warning, context, settings)
+        if streak_event is not None:
+            others.append(streak_event)
+    if streak != version.insufficient_streak:
+        state[INSUFFICIENT_STREAK_TAG] = str(streak)
+    # An alarm whose drift event could not be sent is not consumed: the state stays where it was,
+    # so the next check folds these rows in again and alarms again.
+    if sequential is not None and not (report.refit_recommended and event_id is None):
+        state[SEQUENTIAL_STATE_TAG] = sequential.state.to_json()
     if state:
         remember_state(registry, version, state)
     publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)

@@ -384,9 +384,16 @@ def _failed(
         parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
         verification=verification, event_id=None, repairs=repairs, cause=cause,
     )
-    # The durable record first, so the event (and the alert it sends) can name its MLflow run.
-    run_id = record_refusal(registry, outcome, payload, settings)
-    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {"mlflow_run_id": run_id}, cause)
+    # The durable record first, so the event (and the alert it sends) can name its MLflow run;
+    # a record that cannot be written must not silence the alert: the event goes out without it.
+    try:
+        run_id = record_refusal(registry, outcome, payload, settings)
+    except Exception:
+        emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {
+            "mlflow_run_id": None, "mlflow_experiment": settings.monitoring_experiment_name}, cause)
+        raise
+    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {"mlflow_run_id": run_id,
+                                "mlflow_experiment": settings.monitoring_experiment_name}, cause)
     outcome = replace(outcome, event_id=event_id)
     publish_report(outcome)
     return outcome
@@ -430,7 +437,7 @@ def refit(
     drift_event_id : the id of the ``thermostat.calibration.drift`` event that started this
         refit (the trigger passes it); its events name it as a ``caused-by`` related resource.
     drift_run_id : the MLflow run of the check that found the drift (the event's
-        ``mlflow_run_id``); that run is tagged with this refit (``thermostat.refit_*``). A
+        ``mlflow_run_id``); that run is tagged with this refit (``thermostat.caused_refit.*``). A
         blank value of either means "not given".
 
     Returns

@@ -135,10 +135,15 @@ class DriftCause:
         return cls.of(tags.get(prefix + "drift_event_id"), tags.get(prefix + "drift_run_id"))
 
 
+# The check run's link to the refit it caused; the refit's own record is thermostat.refit.*.
+_CAUSED_REFIT = "thermostat.caused_refit."
+
+
 @dataclass(frozen=True, slots=True)
 class RefitLink:
     """What a refit writes on the MLflow run of the check that caused it (tags
-    ``thermostat.refit_*``): so the check that found the drift shows the refit.
+    ``thermostat.caused_refit.*``, apart from the refit's own record's ``thermostat.refit.*``):
+    so the check that found the drift shows the refit.
 
     ``flow_run_id`` is the refit's Prefect flow run (None outside one), ``status`` its
     :class:`RefitRecord` status, ``new_version`` the version it registered (None: none).
@@ -147,7 +152,7 @@ class RefitLink:
     --------
     >>> link = RefitLink(flow_run_id="0b1c", status="registered", new_version="3")
     >>> sorted(link.to_tags())
-    ['thermostat.refit_flow_run_id', 'thermostat.refit_new_version', 'thermostat.refit_status']
+    ['thermostat.caused_refit.flow_run_id', 'thermostat.caused_refit.new_version', 'thermostat.caused_refit.status']
     >>> RefitLink.from_tags(link.to_tags()) == link, RefitLink.from_tags({})
     (True, None)
     """
@@ -157,21 +162,21 @@ class RefitLink:
     new_version: str | None
 
     def to_tags(self) -> dict[str, str]:
-        """``thermostat.refit_status``, and the flow run and the new version when there are."""
-        tags = {"thermostat.refit_status": self.status}
+        """``thermostat.caused_refit.status``, and the flow run and the new version when there are."""
+        tags = {_CAUSED_REFIT + "status": self.status}
         if self.flow_run_id is not None:
-            tags["thermostat.refit_flow_run_id"] = self.flow_run_id
+            tags[_CAUSED_REFIT + "flow_run_id"] = self.flow_run_id
         if self.new_version is not None:
-            tags["thermostat.refit_new_version"] = self.new_version
+            tags[_CAUSED_REFIT + "new_version"] = self.new_version
         return tags
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RefitLink | None:
         """The link on a check's run; None when no refit answered that check."""
-        if "thermostat.refit_status" not in tags:
+        if _CAUSED_REFIT + "status" not in tags:
             return None
-        return cls(flow_run_id=tags.get("thermostat.refit_flow_run_id"), status=tags["thermostat.refit_status"],
-                   new_version=tags.get("thermostat.refit_new_version"))
+        return cls(flow_run_id=tags.get(_CAUSED_REFIT + "flow_run_id"), status=tags[_CAUSED_REFIT + "status"],
+                   new_version=tags.get(_CAUSED_REFIT + "new_version"))
 
 
 @dataclass(frozen=True, slots=True)

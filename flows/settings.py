@@ -32,7 +32,7 @@ _URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_
 class ThermostatSettings(BaseSettings):
     """Where state lives and every limit the post-finetune pipeline, the monitor and the refit apply.
 
-    Durations (``monitor_window``, ``drift_cooldown``) read ISO 8601 from the environment:
+    Durations (``monitor_window``, ``drift_cooldown``, ``label_settle_time``) read ISO 8601 from the environment:
     ``THERMOSTAT_MONITOR_WINDOW=PT24H``, ``THERMOSTAT_DRIFT_COOLDOWN=PT6H``.
 
     Examples
@@ -136,6 +136,11 @@ class ThermostatSettings(BaseSettings):
     drift_cooldown: timedelta = Field(
         default=timedelta(hours=6), description="after a drift event, no further event for this long per version"
     )
+    label_settle_time: timedelta = Field(
+        default=timedelta(minutes=5),
+        description="the sequential rule reads labels that arrived up to this long before a check; later ones wait "
+        "for the next check (a label batch still being committed, a labeller's clock a little behind)",
+    )
     confidence_shift_level: float = Field(
         default=0.01, gt=0.0, lt=1.0,
         description="significance level of the early warning's test of the served confidences against the "
@@ -194,6 +199,9 @@ class ThermostatSettings(BaseSettings):
             )
         if self.drift_cooldown < timedelta(0):
             raise ValueError(f"drift_cooldown must be >= 0; got {self.drift_cooldown} (e.g. THERMOSTAT_DRIFT_COOLDOWN=PT6H)")
+        if self.label_settle_time < timedelta(0):
+            raise ValueError(f"label_settle_time must be >= 0; got {self.label_settle_time} "
+                             "(e.g. THERMOSTAT_LABEL_SETTLE_TIME=PT5M)")
         if self.window_source == "export" and self.export_path is None:
             raise ValueError("window_source is export but export_path is not set; set THERMOSTAT_EXPORT_PATH to the "
                              "folder `thermostat export --out` writes")

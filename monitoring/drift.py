@@ -234,9 +234,12 @@ class DriftReport:
 
     @property
     def change_point(self) -> datetime | None:
-        """When the sequential rule estimates the drift started (its alarm's change point), else None."""
+        """After a sequential alarm, the earliest serving time among the rows since the drift began
+        (the alarm's change point, moved from the clock of label arrival to that of serving), else None."""
         check = self.sequential
-        return check.change_point if check is not None and check.alarm else None
+        if check is None or not check.alarm:
+            return None
+        return check.change_point_served_at or check.change_point
 
     @property
     def refit_window_start(self) -> datetime:

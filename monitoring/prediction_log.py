@@ -65,6 +65,7 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    inspect,
     select,
     tuple_,
     type_coerce,
@@ -73,7 +74,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.types import TypeDecorator
 
 from calibration import check_logits, check_temperature, top_label_confidence
@@ -164,6 +165,14 @@ def _build_metadata() -> tuple[MetaData, Table, Table]:
         predictions.c.model_version,
         predictions.c.served_at,
         predictions.c.id,
+    )
+    # The sequential rule's increment: the version's rows whose label arrived in a range,
+    # whenever they were served (NewlyLabelled).
+    Index(
+        "ix_prediction_log_version_labelled",
+        predictions.c.model_name,
+        predictions.c.model_version,
+        predictions.c.labelled_at,
     )
     versions = Table(
         "prediction_log_versions",
@@ -625,8 +634,16 @@ class PredictionLog:
         return self._metadata
 
     def create(self) -> None:
-        """Create the tables and indexes if they do not exist (idempotent)."""
+        """Create the tables and indexes if they do not exist (idempotent; an index added in a
+        later release is created on an existing table too)."""
         self._metadata.create_all(self._engine, checkfirst=True)
+        for table in self._metadata.sorted_tables:
+            for index in table.indexes:
+                try:
+                    index.create(self._engine, checkfirst=True)
+                except DBAPIError:  # another process created it between the check and ours
+                    if index.name not in {i["name"] for i in inspect(self._engine).get_indexes(table.name)}:
+                        raise
 
     def dispose(self) -> None:
         """Close the pooled connections."""

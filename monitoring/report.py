@@ -240,8 +240,9 @@ def _stream_rows(report: DriftReport) -> list[str]:
     if check is not None:
         rows.append(f"| sequential CUSUM, over- / under-confident (alarm at {check.threshold:g}) | "
                     f"{check.upper:.2f} / {check.lower:.2f}{' — ALARM' if check.alarm else ''} |")
-        if check.alarm and check.change_point is not None:
-            rows.append(f"| change point (the refit reads rows since) | {check.change_point.isoformat()} |")
+        if report.change_point is not None:
+            rows.append(f"| change point: rows served since (the refit reads from there) | "
+                        f"{report.change_point.isoformat()} |")
     warning = report.early_warning
     if warning is not None and warning.n:
         rows.append(f"| predicted accuracy, {warning.n} served rows ({warning.confidence_level:.0%} interval) | "

@@ -170,6 +170,9 @@ class SequentialState(JsonResult):
     starts there). ``checks`` counts the updates, ``increments`` those folded into the
     statistic, ``rows`` their rows; ``alarms`` the alarms raised, the last at
     ``last_alarm_at`` with change point ``last_change_point``. Every sum is at ``temperature``.
+    ``upper_served_from`` / ``lower_served_from`` / ``pending_served_from`` are the earliest
+    serving time among the rows of each segment and of what is pending (the increments are
+    cut by when labels arrived; a refit reads rows by when they were served).
 
     Examples
     --------
@@ -196,6 +199,9 @@ class SequentialState(JsonResult):
     alarms: int
     last_alarm_at: datetime | None
     last_change_point: datetime | None
+    upper_served_from: datetime | None = None
+    lower_served_from: datetime | None = None
+    pending_served_from: datetime | None = None
 
     @classmethod
     def initial(cls, temperature: float) -> SequentialState:
@@ -216,6 +222,8 @@ class SequentialState(JsonResult):
             "last_end": _iso(self.last_end), "checks": self.checks, "increments": self.increments,
             "rows": self.rows, "alarms": self.alarms, "last_alarm_at": _iso(self.last_alarm_at),
             "last_change_point": _iso(self.last_change_point),
+            "upper_served_from": _iso(self.upper_served_from), "lower_served_from": _iso(self.lower_served_from),
+            "pending_served_from": _iso(self.pending_served_from),
         }, separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -256,6 +264,9 @@ class SequentialState(JsonResult):
             checks=counts["checks"], increments=counts["increments"], rows=counts["rows"], alarms=counts["alarms"],
             last_alarm_at=_time(data.get("last_alarm_at"), "last_alarm_at"),
             last_change_point=_time(data.get("last_change_point"), "last_change_point"),
+            upper_served_from=_time(data.get("upper_served_from"), "upper_served_from"),
+            lower_served_from=_time(data.get("lower_served_from"), "lower_served_from"),
+            pending_served_from=_time(data.get("pending_served_from"), "pending_served_from"),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -283,7 +294,9 @@ class SequentialCheck(JsonResult):
     k + m √I (the sides subtract k + m± √I, module docstring). ``upper`` / ``lower`` are the statistics after the update
     (before any reset), ``threshold`` is h, ``margin`` the relative margin and
     ``log_margin`` m = max(log(1 + margin), z · ``reference_standard_error``). On an alarm, ``side`` says
-    which way, ``change_point`` when the drift started (rows since then are post-drift),
+    which way, ``change_point`` when the drift started (on the increments' clock: label
+    arrival), ``change_point_served_at`` the earliest serving time among the rows since then
+    (where a refit should start reading),
     ``shift_ratio`` the segment's T over the reference's, with its ``confidence_level``
     interval, from the segment's ``segment_rows`` rows.
     """
@@ -306,6 +319,7 @@ class SequentialCheck(JsonResult):
     alarm: bool
     side: Side | None
     change_point: datetime | None
+    change_point_served_at: datetime | None
     shift_ratio: float
     shift_ratio_low: float
     shift_ratio_high: float
@@ -320,10 +334,13 @@ class SequentialCheck(JsonResult):
                  + (f", the reference's error; the test's is {self.margin:.0%})" if self.log_margin > math.log1p(self.margin)
                     else ")"))
         if self.alarm and self.change_point is not None:
+            served = self.change_point_served_at
+            since = "" if served is None or served == self.change_point else (
+                f"; its rows were served from {served.isoformat(timespec='seconds')} on")
             return (f"sequential rule ALARM after {self.state.checks} checks: {stats}; {self.side}, the drift started "
                     f"at about {self.change_point.isoformat(timespec='seconds')} (change point; {self.segment_rows} "
                     f"rows since, T ratio {self.shift_ratio:.3f} [{self.shift_ratio_low:.3f}, "
-                    f"{self.shift_ratio_high:.3f}] to the reference's)")
+                    f"{self.shift_ratio_high:.3f}] to the reference's{since})")
         if not self.folded:
             return (f"sequential rule: {self.n} new labelled rows since the last check, {self.state.pending.n} pending "
                     f"(< {self.min_rows} to fold in); {stats}")
@@ -338,6 +355,11 @@ def _check_number(value: float, *, name: str, low: float, low_open: bool, high: 
     if not (math.isfinite(number) and inside):
         raise ValueError(f"{name} must be in {'(' if low_open else '['}{low:g}, {high:g}); got {value!r}")
     return number
+
+
+def _earliest(*times: datetime | None) -> datetime | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 def _segment_ratio(
@@ -362,6 +384,7 @@ def update_sequential(
     start: datetime,
     end: datetime,
     reference: TemperatureStats | None = None,
+    served_from: datetime | None = None,
     margin: float = 0.05,
     level: float = 0.01,
     k: float = CUSUM_REFERENCE,
@@ -384,6 +407,10 @@ def update_sequential(
     reference : TemperatureStats, optional
         The reference's sums at the same T (the rows T was fitted on): κ, θ_ref and SE_ref
         come from it. Without it: κ = 1, θ_ref = 0, SE_ref = 0.
+    served_from : datetime, optional
+        The earliest serving time among the increment's rows (aware), when the increments are
+        cut by another clock (label arrival): carried with the segments, it gives
+        ``change_point_served_at``. Default: ``start``.
     margin : float, default=0.05
         The relative shift of T the decision requires (the temperature test's), in [0, 1).
     level : float, default=0.01
@@ -442,6 +469,7 @@ def update_sequential(
         raise ValueError(f"the reference was summed at T = {reference.temperature!r}, the state is at "
                          f"T = {state.temperature!r}")
     start, end = as_utc(start, name="start"), as_utc(end, name="end")
+    served = start if served_from is None else as_utc(served_from, name="served_from")
     if end <= start:
         raise ValueError(f"the increment must end after it starts: [{start.isoformat()}, {end.isoformat()})")
     if state.last_end is not None and start < state.last_end:
@@ -471,15 +499,16 @@ def update_sequential(
 
     pending = state.pending + increment
     pending_since = state.pending_since if state.pending.n else (start if increment.n else None)
+    pending_served = _earliest(state.pending_served_from if state.pending.n else None, served if increment.n else None)
     beta = 1.0 / state.temperature
     base = replace(state, last_end=end, checks=state.checks + 1)
     if pending.n < min_rows or pending.curvature_sum <= 0:
-        kept = replace(base, pending=pending, pending_since=pending_since)
+        kept = replace(base, pending=pending, pending_since=pending_since, pending_served_from=pending_served)
         return SequentialCheck(
             state=kept, start=start, end=end, n=increment.n, folded=False, z=math.nan, information=math.nan,
             reference_value=math.nan, upper=state.upper, lower=state.lower, threshold=h, k=k, margin=margin,
             log_margin=log_margin, reference_standard_error=reference_se, alarm=False, side=None, change_point=None,
-            shift_ratio=math.nan, shift_ratio_low=math.nan, shift_ratio_high=math.nan, segment_rows=0,
+            change_point_served_at=None, shift_ratio=math.nan, shift_ratio_low=math.nan, shift_ratio_high=math.nan, segment_rows=0,
             confidence_level=confidence_level, min_rows=int(min_rows),
         )
 
@@ -494,30 +523,35 @@ def update_sequential(
     lower_since = (state.lower_since or since) if lower > 0 else None
     upper_segment = (state.upper_segment + pending) if upper > 0 else empty
     lower_segment = (state.lower_segment + pending) if lower > 0 else empty
+    upper_served = _earliest(state.upper_served_from if state.upper_since else None, pending_served) if upper > 0 else None
+    lower_served = _earliest(state.lower_served_from if state.lower_since else None, pending_served) if lower > 0 else None
     side: Side | None = None
     if upper >= h or lower >= h:
         side = "over-confident" if upper - h >= lower - h else "under-confident"
     alarm = side is not None
     segment = upper_segment if side == "over-confident" else lower_segment
     change_point = (upper_since if side == "over-confident" else lower_since) if alarm else None
+    change_served = (upper_served if side == "over-confident" else lower_served) if alarm else None
     ratio, low, high = (
         _segment_ratio(segment, reference_shift, kappa, reference_se, confidence_level) if alarm
         else (math.nan, math.nan, math.nan)
     )
     folded = replace(
-        base, pending=empty, pending_since=None, increments=state.increments + 1, rows=state.rows + pending.n,
+        base, pending=empty, pending_since=None, pending_served_from=None, increments=state.increments + 1,
+        rows=state.rows + pending.n,
     )
     if alarm:
         new_state = replace(folded, upper=0.0, lower=0.0, upper_since=None, lower_since=None, upper_segment=empty,
                             lower_segment=empty, alarms=state.alarms + 1, last_alarm_at=end,
-                            last_change_point=change_point)
+                            last_change_point=change_point, upper_served_from=None, lower_served_from=None)
     else:
         new_state = replace(folded, upper=upper, lower=lower, upper_since=upper_since, lower_since=lower_since,
-                            upper_segment=upper_segment, lower_segment=lower_segment)
+                            upper_segment=upper_segment, lower_segment=lower_segment, upper_served_from=upper_served,
+                            lower_served_from=lower_served)
     return SequentialCheck(
         state=new_state, start=start, end=end, n=increment.n, folded=True, z=z,
         information=root_information * root_information, reference_value=reference_value, upper=upper, lower=lower,
         threshold=h, k=k, margin=margin, log_margin=log_margin, reference_standard_error=reference_se, alarm=alarm,
-        side=side, change_point=change_point, shift_ratio=ratio, shift_ratio_low=low, shift_ratio_high=high,
+        side=side, change_point=change_point, change_point_served_at=change_served, shift_ratio=ratio, shift_ratio_low=low, shift_ratio_high=high,
         segment_rows=segment.n if alarm else 0, confidence_level=confidence_level, min_rows=int(min_rows),
     )

@@ -188,3 +188,111 @@ def test_the_documented_sql_is_what_setup_db_does(admin_url: str, capsys: pytest
             for name in ("mlflow", "thermostat"):
                 admin.execute(f"DROP DATABASE IF EXISTS {name}")
                 admin.execute(f"DROP ROLE IF EXISTS {name}")
+
+
+# --------------------------------------------------------------------------- privileged names and roles
+
+
+@pytest.mark.parametrize(
+    ("flag", "name"),
+    [("--mlflow-database", "postgres"), ("--thermostat-database", "template0"), ("--mlflow-database", "template1"),
+     ("--thermostat-database", "pg_monitor"), ("--mlflow-database", "pg_anything")],
+)
+def test_the_servers_own_names_are_refused_with_exit_2(
+    flag: str, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--mlflow-database postgres`` would otherwise set the administrator's password."""
+    arguments = ["setup-db", "--admin-url", "postgresql://127.0.0.1:9/postgres", "--mlflow-password", "a",
+                 "--thermostat-password", "b", flag, name]
+    assert main(arguments) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{flag}: database name {name!r} is reserved" in err
+
+
+def _role_exists(admin_url: str, role: str) -> bool:
+    with psycopg.connect(admin_url) as admin:
+        return admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone() is not None
+
+
+def _database_exists(admin_url: str, name: str) -> bool:
+    with psycopg.connect(admin_url) as admin:
+        return admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("attribute", ["SUPERUSER", "CREATEROLE", "REPLICATION", "BYPASSRLS"])
+def test_an_existing_privileged_role_is_refused_before_anything_changes(
+    attribute: str, admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlflow_db, log_db = names
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE \"{log_db}\" LOGIN {attribute} PASSWORD 'original'")
+    assert main(_setup(admin_url, names)) == 3
+    err = capsys.readouterr().err
+    assert f"role {log_db!r}" in err and attribute in err and "--thermostat-database" in err
+    # Nothing changed: not the privileged role's password, nor the other role or any database.
+    assert verifier_matches(_stored_verifier(admin_url, log_db), "original", log_db)
+    assert not _role_exists(admin_url, mlflow_db)
+    assert not _database_exists(admin_url, mlflow_db) and not _database_exists(admin_url, log_db)
+
+
+@pytest.mark.integration
+def test_the_administrators_own_role_is_refused(
+    admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlflow_db, log_db = names
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE \"{mlflow_db}\" LOGIN CREATEDB PASSWORD 'original'")
+    as_role = admin_url.replace("postgres@", f"{mlflow_db}@", 1)
+    assert main(_setup(as_role, names)) == 3
+    err = capsys.readouterr().err
+    assert f"role {mlflow_db!r}" in err and "the administrator's own role" in err and "--mlflow-database" in err
+    assert verifier_matches(_stored_verifier(admin_url, mlflow_db), "original", mlflow_db)
+    assert not _role_exists(admin_url, log_db) and not _database_exists(admin_url, log_db)
+
+
+@pytest.fixture
+def createrole_admin(admin_url: str) -> Iterator[str]:
+    """libpq URL of a non-superuser administrator: CREATEROLE and CREATEDB only (dropped afterwards)."""
+    role = f"admin_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN CREATEROLE CREATEDB')
+    yield admin_url.replace("postgres@", f"{role}@", 1)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@pytest.mark.integration
+def test_a_createrole_createdb_administrator_sets_up_and_says_what_a_rerun_cannot_compare(
+    admin_url: str, createrole_admin: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CREATE DATABASE ... OWNER needs the admin to be a member of the role (PostgreSQL 15; SET
+    on it from 16): setup-db grants it for that statement and revokes it; a re-run cannot read
+    pg_authid, so it sets the passwords again and says so instead of "nothing changed"."""
+    mlflow_db, log_db = names
+    admin_role = createrole_admin.split("://", 1)[1].split("@", 1)[0]
+    assert main(_setup(createrole_admin, names)) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.count("created") == 4
+    with psycopg.connect(admin_url) as admin:
+        owners: dict[str, str] = dict(admin.execute(
+            "SELECT datname, pg_get_userbyid(datdba) FROM pg_database WHERE datname = ANY(%s)", [list(names)],
+        ).fetchall())
+        # The membership lasted for CREATE DATABASE only: the admin cannot act as the roles afterwards.
+        memberships = admin.execute("SELECT pg_has_role(%s, %s, 'MEMBER'), pg_has_role(%s, %s, 'MEMBER')",
+                                    [admin_role, mlflow_db, admin_role, log_db]).fetchone()
+    assert owners == {mlflow_db: mlflow_db, log_db: log_db} and memberships == (False, False)
+    assert verifier_matches(_stored_verifier(admin_url, log_db), SECRET_T, log_db)
+    host = admin_url.rsplit("/", 1)[0].replace("postgres@", "")
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):  # PUBLIC's CONNECT revoked
+        psycopg.connect(f"{host}/{log_db}", user=mlflow_db, password=SECRET_M).close()
+
+    assert main(_setup(createrole_admin, names)) == 0
+    out = capsys.readouterr().out
+    assert "nothing changed" not in out
+    assert out.count("password set again (cannot be compared without a superuser") == 2
+    assert main(_setup(createrole_admin, names, "--json")) == 0
+    rerun = json.loads(capsys.readouterr().out)
+    actions = {step["subject"]: step["action"] for step in rerun["steps"]}
+    assert actions == {f"role {mlflow_db}": "updated", f"database {mlflow_db}": "unchanged",
+                       f"role {log_db}": "updated", f"database {log_db}": "unchanged"}

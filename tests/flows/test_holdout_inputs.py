@@ -174,3 +174,19 @@ def test_written_files_are_readable_by_everyone_who_may_read_the_folder(tmp_path
     os.umask(umask)
     expected = 0o666 & ~umask
     assert path.stat().st_mode & 0o777 == expected and ids.stat().st_mode & 0o777 == expected
+
+
+def test_writing_leaves_the_process_umask_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.umask sets the mask of the whole process: Prefect runs tasks in threads, so a writer
+    that sets it (even briefly, to read it) races every file another thread creates."""
+
+    def refuse(mask: int) -> int:
+        raise AssertionError(f"os.umask({mask:#o}) called while writing")
+
+    umask = os.umask(0)
+    os.umask(umask)
+    monkeypatch.setattr(os, "umask", refuse)
+    path = write_features(tmp_path / "holdout.npz", **GOOD)
+    ids = write_ids(tmp_path / "ids.txt", ["a"])
+    monkeypatch.undo()
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask and ids.stat().st_mode & 0o777 == 0o666 & ~umask

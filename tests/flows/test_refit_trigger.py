@@ -84,7 +84,7 @@ def test_a_confidence_shift_schedules_a_labelled_check_of_the_model() -> None:
     [spec] = deployment["triggers"]
     trigger = DeploymentEventTrigger(**spec)
     assert trigger.expect == {CONFIDENCE_SHIFT_EVENT} and trigger.for_each == {"prefect.resource.id"}
-    assert trigger.schedule_after.total_seconds() == 2 * 3600
+    assert trigger.schedule_after.total_seconds() == 2.5 * 3600
     action = RunDeployment(source="selected", deployment_id=uuid4(), parameters=spec["parameters"])
     automation = Automation(name="monitor", trigger=EventTrigger(expect=set(spec["expect"]), posture="Reactive",
                                                                  threshold=1), actions=[action])

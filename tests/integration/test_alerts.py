@@ -24,12 +24,13 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 import pytest
 
-from flows.alerts import ALERTS, DEFAULT_BLOCK_NAME, main
-from flows.events import DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
+from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
 from flows.registry import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions
@@ -96,7 +97,8 @@ def receiver() -> Iterator[Receiver]:
 # --------------------------------------------------------------------------- fast: the definitions
 
 
-def _render(template: str, event: str, payload: dict[str, Any]) -> str:
+def _render(template: str, event: str, payload: dict[str, Any], *, resource: dict[str, str] = RESOURCE,
+            flow_run: Any = None) -> str:
     """``template`` rendered as the Prefect server renders a send-notification action."""
     from uuid import uuid4
 
@@ -110,38 +112,117 @@ def _render(template: str, event: str, payload: dict[str, Any]) -> str:
 
     register_user_template_filters(all_filters)
     validate_user_template(template)
-    received = ReceivedEvent.model_validate({"occurred": datetime.now(UTC), "event": event, "resource": RESOURCE,
+    received = ReceivedEvent.model_validate({"occurred": datetime.now(UTC), "event": event, "resource": resource,
                                              "payload": payload, "id": uuid4()})
-    return render_user_template_sync(template, {"event": received, "flow_run": None})
+    return render_user_template_sync(template, {"event": received, "flow_run": flow_run})
 
 
 def test_alert_definitions_are_stable_and_per_version() -> None:
     from uuid import uuid4
 
     from prefect.events.actions import SendNotification
+    from prefect.events.schemas.automations import EventTrigger
+    from prefect.events.schemas.events import ResourceSpecification
 
     assert [(a.key, a.event, a.name) for a in ALERTS] == [
         ("drift", DRIFT_EVENT, "thermostat: calibration drift"),
         ("refit_failed", REFIT_FAILED_EVENT, "thermostat: refit refused"),
         ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
+        ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
+        ("refit_crashed", "prefect.flow-run.Crashed", "thermostat: refit crashed"),
+        ("refit_errored", "prefect.flow-run.Failed", "thermostat: refit errored"),
     ]
     assert INSUFFICIENT_DATA_EVENT == "thermostat.calibration.insufficient_data"
+    assert CONFIDENCE_SHIFT_EVENT == "thermostat.calibration.confidence_shift"
     block = uuid4()
+    triggers = {}
     for alert in ALERTS:
         automation = alert.automation(block)
         trigger = automation.trigger
+        assert isinstance(trigger, EventTrigger)
         assert automation.name == alert.name and automation.enabled
-        assert trigger.expect == {alert.event} and trigger.for_each == {"prefect.resource.id"}  # type: ignore[union-attr]
-        assert trigger.match.model_dump() == {"prefect.resource.id": "mlmodel.*"}  # type: ignore[union-attr]
-        assert trigger.posture == "Reactive" and trigger.threshold == 1  # type: ignore[union-attr]
+        assert trigger.expect == {alert.event} and trigger.for_each == {"prefect.resource.id"}
+        assert trigger.posture == "Reactive" and trigger.threshold == 1
+        match, related = trigger.match, trigger.match_related
+        assert isinstance(match, ResourceSpecification) and isinstance(related, ResourceSpecification)
+        triggers[alert.key] = (match.model_dump(), related.model_dump())
         [action] = automation.actions
         assert isinstance(action, SendNotification) and action.block_document_id == block
+    for key in ("drift", "refit_failed", "insufficient_data", "confidence_shift"):  # per model version
+        assert triggers[key] == ({"prefect.resource.id": "mlmodel.*"}, {})
+    # Per run of the flow named refit (Prefect relates a flow run's state events to its flow, role "flow").
+    refit_flow = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
+    assert triggers["refit_crashed"] == ({"prefect.resource.id": "prefect.flow-run.*"}, refit_flow)
+    assert triggers["refit_errored"] == ({"prefect.resource.id": "prefect.flow-run.*",
+                                          "prefect.state-message": "Flow run encountered an exception:*"}, refit_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 3
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 6
+
+
+def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
+    """A flow run's state-change event as the Prefect server builds it (resource and related)."""
+    from uuid import uuid4
+
+    from prefect.server.events.schemas.events import ReceivedEvent
+
+    run = uuid4()
+    return ReceivedEvent.model_validate({
+        "occurred": datetime.now(UTC), "event": f"prefect.flow-run.{state}", "id": uuid4(), "payload": {},
+        "resource": {"prefect.resource.id": f"prefect.flow-run.{run}", "prefect.resource.name": "brave-fox",
+                     "prefect.state-message": message, "prefect.state-name": state,
+                     "prefect.state-type": state.upper(), "prefect.state-timestamp": datetime.now(UTC).isoformat(),
+                     "prefect.run-count": "1"},
+        "related": [{"prefect.resource.id": f"prefect.flow.{uuid4()}", "prefect.resource.role": "flow",
+                     "prefect.resource.name": flow},
+                    {"prefect.resource.id": f"prefect.deployment.{uuid4()}", "prefect.resource.role": "deployment",
+                     "prefect.resource.name": flow}],
+    })
+
+
+def test_refit_runs_that_end_without_refit_failed_and_only_those_trigger_an_alert() -> None:
+    """Crashed, or Failed on an exception, alert; a refused refit (Failed, its reason as the
+    message) is the refit-refused alert's alone; other flows' runs are not refits."""
+    from uuid import uuid4
+
+    from prefect.server.events.schemas.automations import Automation, EventTrigger
+
+    def firing(event: Any) -> list[str]:
+        fired = []
+        for alert in ALERTS:
+            automation = Automation.model_validate(alert.automation(uuid4()).model_dump() | {"id": uuid4()})
+            trigger = automation.trigger
+            assert isinstance(trigger, EventTrigger)
+            if event.event in trigger.expect and trigger.covers_resources(event.resource, event.related):
+                fired.append(alert.key)
+        return fired
+
+    assert firing(_flow_run_event("Crashed", "Flow run infrastructure exited with non-zero status code -9.")) == [
+        "refit_crashed"]
+    assert firing(_flow_run_event("Failed", "Flow run encountered an exception: FileNotFoundError: checkpoint")) == [
+        "refit_errored"]
+    assert firing(_flow_run_event("Failed", "needs retraining or a data fix")) == []
+    assert firing(_flow_run_event("Crashed", "killed", flow="monitor")) == []
+    assert firing(_flow_run_event("Completed", "All states completed.")) == []
+
+
+@pytest.mark.integration
+def test_prefect_names_a_flow_run_that_raised_as_the_errored_alert_matches(prefect_api: None) -> None:
+    """The errored alert matches Prefect's own message for a flow that raised: pinned here so
+    that a Prefect upgrade that rewords it fails this test, not the alert."""
+    from prefect import flow
+    from prefect.server.events.schemas.events import matches
+
+    @flow(name="raises")
+    def raises() -> None:
+        raise FileNotFoundError("the checkpoint is gone")
+
+    state = raises(return_state=True)
+    assert state.is_failed() and state.message is not None
+    assert matches("Flow run encountered an exception:*", state.message), state.message
 
 
 def test_templates_render_the_model_the_numbers_and_the_run() -> None:
-    drift, refit_failed, insufficient = ALERTS
+    drift, refit_failed, insufficient, *_ = ALERTS
     payload = {
         "verdict": "drift", "ece": 0.0812345, "ece_estimate": 0.0791, "ece_low": 0.061, "ece_high": 0.097,
         "baseline_ece": 0.021, "ece_tolerance": 0.02, "p_value": 1.234e-6, "p_threshold": 0.01, "n": 1200,
@@ -186,6 +267,69 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
                  "MLflow run: feed01"):
         assert text in body, (text, body)
     assert "early warning" not in _render(insufficient.body, INSUFFICIENT_DATA_EVENT, streak | {"predicted_accuracy": None})
+
+
+def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:
+    drift, refit_failed = ALERTS[0], ALERTS[1]
+    payload = {"mlflow_run_id": "0123abcd", "mlflow_experiment": "calibration-checks", "window_start": "S",
+               "window_end": "E", "refit_window_start": "C"}
+    body = _render(drift.body, DRIFT_EVENT, payload)
+    assert "MLflow run: 0123abcd (experiment calibration-checks)" in body
+    assert "traffic from C to E (the sequential rule's change point: the rows before it predate the drift)" in body
+    assert "Window: S .. E." in body
+    # Without an alarm the payload's refit_window_start is the window's start: no change point to name.
+    assert "traffic from S to E;" in _render(drift.body, DRIFT_EVENT, payload | {"refit_window_start": "S"})
+    without = {key: value for key, value in payload.items() if key not in ("mlflow_experiment", "refit_window_start")}
+    body = _render(drift.body, DRIFT_EVENT, without)
+    assert "(experiment thermostat-monitoring)" in body  # the default setting's experiment
+    assert "traffic from S to E;" in body and "change point" not in body
+    assert "(experiment calibration-checks)" in _render(refit_failed.body, REFIT_FAILED_EVENT, payload)
+
+
+def test_the_confidence_shift_notice_renders_the_early_warning() -> None:
+    shift = ALERTS[3]
+    payload = {"predicted_accuracy": 0.8123, "predicted_accuracy_low": 0.79, "predicted_accuracy_high": 0.83,
+               "n": 4000, "labelled": 120, "direction": "up", "p_value": 3.2e-7, "mean_confidence": 0.951,
+               "reference_mean_confidence": 0.902, "window_start": "S", "window_end": "E",
+               "mlflow_run_id": "feed02", "mlflow_experiment": "thermostat-monitoring"}
+    subject = _render(shift.subject, CONFIDENCE_SHIFT_EVENT, payload)
+    assert subject == ("[thermostat] notice: confidence shift on digits v3 @champion (confidences up, predicted "
+                       "accuracy 0.812); labelled check scheduled")
+    body = _render(shift.body, CONFIDENCE_SHIFT_EVENT, payload)
+    for text in ("not a drift verdict", "digits version 3 (@champion)", "moved up (more confident)",
+                 "mean confidence 0.951 against the reference's 0.902", "p-value 3.2e-07",
+                 "on 4000 served rows (120 labelled so far)", "accuracy of 0.812 [0.790, 0.830] once labelled",
+                 "S .. E", "checks the model again on labelled traffic", "MLflow run: feed02"):
+        assert text in body, (text, body)
+    assert "moved down (less confident)" in _render(shift.body, CONFIDENCE_SHIFT_EVENT, payload | {"direction": "down"})
+    assert "accuracy n/a" in _render(shift.subject, CONFIDENCE_SHIFT_EVENT, payload | {"predicted_accuracy": None})
+
+
+def test_the_refit_crash_alert_names_the_flow_run_the_model_and_the_message() -> None:
+    from uuid import uuid4
+
+    from prefect.server.schemas.core import FlowRun
+
+    crashed, errored = ALERTS[4], ALERTS[5]
+    event = _flow_run_event("Crashed", "Flow run infrastructure exited with non-zero status code -9.")
+    resource = dict(event.resource)
+    run = FlowRun(id=UUID(resource["prefect.resource.id"].rsplit(".", 1)[1]), flow_id=uuid4(), name="brave-fox",
+                  parameters={"model_name": "digits", "model_version": "3", "alias": "champion",
+                              "window_start": "S", "window_end": "E", "drift_run_id": "0123abcd"})
+    subject = _render(crashed.subject, FLOW_RUN_CRASHED_EVENT, {}, resource=resource, flow_run=run)
+    assert subject == "[thermostat] refit crashed: digits v3 @champion (flow run brave-fox)"
+    body = _render(crashed.body, FLOW_RUN_CRASHED_EVENT, {}, resource=resource, flow_run=run)
+    for text in ("The refit flow run brave-fox of digits v3 @champion ended Crashed",
+                 "no 'refit refused' alert was sent", "State message: Flow run infrastructure exited with non-zero "
+                 "status code -9.", "Window: S .. E; caused by the drift check in MLflow run 0123abcd",
+                 f"Prefect flow run: brave-fox ({run.id})", "Event: prefect.flow-run.Crashed"):
+        assert text in body, (text, body)
+    # Without the flow run (the server could not read it) the event's own labels still say enough.
+    failed = dict(_flow_run_event("Failed", "Flow run encountered an exception: OSError: gone").resource)
+    subject = _render(errored.subject, FLOW_RUN_FAILED_EVENT, {}, resource=failed)
+    assert subject == "[thermostat] refit errored: a model version (flow run brave-fox)"
+    body = _render(errored.body, FLOW_RUN_FAILED_EVENT, {}, resource=failed)
+    assert "ended Failed" in body and "State message: Flow run encountered an exception: OSError: gone" in body
 
 
 def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
@@ -234,8 +378,8 @@ def test_install_is_idempotent_and_takes_any_notification_block(
     again = _install(env, "--webhook-url", "http://127.0.0.1:9/second")
     assert first["block"] == again["block"] == f"custom-webhook/{DEFAULT_BLOCK_NAME}"
     assert first["block_id"] == again["block_id"] and again["destination"] == "http://127.0.0.1:9"
-    assert [a["status"] for a in first["automations"]] == ["created"] * 3
-    assert [a["status"] for a in again["automations"]] == ["updated"] * 3
+    assert [a["status"] for a in first["automations"]] == ["created"] * len(ALERTS)
+    assert [a["status"] for a in again["automations"]] == ["updated"] * len(ALERTS)
     assert [a["id"] for a in first["automations"]] == [a["id"] for a in again["automations"]]
 
     with temporary_settings({PREFECT_API_URL: api_url}):
@@ -256,7 +400,7 @@ def test_install_is_idempotent_and_takes_any_notification_block(
         result = json.loads(capsys.readouterr().out)
         assert result["block"] == "slack-webhook/ops" and result["block_id"] == str(slack_id)
         assert result["block_status"] == "existing" and result["destination"] is None
-        assert [a["removed_duplicates"] for a in result["automations"]] == [1, 0, 0]
+        assert [a["removed_duplicates"] for a in result["automations"]] == [1] + [0] * (len(ALERTS) - 1)
         assert main(["install", "--block", "slack-webhook/ops"]) == 0
         assert "notification block slack-webhook/ops (existing" in capsys.readouterr().out
         with get_client(sync_client=True) as client:
@@ -311,8 +455,9 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
     worker = deploy_all_and_start_worker(env, tmp_path)
     try:
         installed = _install(env, "--webhook-url", receiver.url)
-        assert [a["event"] for a in installed["automations"]] == [DRIFT_EVENT, REFIT_FAILED_EVENT,
-                                                                    INSUFFICIENT_DATA_EVENT]
+        assert [a["event"] for a in installed["automations"]] == [
+            DRIFT_EVENT, REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT, CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT,
+            FLOW_RUN_FAILED_EVENT]
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
         assert isinstance(flow_run, FlowRun)

@@ -35,12 +35,14 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def settings(registered: Registered, tmp_path: Path) -> ThermostatSettings:
     shutil.copyfile(registered.db, tmp_path / "mlflow.db")
-    return ThermostatSettings(state_dir=tmp_path, bootstrap_resamples=300)
+    # Labels are attached and committed before each check here: no settle time.
+    return ThermostatSettings(state_dir=tmp_path, bootstrap_resamples=300, label_settle_time=timedelta(0))
 
 
-def _serve(settings: ThermostatSettings, logits: Any, labels: Any | None, *, tag: str, temperature: float) -> None:
-    """Log rows of digits v1 served just now (a millisecond apart), labelled now when ``labels`` is given."""
-    start = datetime.now(UTC) - timedelta(seconds=2)
+def _serve(settings: ThermostatSettings, logits: Any, labels: Any | None, *, tag: str, temperature: float,
+           ago: timedelta = timedelta(seconds=2)) -> None:
+    """Log rows of digits v1 served ``ago`` (a millisecond apart), labelled now when ``labels`` is given."""
+    start = datetime.now(UTC) - ago
     n = len(logits)
     with open_prediction_log(settings) as log:
         log_predictions(log, "digits", "1", temperature, logits, [f"{tag}-{i}" for i in range(n)],
@@ -84,15 +86,18 @@ def test_the_sequential_rule_counts_each_label_once_and_its_alarm_sets_the_refit
     assert "sequential" in report.tests_fired and drift.verdict == "drift" and drift.event_id is not None
     assert report.sequential.side == "over-confident" and report.sequential.shift_ratio > 1.2
     # The drift began with the first increment that moved the statistic up: the noisy rows',
-    # which starts at the previous check's cursor; the refit reads from there.
-    assert report.change_point == cursor and report.refit_window_start == cursor
+    # which starts at the previous check's cursor (label clock); the refit reads from the first
+    # of those rows' serving time (here, labels come at once: about the same moment).
+    assert report.sequential.change_point == cursor
+    assert report.change_point == report.refit_window_start == report.sequential.change_point_served_at
+    assert abs(report.change_point - cursor) < timedelta(seconds=5)
     assert any(reason.startswith("sequential rule ALARM") for reason in report.reasons)
     state = SequentialState.from_json(_tags(settings)[SEQUENTIAL_STATE_TAG])
     assert (state.rows, state.alarms, state.upper, state.lower) == (1500, 1, 0.0, 0.0)  # restarted after the alarm
 
     [event] = [e for e in _events(DRIFT_EVENT, "mlmodel.digits.v1", since, at_least=1)
                if e.payload["mlflow_run_id"] == drift.run_id]
-    assert event.payload["refit_window_start"] == cursor.isoformat() == event.payload["change_point"]
+    assert event.payload["refit_window_start"] == report.change_point.isoformat() == event.payload["change_point"]
     assert "sequential" in event.payload["tests_fired"]
     registry = MlflowRegistry.from_settings(settings)
     from tests.integration.conftest import mlflow_client
@@ -158,3 +163,50 @@ def test_the_early_warning_shows_before_labels_and_a_shift_emits_one_event_per_c
     [labelled] = monitor("digits", settings=settings)
     assert labelled.verdict == "drift" and labelled.insufficient_streak == 0
     assert _tags(settings)[INSUFFICIENT_STREAK_TAG] == "0"
+
+
+def test_with_late_labels_the_refit_reads_from_when_the_drifted_rows_were_served(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    """Labels arrive hours after serving: the increments are cut by label arrival, but the drift
+    event hands the refit the serving time of the first drifted row, not the label clock's
+    change point (where almost no row would have a label yet)."""
+    _serve(settings, registered.clean_logits[300:600], registered.clean_labels[300:600], tag="lc",
+           temperature=registered.temperature, ago=timedelta(hours=5))
+    [first] = monitor("digits", settings=settings)
+    cursor = SequentialState.from_json(_tags(settings)[SEQUENTIAL_STATE_TAG]).last_end
+    assert first.report is not None and first.report.sequential is not None and cursor is not None
+    served_at = datetime.now(UTC) - timedelta(hours=3)
+    _serve(settings, registered.noisy_logits[2700:3900], registered.noisy_labels[2700:3900], tag="ln",
+           temperature=registered.temperature, ago=timedelta(hours=3))
+    [drift] = monitor("digits", settings=settings)
+    report = drift.report
+    assert report is not None and report.sequential is not None and report.sequential.alarm
+    assert report.sequential.change_point == cursor  # the label clock: the previous check
+    assert report.change_point is not None and abs(report.change_point - served_at) < timedelta(seconds=30)
+    assert report.refit_window_start == report.change_point < cursor - timedelta(hours=2)
+    assert drift.event_id is not None
+
+
+def test_an_alarm_whose_event_could_not_be_sent_is_raised_again_next_check(
+    registered: Registered, settings: ThermostatSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The event transport down (a fault only a stub can produce on demand): the alarm is not
+    consumed — the state is not written — so the next check alarms again and sends it."""
+    import flows.monitor
+
+    _serve(settings, registered.clean_logits[600:900], registered.clean_labels[600:900], tag="ec",
+           temperature=registered.temperature)
+    monitor("digits", settings=settings)
+    before = _tags(settings)[SEQUENTIAL_STATE_TAG]
+    _serve(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200], tag="en",
+           temperature=registered.temperature)
+    with monkeypatch.context() as patch:
+        patch.setattr(flows.monitor, "emit", lambda *args, **kwargs: None)
+        [lost] = monitor("digits", settings=settings)
+    assert lost.report is not None and lost.report.sequential is not None and lost.report.sequential.alarm
+    assert lost.event_id is None and _tags(settings)[SEQUENTIAL_STATE_TAG] == before
+    [again] = monitor("digits", settings=settings)
+    assert again.report is not None and again.report.sequential is not None and again.report.sequential.alarm
+    assert again.event_id is not None
+    assert SequentialState.from_json(_tags(settings)[SEQUENTIAL_STATE_TAG]).alarms == 1

@@ -191,3 +191,34 @@ def test_a_drift_starting_mid_stream_is_found_with_its_change_point() -> None:
     assert check.shift_ratio_low < 1.25 < check.shift_ratio_high * 1.05
     assert check.state.upper == 0.0 and check.state.alarms == 1 and check.state.last_change_point == check.change_point
     assert "ALARM" in check.sentence() and check.threshold == CUSUM_THRESHOLD
+
+
+def test_the_change_point_is_also_given_in_serving_time_when_labels_come_late() -> None:
+    """Increments are cut by label arrival; with labels 3 hours late, the rows of the climb were
+    served 3 hours before the change point on that clock: where a refit must start reading."""
+    hot = TemperatureStats(temperature=1.0, n=500, gradient_sum=150.0, gradient_square_sum=600.0, curvature_sum=500.0)
+    calm = TemperatureStats(temperature=1.0, n=500, gradient_sum=0.0, gradient_square_sum=500.0, curvature_sum=500.0)
+    small = TemperatureStats(temperature=1.0, n=40, gradient_sum=12.0, gradient_square_sum=48.0, curvature_sum=40.0)
+    state = SequentialState.initial(1.0)
+    delay = 3 * HOUR
+    check = update_sequential(state, calm, start=T0, end=T0 + HOUR, served_from=T0 - delay)
+    # A small increment waits (pending) and carries its serving time into the fold.
+    check = update_sequential(check.state, small, start=T0 + HOUR, end=T0 + 2 * HOUR, served_from=T0 + HOUR - delay)
+    assert not check.folded and check.state.pending_served_from == T0 + HOUR - delay
+    state = SequentialState.from_json(check.state.to_json())  # kept between checks
+    check = update_sequential(state, hot, start=T0 + 2 * HOUR, end=T0 + 3 * HOUR, served_from=T0 + 2 * HOUR - delay)
+    assert not check.alarm and check.state.upper_served_from == T0 + HOUR - delay
+    check = update_sequential(check.state, hot, start=T0 + 3 * HOUR, end=T0 + 4 * HOUR,
+                              served_from=T0 + 3 * HOUR - delay)
+    assert check.alarm and check.change_point == T0 + HOUR
+    assert check.change_point_served_at == T0 + HOUR - delay
+    assert "its rows were served from" in check.sentence()
+    assert check.state.upper_served_from is None and check.state.pending_served_from is None  # restarted
+
+
+def test_a_state_written_before_serving_times_were_kept_is_still_read() -> None:
+    state = SequentialState.initial(1.5)
+    old = json.loads(state.to_json())
+    for key in ("upper_served_from", "lower_served_from", "pending_served_from"):
+        del old[key]
+    assert SequentialState.from_json(json.dumps(old)) == state

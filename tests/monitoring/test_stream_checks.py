@@ -102,7 +102,7 @@ def test_the_outputs_carry_the_stream_checks() -> None:
                                   early_warning=warning)
     markdown = drift_markdown(combined)
     assert "sequential CUSUM" in markdown and "ALARM" in markdown
-    assert f"| change point (the refit reads rows since) | {T0.isoformat()} |" in markdown
+    assert f"| change point: rows served since (the refit reads from there) | {T0.isoformat()} |" in markdown
     assert "predicted accuracy, 1000 served rows" in markdown and "χ² p" in markdown
     metrics = drift_metrics(combined)
     assert metrics["sequential_alarm"] == 1.0 and metrics["cusum_upper"] >= 6.0

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -68,10 +68,8 @@ from flows.settings import ThermostatSettings
 from flows.cluster import summarise_export_on_dask
 from flows.tasks import check_window, io_task, open_prediction_log, open_window_source, step_task
 from flows.versions import (
-    INSUFFICIENT_STREAK_TAG,
-    LAST_CONFIDENCE_SHIFT_TAG,
     LAST_DRIFT_EVENT_TAG,
-    SEQUENTIAL_STATE_TAG,
+    MonitorState,
     RegisteredVersion,
     registered_version,
     serving_versions,
@@ -242,7 +240,7 @@ def sequential_update(
         logger.info("%s sequential rule skipped: the SQL prediction log %r holds no row of this version (it reads "
                     "label arrival times from there)", version.context, log)
         return None
-    state = version.sequential_state or SequentialState.initial(version.temperature)
+    state = version.monitor.sequential or SequentialState.initial(version.temperature)
     now = datetime.now(UTC)
     until = now - settings.label_settle_time
     since = state.last_end
@@ -380,8 +378,10 @@ def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str
 
 
 @io_task(name="remember-monitor-state")
-def remember_state(registry: MlflowRegistry, version: RegisteredVersion, tags: dict[str, str]) -> None:
-    """Write the monitor's state tags of the version (cool-downs, sequential state, streak)."""
+def remember_state(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
+                   after: MonitorState) -> None:
+    """Write the tags that change the version's monitor state from ``before`` to ``after``."""
+    tags = after.changed_tags(before)
     for key, value in tags.items():
         registry.set_version_tag(version.model_name, version.version, key, value)
     if LAST_DRIFT_EVENT_TAG in tags:
@@ -440,6 +440,15 @@ def publish_artifacts(
 # ----------------------------------------------------------------------------------- flow
 
 
+def _remembered(registry: MlflowRegistry, version: RegisteredVersion, state: MonitorState,
+                **changes: Any) -> MonitorState:
+    """``state`` with ``changes``, written to the version (only the tags that change)."""
+    after = replace(state, **changes)
+    if after.changed_tags(state):
+        remember_state(registry, version, state, after)
+    return after
+
+
 def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datetime) -> bool:
     return last is not None and now < last + settings.drift_cooldown
 
@@ -469,10 +478,10 @@ def _check_version(
         summary = summarise(source, version, start, end, settings)
     if summary is None:
         # Never logged: an insufficient_data check of its own kind, which counts toward the streak.
-        streak = version.insufficient_streak + 1 if live else version.insufficient_streak
+        streak = version.monitor.insufficient_streak + int(live)
         alert = _streak_event(version, streak, 0, None, context | {"mlflow_run_id": None}, settings) if live else None
-        if streak != version.insufficient_streak:
-            remember_state(registry, version, {INSUFFICIENT_STREAK_TAG: str(streak)})
+        if live:
+            _remembered(registry, version, version.monitor, insufficient_streak=streak)
         publish_artifacts(version, None, None, None, None, settings, start, end)
         return VersionCheck(
             model_name=version.model_name, version=version.version, aliases=version.aliases,
@@ -493,31 +502,28 @@ def _check_version(
     others: list[tuple[str, str]] = []
     # Each cool-down is written right after its event was handed to Prefect (a failure after it
     # must not let the next check send it again); the stream's state last.
+    state = version.monitor
     if report.refit_recommended:
         event_id = emit_drift(report, version, run_id, settings)
         if event_id is not None:
-            remember_state(registry, version, {LAST_DRIFT_EVENT_TAG: datetime.now(UTC).isoformat()})
+            state = _remembered(registry, version, state, last_drift_event_at=datetime.now(UTC))
     elif (live and warning is not None and warning.shifted
-          and not _in_cooldown(version.last_confidence_shift_at, settings, datetime.now(UTC))):
+          and not _in_cooldown(state.last_confidence_shift_at, settings, datetime.now(UTC))):
         shift_id = emit_monitor_event(CONFIDENCE_SHIFT_EVENT, version, warning.to_dict() | context)
         if shift_id is not None:
             others.append((CONFIDENCE_SHIFT_EVENT, shift_id))
-            remember_state(registry, version, {LAST_CONFIDENCE_SHIFT_TAG: datetime.now(UTC).isoformat()})
-    state: dict[str, str] = {}
-    streak = version.insufficient_streak
+            state = _remembered(registry, version, state, last_confidence_shift_at=datetime.now(UTC))
+    streak = state.insufficient_streak
     if live:
         streak = streak + 1 if report.verdict == "insufficient_data" else 0
         streak_event = _streak_event(version, streak, report.n, warning, context, settings)
         if streak_event is not None:
             others.append(streak_event)
-    if streak != version.insufficient_streak:
-        state[INSUFFICIENT_STREAK_TAG] = str(streak)
     # An alarm whose drift event could not be sent is not consumed: the state stays where it was,
     # so the next check folds these rows in again and alarms again.
-    if sequential is not None and not (report.refit_recommended and event_id is None):
-        state[SEQUENTIAL_STATE_TAG] = sequential.state.to_json()
-    if state:
-        remember_state(registry, version, state)
+    consumed = sequential is not None and not (report.refit_recommended and event_id is None)
+    _remembered(registry, version, state, insufficient_streak=streak,
+                sequential=sequential.state if consumed and sequential is not None else state.sequential)
     publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
     return VersionCheck(
         model_name=version.model_name, version=version.version, aliases=version.aliases,

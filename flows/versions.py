@@ -44,6 +44,7 @@ __all__ = [
     "LAST_DRIFT_EVENT_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
+    "MonitorState",
     "RefitProvenance",
     "RegisteredVersion",
     "VersionRecord",
@@ -346,20 +347,86 @@ def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, st
 
 
 @dataclass(frozen=True, slots=True)
+class MonitorState:
+    """What the monitor keeps on a version between checks, typed both ways (its tags:
+    :meth:`to_tags`, :meth:`from_tags`; see the module docstring).
+
+    ``last_drift_event_at`` / ``last_confidence_shift_at``: when the last drift /
+    confidence-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
+    state (None: no check of the current window yet); ``insufficient_streak``: consecutive
+    ``insufficient_data`` checks of the current window.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> state = MonitorState(last_drift_event_at=datetime(2026, 1, 1, tzinfo=UTC), insufficient_streak=2)
+    >>> MonitorState.from_tags(state.to_tags()) == state
+    True
+    >>> MonitorState(insufficient_streak=3).changed_tags(state)
+    {'thermostat.insufficient_data_streak': '3'}
+    """
+
+    last_drift_event_at: datetime | None = None
+    sequential: SequentialState | None = None
+    insufficient_streak: int = 0
+    last_confidence_shift_at: datetime | None = None
+
+    def to_tags(self) -> dict[str, str]:
+        """The state as version tags (an unset time or state: no tag)."""
+        tags = {INSUFFICIENT_STREAK_TAG: str(self.insufficient_streak)}
+        if self.last_drift_event_at is not None:
+            tags[LAST_DRIFT_EVENT_TAG] = self.last_drift_event_at.astimezone(UTC).isoformat()
+        if self.last_confidence_shift_at is not None:
+            tags[LAST_CONFIDENCE_SHIFT_TAG] = self.last_confidence_shift_at.astimezone(UTC).isoformat()
+        if self.sequential is not None:
+            tags[SEQUENTIAL_STATE_TAG] = self.sequential.to_json()
+        return tags
+
+    def changed_tags(self, before: MonitorState) -> dict[str, str]:
+        """The tags to write to move a version from ``before`` to this state."""
+        old = before.to_tags()
+        return {key: value for key, value in self.to_tags().items() if old.get(key) != value}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str], *, where: str = "the version") -> MonitorState:
+        """Read the state from a version's tags (absent tags: nothing yet).
+
+        Raises
+        ------
+        ValueError
+            If a state tag is unreadable; the message names the tag and the version.
+        """
+        streak = tags.get(INSUFFICIENT_STREAK_TAG, "0")
+        if not streak.isdigit():
+            raise ValueError(f"{where}: tag {INSUFFICIENT_STREAK_TAG!r} is {streak!r}; expected a count >= 0")
+        text = tags.get(SEQUENTIAL_STATE_TAG)
+        try:
+            sequential = None if text is None else SequentialState.from_json(text)
+        except ValueError as error:
+            raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
+        last, shift = tags.get(LAST_DRIFT_EVENT_TAG), tags.get(LAST_CONFIDENCE_SHIFT_TAG)
+        return cls(
+            last_drift_event_at=None if last is None else _aware(last, where, LAST_DRIFT_EVENT_TAG),
+            sequential=sequential, insufficient_streak=int(streak),
+            last_confidence_shift_at=None if shift is None else _aware(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RegisteredVersion:
     """One registered version of a model: its record, the aliases that point at it (sorted,
-    champion first) and the monitor's state kept on it: the time of its last drift event (the
-    cool-down), the sequential rule's state (None: no check yet), the insufficient-data streak
-    and the time of its last confidence-shift event."""
+    champion first) and the monitor's state kept on it (:class:`MonitorState`)."""
 
     model_name: str
     version: str
     aliases: tuple[str, ...]
     record: VersionRecord
-    last_drift_event_at: datetime | None
-    sequential_state: SequentialState | None = None
-    insufficient_streak: int = 0
-    last_confidence_shift_at: datetime | None = None
+    monitor: MonitorState = MonitorState()
+
+    @property
+    def last_drift_event_at(self) -> datetime | None:
+        """When the last drift event of this version was emitted (the cool-down), or None."""
+        return self.monitor.last_drift_event_at
 
     @property
     def temperature(self) -> float:
@@ -451,7 +518,7 @@ def version_context(
     return f"[{model_name} v{version}{' ' + served if served else ''} checkpoint={checkpoint_uri} T={shown}]"
 
 
-def _aware(value: str, where: str, tag: str = LAST_DRIFT_EVENT_TAG) -> datetime:
+def _aware(value: str, where: str, tag: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError as error:
@@ -462,7 +529,7 @@ def _aware(value: str, where: str, tag: str = LAST_DRIFT_EVENT_TAG) -> datetime:
 def registered_version(
     model_name: str, version: str, tags: Mapping[str, str], aliases: Sequence[str] = ()
 ) -> RegisteredVersion:
-    """Read a version's tags: its :class:`VersionRecord` and its cool-down state.
+    """Read a version's tags: its :class:`VersionRecord` and its :class:`MonitorState`.
 
     Raises
     ------
@@ -482,22 +549,9 @@ def registered_version(
     record = VersionRecord.from_tags(tags, where=where)
     if not (math.isfinite(record.temperature) and record.temperature > 0):
         raise ValueError(f"{where}: tag 'temperature' is {tags['temperature']!r}; expected a finite T > 0")
-    last = tags.get(LAST_DRIFT_EVENT_TAG)
-    shift = tags.get(LAST_CONFIDENCE_SHIFT_TAG)
-    state = tags.get(SEQUENTIAL_STATE_TAG)
-    streak = tags.get(INSUFFICIENT_STREAK_TAG, "0")
-    if not streak.isdigit():
-        raise ValueError(f"{where}: tag {INSUFFICIENT_STREAK_TAG!r} is {streak!r}; expected a count >= 0")
-    try:
-        sequential = None if state is None else SequentialState.from_json(state)
-    except ValueError as error:
-        raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
     ordered = sorted(aliases, key=lambda alias: (alias != "champion", alias))
     return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
-                             last_drift_event_at=None if last is None else _aware(last, where),
-                             sequential_state=sequential, insufficient_streak=int(streak),
-                             last_confidence_shift_at=None if shift is None else _aware(
-                                 shift, where, LAST_CONFIDENCE_SHIFT_TAG))
+                             monitor=MonitorState.from_tags(tags, where=where))
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

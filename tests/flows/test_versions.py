@@ -120,19 +120,21 @@ def test_unreadable_tags_are_named(change: dict[str, str], message: str) -> None
 def test_the_monitor_state_tags_are_read_and_bad_ones_named() -> None:
     from datetime import UTC, datetime
 
-    from flows.versions import INSUFFICIENT_STREAK_TAG, LAST_CONFIDENCE_SHIFT_TAG, SEQUENTIAL_STATE_TAG
+    from flows.versions import INSUFFICIENT_STREAK_TAG, LAST_CONFIDENCE_SHIFT_TAG, SEQUENTIAL_STATE_TAG, MonitorState
     from monitoring import ConfidenceProfile, SequentialState
 
     profile = ConfidenceProfile.from_logits([[2.0, 0.0], [0.0, 1.0]], [0, 0], temperature=2.5)
     tags = dataclasses.replace(VersionRecord.example(), reference_confidence_profile=profile.to_json()).to_tags()
     fresh = registered_version("digits", "1", tags)
-    assert fresh.sequential_state is None and fresh.insufficient_streak == 0 and fresh.last_confidence_shift_at is None
+    assert fresh.monitor == MonitorState() and fresh.last_drift_event_at is None
     assert fresh.reference_profile == profile
     state = SequentialState.initial(2.5)
     kept = registered_version("digits", "1", tags | {SEQUENTIAL_STATE_TAG: state.to_json(), INSUFFICIENT_STREAK_TAG: "4",
                                                      LAST_CONFIDENCE_SHIFT_TAG: "2026-01-01T00:00:00+00:00"})
-    assert kept.sequential_state == state and kept.insufficient_streak == 4
-    assert kept.last_confidence_shift_at == datetime(2026, 1, 1, tzinfo=UTC)
+    assert kept.monitor == MonitorState(sequential=state, insufficient_streak=4,
+                                        last_confidence_shift_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert MonitorState.from_tags(kept.monitor.to_tags()) == kept.monitor
+    assert kept.monitor.changed_tags(kept.monitor) == {}
     assert registered_version("digits", "3", PREVIOUS_FORMAT).reference_profile is None
     for bad, message in (({SEQUENTIAL_STATE_TAG: "{}"}, "tag 'thermostat.sequential_state': sequential state is not"),
                          ({INSUFFICIENT_STREAK_TAG: "-1"}, "tag 'thermostat.insufficient_data_streak' is '-1'"),

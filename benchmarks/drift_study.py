@@ -62,17 +62,9 @@ from calibration import (  # noqa: E402
     consistency_resampling_from_stats,
     fit_temperature,
 )
+from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from monitoring import WindowSummary, decide_drift, summarise_arrays  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "real-logits"
-FILES = (
-    "cifar100_wrn16-4_netcal",
-    "cifar100_densenet-bc-100_netcal",
-    "cifar10_vgg16_verified_calibration",
-    "cifar10_wrn16-4_netcal",
-    "cifar10_lenet5_netcal",
-    "cifar100_lenet5_netcal",
-)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 N_GROUPS = 5
 
@@ -172,8 +164,7 @@ def window_of(
 def decisions(
     name: str, file_index: int, grid: list[Cell], windows: int, seed: int
 ) -> Iterator[tuple[Cell, bool, tuple[str, ...]]]:
-    data = np.load(DATA / f"{name}.npz")
-    logits, labels = data["logits"], data["labels"]
+    logits, labels = load(name)
     for w in range(windows):
         rng = np.random.default_rng([seed, file_index, w])
         order = rng.permutation(labels.shape[0])
@@ -198,7 +189,7 @@ def run_study(files: tuple[str, ...], sizes: tuple[int, ...], windows: int, seed
     for name in files:
         started = time.monotonic()
         counts = {cell.name: [0, 0, 0, 0] for cell in grid}
-        for cell, before, fired in decisions(name, FILES.index(name) if name in FILES else len(FILES), grid, windows,
+        for cell, before, fired in decisions(name, file_index(name), grid, windows,
                                              seed):
             count = counts[cell.name]
             count[0] += before
@@ -237,8 +228,7 @@ def effect_size(files: tuple[str, ...], margin: float = 0.05) -> str:
     lines = ["| file | T | mean confidence at T/1.05, T, T·1.05 | debiased ℓ1 ECE at T/1.05, T, T·1.05 | "
              "SE(log T) per window of 500 / 2,000 / 5,000 rows |", "| --- | --- | --- | --- | --- |"]
     for name in files:
-        data = np.load(DATA / f"{name}.npz")
-        logits, labels = data["logits"], data["labels"]
+        logits, labels = load(name)
         temperature = fit_temperature(logits, labels).temperature
         confidence, ece = [], []
         for t in (temperature / (1 + margin), temperature, temperature * (1 + margin)):

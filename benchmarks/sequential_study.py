@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from calibration import TemperatureStats, TopLabelScores, fit_temperature, temperature_test, top_label_confidence  # noqa: E402
 from monitoring import (  # noqa: E402
     CUSUM_REFERENCE,
@@ -68,15 +69,6 @@ from monitoring import (  # noqa: E402
     update_sequential,
 )
 
-DATA = ROOT / "tests" / "data" / "real-logits"
-FILES = (
-    "cifar100_wrn16-4_netcal",
-    "cifar100_densenet-bc-100_netcal",
-    "cifar10_vgg16_verified_calibration",
-    "cifar10_wrn16-4_netcal",
-    "cifar10_lenet5_netcal",
-    "cifar100_lenet5_netcal",
-)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 WARM_UP = 24
@@ -217,10 +209,9 @@ def run_study(
     results: dict[str, dict[int, Tally]] = {}
     for name in files:
         started = time.monotonic()
-        data = np.load(DATA / f"{name}.npz")
-        logits, labels = data["logits"], data["labels"]
+        logits, labels = load(name)
         tallies = {volume: Tally() for volume in volumes}
-        index = FILES.index(name) if name in FILES else len(FILES)
+        index = file_index(name)
         for r in range(runs):
             one_run(name, logits, labels, [seed, index, r], volumes, tallies, design)
         results[name] = tallies
@@ -316,8 +307,7 @@ def arl(runs: int, seed: int) -> str:
     lines.append(f"| N(0, 1) | — | {runs} | {np.nanmean(np.where(np.isnan(lengths), horizon, lengths)):,.0f} | "
                  f"{np.mean(lengths <= 720):.3f} |")
     for name in ("cifar10_vgg16_verified_calibration", "cifar10_wrn16-4_netcal", "cifar100_wrn16-4_netcal"):
-        data = np.load(DATA / f"{name}.npz")
-        logits, labels = data["logits"], data["labels"]
+        logits, labels = load(name)
         temperature = fit_temperature(logits, labels).temperature
         scores = TopLabelScores.from_logits(logits, labels, temperature=temperature)
         sums = scores.temperature_stats()
@@ -367,8 +357,7 @@ def early_warning_study(files: tuple[str, ...], runs: int, seed: int) -> str:
              "| file | n | false alarms at 0.01 | power ×1.25 | power ×0.8 | coverage of the 95 % accuracy interval | "
              "mean |predicted − actual| |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for index, name in enumerate(files):
-        data = np.load(DATA / f"{name}.npz")
-        logits, labels = data["logits"], data["labels"]
+        logits, labels = load(name)
         counts = {n: np.zeros(5) for n in (500, 2_000)}
         for r in range(runs):
             rng = np.random.default_rng([seed, index, r])

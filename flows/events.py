@@ -31,9 +31,12 @@ so an automation can match ``mlmodel.*`` and run one refit per version (``for_ea
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Final
 
+from prefect import get_run_logger
 from prefect.events import emit_event
+from prefect.exceptions import MissingContextError
 
 __all__ = [
     "CONFIDENCE_SHIFT_EVENT",
@@ -70,14 +73,31 @@ def version_resource(model_name: str, version: str, alias: str) -> dict[str, str
 
 
 def emit(
-    event: str, resource: dict[str, str], payload: dict[str, Any], related: list[dict[str, str]] | None = None
+    event: str, resource: dict[str, str], payload: dict[str, Any], related: list[dict[str, str]] | None = None, *,
+    context: str = "", if_unsent: str = "nothing reacts to it",
 ) -> str | None:
-    """Emit one event; returns its id, or None when this process cannot emit events
-    (events disabled, or no Prefect API): then nothing reacts to it, and the caller must
-    not record it as sent.
+    """Emit one event and log it; returns its id, or None when this process cannot emit
+    events (events disabled, or no Prefect API): then nothing reacts to it, the log says so
+    as a warning (``context`` first, ``if_unsent`` last: what that means for the caller), and
+    the caller must not record it as sent.
 
     ``related``: further resources the event concerns, each with a ``prefect.resource.id`` and
     a ``prefect.resource.role`` (e.g. the drift event that caused a refit, role ``caused-by``).
     """
     sent = emit_event(event=event, resource=resource, payload=payload, related=related)
-    return None if sent is None else str(sent.id)
+    logger = _logger()
+    where = f"{context} " if context else ""
+    if sent is None:
+        logger.warning("%s%s not emitted: this process cannot emit Prefect events (no API or events disabled); %s",
+                       where, event, if_unsent)
+        return None
+    logger.info("%semitted %s (event %s) for %s", where, event, sent.id, resource["prefect.resource.id"])
+    return str(sent.id)
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """The flow or task run's logger (its lines reach Prefect's UI), else this module's."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)

@@ -232,14 +232,10 @@ def sequential_update(
     exactly one increment whatever its label delay. The state's ``last_end`` is that cursor.
     The change point a refit needs is in serving time: the earliest serving time among the
     rows since the climb began (``served_from``). Read from the SQL prediction log whatever the
-    window's source (the Parquet export has no label times); None (and said why) when the log
-    holds no row of the version or no time passed since the cursor.
+    window's source (the Parquet export has no label times); None (and said why) when no time
+    passed since the cursor.
     """
     logger = get_run_logger()
-    if log.n_classes(version.model_name, version.version) is None:
-        logger.info("%s sequential rule skipped: the SQL prediction log %r holds no row of this version (it reads "
-                    "label arrival times from there)", version.context, log)
-        return None
     state = version.monitor.sequential or SequentialState.initial(version.temperature)
     now = datetime.now(UTC)
     until = now - settings.label_settle_time
@@ -266,14 +262,10 @@ def sequential_update(
 @io_task(name="early-warning")
 def early_warning(
     log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
-) -> EarlyWarning | None:
+) -> EarlyWarning:
     """Every served row of the window, labelled or not, against the registration reference's
     confidences, from the SQL prediction log whatever the window's source (the export holds
-    labelled rows only); None when the log holds no row of the version."""
-    if log.n_classes(version.model_name, version.version) is None:
-        get_run_logger().info("%s early warning skipped: the SQL prediction log %r holds no row of this version",
-                              version.context, log)
-        return None
+    labelled rows only)."""
     profile = confidence_profile(log, version.model_name, version.version, temperature=version.temperature,
                                  start=start, end=end, chunk_size=settings.monitor_chunk_size)
     warning = warn_before_labels(profile, version.reference_profile, level=settings.confidence_shift_level,
@@ -354,27 +346,15 @@ def record_check(registry: MlflowRegistry, report: DriftReport, version: Registe
 def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str, settings: ThermostatSettings) -> str | None:
     payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases),
                                        "mlflow_experiment": settings.monitoring_experiment_name}
-    event_id = emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload)
-    logger = get_run_logger()
-    if event_id is None:
-        logger.warning("%s drift, but this process cannot emit Prefect events (no API or events disabled): no refit "
-                       "will start; the next check will try again", version.context)
-    else:
-        logger.info("%s emitted %s (event %s) for mlmodel.%s.v%s", version.context, DRIFT_EVENT, event_id,
-                    version.model_name, version.version)
-    return event_id
+    return emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload,
+                context=version.context, if_unsent="no refit will start; the next check will try again")
 
 
 @step_task(name="emit-monitor-event")  # not retried: one event per occasion
 def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str, Any]) -> str | None:
     """Emit the confidence-shift or insufficient-data event of a version; its id, or None."""
-    event_id = emit(event, version_resource(version.model_name, version.version, version.alias), payload)
-    if event_id is None:
-        get_run_logger().warning("%s %s not emitted: this process cannot emit Prefect events (no API or events "
-                                 "disabled)", version.context, event)
-    else:
-        get_run_logger().info("%s emitted %s (event %s)", version.context, event, event_id)
-    return event_id
+    return emit(event, version_resource(version.model_name, version.version, version.alias), payload,
+                context=version.context)
 
 
 @io_task(name="remember-monitor-state")
@@ -489,11 +469,16 @@ def _check_version(
             reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
             event_id=None, other_events=() if alert is None else (alert,), insufficient_streak=streak,
         )
-    sequential = sequential_update(log, version, start, end, settings) if live else None
-    if not live:
+    # The checks across the stream read the SQL log (the window may come from the export).
+    in_log = log is source or log.n_classes(version.model_name, version.version) is not None
+    if not in_log:
+        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no row "
+                              "of this version", version.context, log)
+    elif not live:
         get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
                               "re-check); only checks of the current window advance the stream", version.context)
-    warning = early_warning(log, version, start, end, settings)
+    sequential = sequential_update(log, version, start, end, settings) if in_log and live else None
+    warning = early_warning(log, version, start, end, settings) if in_log else None
     report = decide(summary, version, settings, sequential, warning)
     run_id = record_check(registry, report, version, settings)
     run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())

@@ -268,10 +268,8 @@ def emit_refit_event(
 ) -> str | None:
     """Emit ``event`` on the parent version, with the drift that caused the refit (payload
     ``drift_event_id``/``drift_run_id``, and the drift event as a ``caused-by`` related resource)."""
-    event_id = emit(event, version_resource(parent.model_name, parent.version, alias), payload | cause.payload(),
-                    related=cause.related())
-    get_run_logger().info("%s emitted %s (event %s)", parent.context, event, event_id)
-    return event_id
+    return emit(event, version_resource(parent.model_name, parent.version, alias), payload | cause.payload(),
+                related=cause.related(), context=parent.context)
 
 
 @io_task(name="publish-refit-report")

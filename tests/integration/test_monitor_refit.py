@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,10 @@ def _log(settings: ThermostatSettings, logits: Any, labels: Any, *, start: datet
     return start, start + timedelta(minutes=1)
 
 
-def _events(name: str, resource_id: str, since: datetime, *, at_least: int, timeout: float = 30.0) -> list[Any]:
-    """Events from the Prefect API (they are persisted asynchronously: poll)."""
+def _events(name: str, resource_id: str, since: datetime, *, at_least: int, timeout: float = 30.0,
+            where: Callable[[Any], bool] | None = None) -> list[Any]:
+    """Events from the Prefect API that ``where`` keeps (they are persisted asynchronously:
+    poll until ``at_least`` of them are there; other tests' events share the resource id)."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 
@@ -63,8 +66,9 @@ def _events(name: str, resource_id: str, since: datetime, *, at_least: int, time
                 occurred=EventOccurredFilter(since=since, until=datetime.now(UTC) + timedelta(minutes=5)),
                 event=EventNameFilter(name=[name]), resource=EventResourceFilter(id=[resource_id]),
             ))
-        if len(page.events) >= at_least or time.monotonic() > deadline:
-            return list(page.events)
+        kept = [event for event in page.events if where is None or where(event)]
+        if len(kept) >= at_least or time.monotonic() > deadline:
+            return kept
         time.sleep(0.5)
 
 
@@ -148,8 +152,8 @@ def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, s
     assert _markdown_artifacts(artifact_key("digits", "1", "table"))
 
     # Other tests' events share the resource id (and may land in the last seconds): ours names our run.
-    [event] = [e for e in _events("thermostat.calibration.drift", "mlmodel.digits.v1", since, at_least=1)
-               if e.payload.get("mlflow_run_id") == drift.run_id]
+    [event] = _events("thermostat.calibration.drift", "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload.get("mlflow_run_id") == drift.run_id)
     assert event.resource["model.name"] == "digits" and event.resource["model.version"] == "1"
     assert event.resource["model.alias"] == "champion"
     assert event.payload["verdict"] == "drift" and event.payload["window_end"] == noisy[1].isoformat()
@@ -247,8 +251,8 @@ def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
     assert outcome.verification.escalate
     assert [str(v.version) for v in registry.versions("digits")] == ["1"]
     assert str(registry.alias_holder("digits", "champion").version) == "1"  # type: ignore[union-attr]
-    [event] = [e for e in _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1)
-               if e.payload.get("window_start") == window[0].isoformat()]
+    [event] = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload.get("window_start") == window[0].isoformat())
     assert event.payload["escalation"] == "needs retraining or a data fix" and event.payload["step"] == "verify"
     assert event.payload["shape"] in ("arched", "saw-tooth") and event.payload["ece_after"] > 0.1
     assert any(outcome.reason in text for text in _markdown_artifacts(refit_artifact_key("digits", "1")))
@@ -296,8 +300,8 @@ def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, s
     assert version_tags["refit_drift_event_id"] == check.event_id
 
     # Other tests' events share the resource id: ours is the one caused by this check.
-    [event] = [e for e in _events("thermostat.calibration.refitted", "mlmodel.digits.v1", since, at_least=1)
-               if e.payload.get("drift_event_id") == check.event_id]
+    [event] = _events("thermostat.calibration.refitted", "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload.get("drift_event_id") == check.event_id)
     assert event.payload["drift_run_id"] == check.run_id
     caused_by = [dict(r) for r in event.related if r.get("prefect.resource.role") == "caused-by"]
     assert caused_by == [{"prefect.resource.id": f"prefect.event.{check.event_id}",
@@ -335,8 +339,8 @@ def test_a_refused_refit_links_to_its_check_and_records_the_cause(
     assert record.refused and record.cause == outcome.cause
     assert record.prefect_flow_run_id == str(state.state_details.flow_run_id)
 
-    events = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1)
-    [event] = [e for e in events if e.payload.get("drift_event_id") == drift_event_id]
+    [event] = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload.get("drift_event_id") == drift_event_id)
     assert event.payload["drift_run_id"] == check_run
     assert {"prefect.resource.id": f"prefect.event.{drift_event_id}", "prefect.resource.role": "caused-by"} in [
         dict(r) for r in event.related]

@@ -95,8 +95,8 @@ def test_the_sequential_rule_counts_each_label_once_and_its_alarm_sets_the_refit
     state = SequentialState.from_json(_tags(settings)[SEQUENTIAL_STATE_TAG])
     assert (state.rows, state.alarms, state.upper, state.lower) == (1500, 1, 0.0, 0.0)  # restarted after the alarm
 
-    [event] = [e for e in _events(DRIFT_EVENT, "mlmodel.digits.v1", since, at_least=1)
-               if e.payload["mlflow_run_id"] == drift.run_id]
+    [event] = _events(DRIFT_EVENT, "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload["mlflow_run_id"] == drift.run_id)
     assert event.payload["refit_window_start"] == report.change_point.isoformat() == event.payload["change_point"]
     assert "sequential" in event.payload["tests_fired"]
     registry = MlflowRegistry.from_settings(settings)
@@ -139,8 +139,8 @@ def test_the_early_warning_shows_before_labels_and_a_shift_emits_one_event_per_c
                   if str(first.run_id) in text]
     assert "predicted accuracy, 1500 served rows" in markdown and "SHIFTED down" in markdown
 
-    [event] = [e for e in _events(CONFIDENCE_SHIFT_EVENT, "mlmodel.digits.v1", since, at_least=1)
-               if e.payload["mlflow_run_id"] == first.run_id]
+    [event] = _events(CONFIDENCE_SHIFT_EVENT, "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload["mlflow_run_id"] == first.run_id)
     assert event.payload["shifted"] is True
     assert event.payload["predicted_accuracy"] == pytest.approx(warning.predicted_accuracy)
 
@@ -148,13 +148,13 @@ def test_the_early_warning_shows_before_labels_and_a_shift_emits_one_event_per_c
     [second] = monitor("digits", settings=settings)
     assert second.verdict == "insufficient_data" and second.insufficient_streak == 2
     assert [name for name, _ in second.other_events] == [INSUFFICIENT_DATA_EVENT]
-    [streak] = [event for event in _events(INSUFFICIENT_DATA_EVENT, "mlmodel.digits.v1", since, at_least=1)
-                if event.payload["mlflow_run_id"] == second.run_id]
+    [streak] = _events(INSUFFICIENT_DATA_EVENT, "mlmodel.digits.v1", since, at_least=1,
+                       where=lambda e: e.payload["mlflow_run_id"] == second.run_id)
     assert streak.payload["streak"] == 2 and streak.payload["n"] == 100 and streak.payload["min_window"] == 500
     assert streak.payload["predicted_accuracy"] == pytest.approx(second.report.early_warning.predicted_accuracy)
-    shifts = _events(CONFIDENCE_SHIFT_EVENT, "mlmodel.digits.v1", since, at_least=2, timeout=3.0)
-    assert [e.payload["mlflow_run_id"] for e in shifts if e.payload["mlflow_run_id"] in (first.run_id, second.run_id)] \
-        == [first.run_id]
+    shifts = _events(CONFIDENCE_SHIFT_EVENT, "mlmodel.digits.v1", since, at_least=2, timeout=3.0,
+                     where=lambda e: e.payload["mlflow_run_id"] in (first.run_id, second.run_id))
+    assert [e.payload["mlflow_run_id"] for e in shifts] == [first.run_id]
 
     # Labels arrive: the check decides, and the streak resets.
     with open_prediction_log(settings) as log:

@@ -31,6 +31,7 @@ from ._evidence import (
     paired_bootstrap_nll,
 )
 from ._fit import DEFAULT_BOUNDS, TemperatureFit, fit_temperature
+from ._interval import Interval
 from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
 from ._metrics import (
     CalibrationReport,
@@ -84,6 +85,7 @@ __all__ = [
     "GateSweep",
     "GroupBreakdown",
     "GroupCalibration",
+    "Interval",
     "JsonResult",
     "LocalEngine",
     "Partition",

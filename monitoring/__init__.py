@@ -28,16 +28,17 @@ The pieces, in the order a monitor uses them:
 
 from __future__ import annotations
 
-from .drift import (
-    DRIFT_ECE_ESTIMATOR,
-    DriftReport,
-    GroupDrift,
-    ReliabilityShape,
-    Verdict,
-    decide_drift,
-    diagnose_reliability_shape,
-    with_stream_checks,
+from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
+from .drift_tests import (
+    DriftTest,
+    EceExcessTest,
+    ScopeEvidence,
+    ScopeReference,
+    TemperatureShiftTest,
+    TestOutcome,
+    drift_tests,
 )
+from .escalation import ReliabilityShape, diagnose_reliability_shape
 from .early_warning import (
     CONFIDENCE_EDGES,
     ConfidenceProfile,
@@ -69,33 +70,30 @@ from .prediction_log import (
     ServedChunk,
     log_predictions,
 )
-from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
-from .sequential import (
-    CUSUM_REFERENCE,
-    CUSUM_THRESHOLD,
-    MIN_INCREMENT_ROWS,
-    SequentialCheck,
-    SequentialState,
-    update_sequential,
-)
+from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
+from .report import DRIFT_PAYLOAD_KEYS, drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .sequential import SequentialCheck, SequentialState, update_sequential
 from .urls import URL_MASK, mask_url
 from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
 __all__ = [
     "CONFIDENCE_EDGES",
-    "CUSUM_REFERENCE",
-    "CUSUM_THRESHOLD",
-    "DRIFT_ECE_ESTIMATOR",
+    "DEFAULT_POLICY",
+    "DRIFT_PAYLOAD_KEYS",
     "MAX_NAME_LENGTH",
-    "MIN_INCREMENT_ROWS",
     "URL_MASK",
     "ConfidenceProfile",
+    "DriftPolicy",
+    "DriftReference",
     "DriftReport",
+    "DriftTest",
+    "EceExcessTest",
     "EarlyWarning",
     "ExportPartition",
     "ExportResult",
     "GateCounts",
     "GroupDrift",
+    "Knob",
     "LabelAttachReport",
     "LabelConflict",
     "LabelledChunk",
@@ -109,11 +107,15 @@ __all__ = [
     "PredictionRecord",
     "PredictionRowError",
     "ReliabilityShape",
+    "ScopeEvidence",
+    "ScopeReference",
     "SequentialCheck",
     "SequentialState",
     "ServedChunk",
     "ServedSource",
     "SynchronousLogWriter",
+    "TemperatureShiftTest",
+    "TestOutcome",
     "Verdict",
     "WindowSummary",
     "confidence_profile",
@@ -123,11 +125,13 @@ __all__ = [
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
+    "drift_tests",
     "export_partitions",
     "export_prediction_log",
     "log_predictions",
     "mask_url",
     "merge_summaries",
+    "policy_knobs",
     "reliability_figure",
     "summarise_arrays",
     "summarise_export",

@@ -65,6 +65,7 @@ from scipy.special import chdtrc, ndtri
 from calibration import JsonResult, check_temperature, top_label_confidence
 
 from ._validation import check_chunk_size, check_window
+from .policy import DEFAULT_POLICY, DriftPolicy
 
 if TYPE_CHECKING:  # the early warning reads the source it is given; it does not need the SQL layer
     from .prediction_log import ServedChunk
@@ -392,10 +393,7 @@ def warn_before_labels(
     window: ConfidenceProfile,
     reference: ConfidenceProfile | None = None,
     *,
-    level: float = 0.01,
-    min_rows: int = 100,
-    min_expected: float = 5.0,
-    confidence_level: float = 0.95,
+    policy: DriftPolicy = DEFAULT_POLICY,
 ) -> EarlyWarning:
     """Predict the window's accuracy from its confidences and test their distribution against the reference.
 
@@ -406,14 +404,11 @@ def warn_before_labels(
     reference : ConfidenceProfile, optional
         The registration reference's profile at the same T and edges (the rows T was fitted
         on, labelled). Without it: no test, no gap correction.
-    level : float, default=0.01
-        Significance level of the χ² test, in (0, 1).
-    min_rows : int, default=100
-        Fewer rows in the window (or the reference): not tested.
-    min_expected : float, default=5.0
-        Smallest expected count per merged bin (> 0).
-    confidence_level : float, default=0.95
-        Level of the predicted accuracy's interval, in (0, 1).
+    policy : DriftPolicy, default=DEFAULT_POLICY
+        ``confidence_shift_level`` (the χ² test's significance level), ``shift_min_rows`` (fewer
+        rows in the window or the reference: not tested), ``shift_min_expected`` (smallest
+        expected count per merged bin) and ``confidence_level`` (the predicted accuracy's
+        interval).
 
     Returns
     -------
@@ -443,14 +438,10 @@ def warn_before_labels(
                                   or reference.edges != window.edges):
         raise ValueError(f"the reference profile is at T = {reference.temperature!r} (or on other bins) and the window "
                          f"at T = {window.temperature!r}: both must be read at the deployed T on the same bins")
-    for name, value in (("level", level), ("confidence_level", confidence_level)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < float(value) < 1.0:
-            raise ValueError(f"{name} must be in (0, 1); got {value!r}")
-    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 2:
-        raise ValueError(f"min_rows must be an integer >= 2; got {min_rows!r}")
-    if isinstance(min_expected, bool) or not isinstance(min_expected, (int, float)) or not (
-            math.isfinite(min_expected) and min_expected > 0):
-        raise ValueError(f"min_expected must be a number > 0; got {min_expected!r}")
+    if not isinstance(policy, DriftPolicy):
+        raise TypeError(f"policy must be a DriftPolicy; got {type(policy).__name__}")
+    level, confidence_level = policy.confidence_shift_level, policy.confidence_level
+    min_rows, min_expected = policy.shift_min_rows, policy.shift_min_expected
 
     n = window.n
     spread = float(ndtri(0.5 + confidence_level / 2.0))

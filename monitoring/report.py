@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import fields
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -21,8 +20,9 @@ from matplotlib.figure import Figure
 from calibration import ReliabilityTable, TemperatureTest, json_safe
 
 from .drift import DriftReport
+from .drift_tests import DriftTest, TestOutcome
 
-__all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
+__all__ = ["DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -149,7 +149,7 @@ def _draw_reliability(ax: Axes, table: ReliabilityTable, heading: str) -> None:
 
 
 def drift_markdown(report: DriftReport) -> str:
-    """A markdown summary of a drift check: verdict, reasons, numbers and groups.
+    """A markdown summary of a drift check: verdict, reasons, the tests, numbers and groups.
 
     Parameters
     ----------
@@ -165,11 +165,11 @@ def drift_markdown(report: DriftReport) -> str:
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring import decide_drift, summarise_arrays
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, model_name="m",
     ...                      model_version="1")
-    >>> print(drift_markdown(decide_drift(s, baseline_ece=0.01)).splitlines()[0])
+    >>> print(drift_markdown(decide_drift(s, DriftReference.of(0.01))).splitlines()[0])
     ## Calibration check of m version 1: insufficient_data
     """
     headline = {
@@ -177,6 +177,8 @@ def drift_markdown(report: DriftReport) -> str:
         "ok": "ok",
         "insufficient_data": "insufficient_data",
     }[report.verdict]
+    window, reference, level = report.window, report.reference.overall, report.policy.confidence_level
+    consistency = report.consistency
     lines = [
         f"## Calibration check of {report.model_name} version {report.model_version}: {headline}",
         "",
@@ -195,42 +197,68 @@ def drift_markdown(report: DriftReport) -> str:
         "",
         "| metric | value |",
         "| --- | --- |",
-        f"| window's optimal T ({report.confidence_level:.0%} interval) | {_temperature_cell(report.temperature_test)} |",
-        f"| ECE, {report.ece_estimator} ({report.confidence_level:.0%} interval) | {_fmt(report.ece_estimate)}"
-        f"{_interval(report.ece_low, report.ece_high)} |",
-        f"| reference ECE | {_fmt(report.baseline_ece)}{_interval(report.baseline_ece_low, report.baseline_ece_high)} |",
-        f"| ECE excess (tolerance {_fmt(report.ece_tolerance)}) | {_fmt(report.ece_excess)} |",
-        f"| ECE ({report.n_bins} {report.scheme} bins) | {_fmt(report.ece)} (plug-in: biased upward on small windows) |",
-        f"| calibrated-model binned ECE, 95th percentile (consistency p {_fmt_p(report.consistency_p_value)}) | "
-        f"{_fmt(report.null_quantile_95)} |",
-        f"| NLL (mean nats) | {_fmt(report.nll)} |",
-        f"| baseline NLL | {_fmt(report.baseline_nll)} |",
-        f"| accuracy | {_fmt(report.accuracy)} |",
-        f"| mean confidence | {_fmt(report.mean_confidence)} |",
-        f"| Brier score | {_fmt(report.brier)} |",
-        f"| gate threshold | {_fmt(report.threshold)} |",
-        f"| coverage | {_fmt(report.coverage)} |",
-        f"| accepted accuracy | {_fmt(report.accepted_accuracy)} |",
-        f"| group-weighted ECE | {_fmt(report.group_weighted_ece)} |",
+        f"| window's optimal T ({level:.0%} interval) | {_temperature_cell(report.temperature_test)} |",
+        *_outcome_rows(report),
+        f"| reference ECE ({reference.ece_estimator}) | {_fmt(reference.ece)}"
+        f"{_interval(reference.ece_low, reference.ece_high)} |",
+        f"| ECE ({window.n_bins} equal-width bins) | {_fmt(window.ece)} (plug-in: biased upward on small windows) |",
+        f"| calibrated-model binned ECE, 95th percentile (consistency p "
+        f"{_fmt_p(math.nan if consistency is None else consistency.p_value)}) | "
+        f"{_fmt(math.nan if consistency is None else consistency.null_quantile_95)} |",
+        f"| NLL (mean nats) | {_fmt(window.nll)} |",
+        f"| baseline NLL | {_fmt(report.reference.nll)} |",
+        f"| accuracy | {_fmt(window.accuracy)} |",
+        f"| mean confidence | {_fmt(window.mean_confidence)} |",
+        f"| Brier score | {_fmt(window.brier)} |",
+        *(f"| {name.replace('_', ' ')} | {_fmt(value)} |" for name, value in _gate_numbers(report).items()),
+        f"| group-weighted ECE | {_fmt(report.summary.group_weighted_ece)} |",
         *_stream_rows(report),
     ]
     if report.groups:
+        tests = report.policy.tests
         lines += [
             "",
             "### Groups",
             "",
-            "| group | n | optimal T | T test p | ECE | reference | ECE test p | level | drifted |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| group | n | " + " | ".join(f"{test} effect | {test} p" for test in tests) + " | ECE | reference | level | "
+            "drifted |",
+            "| --- | --- | " + " | ".join("--- | ---" for _ in tests) + " | --- | --- | --- | --- |",
             *(
-                f"| {g.group} | {g.n} | {_temperature_cell(g.temperature_test) if g.tested else 'not tested'} | "
-                f"{_fmt_p(g.temperature_test.p_value) if g.temperature_test is not None else '-'} | "
-                f"{_fmt(g.ece_estimate if g.tested else g.ece)} | {_fmt(g.baseline_ece)} | "
-                f"{_fmt_p(g.p_value) if g.tested else '-'} | {f'{g.p_threshold:.2g}' if g.tested else '-'} | "
-                f"{_group_fired(g.temperature_drift, g.ece_drift) if g.drifted else 'no'} |"
+                f"| {g.group} | {g.n} | " + " | ".join(_group_cells(g.outcome(test)) for test in tests)
+                + f" | {_fmt(g.ece)} | {_fmt(g.baseline_ece)} | {f'{g.level:.2g}' if g.tested else '-'} | "
+                f"{_fired(g.outcomes) if g.drifted else 'no' if g.tested else 'not tested'} |"
                 for g in report.groups
             ),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _outcome_rows(report: DriftReport) -> list[str]:
+    """The Numbers table's rows of the ECE test (its estimate and excess), when it ran."""
+    ece = report.outcome("ece")
+    if ece is None or ece.refused is not None:
+        return []
+    metrics, level = ece.metrics, report.policy.confidence_level
+    return [f"| ECE, {report.policy.ece_estimator} ({level:.0%} interval) | {_fmt(metrics['ece_estimate'])}"
+            f"{_interval(metrics['ece_low'], metrics['ece_high'])} |",
+            f"| ECE excess (tolerance {_fmt(report.policy.ece_tolerance)}) | {_fmt(metrics['ece_excess'])} |"]
+
+
+def _group_cells(outcome: TestOutcome | None) -> str:
+    if outcome is None:
+        return "- | -"
+    return f"{_fmt(outcome.effect)}{_interval(outcome.effect_low, outcome.effect_high, 3)} | {_fmt_p(outcome.p_value)}"
+
+
+def _fired(outcomes: tuple[TestOutcome, ...]) -> str:
+    return "yes (" + " and ".join(o.test for o in outcomes if o.fired) + ")"
+
+
+def _gate_numbers(report: DriftReport) -> dict[str, float]:
+    gate = report.summary.gate
+    if gate is None:
+        return {"gate_threshold": math.nan, "coverage": math.nan, "accepted_accuracy": math.nan}
+    return {"gate_threshold": gate.threshold, "coverage": gate.coverage, "accepted_accuracy": gate.accepted_accuracy}
 
 
 def _stream_rows(report: DriftReport) -> list[str]:
@@ -254,117 +282,75 @@ def _stream_rows(report: DriftReport) -> list[str]:
     return rows
 
 
-def _group_fired(temperature: bool, ece: bool) -> str:
-    return "yes (" + " and ".join(name for name, fired in (("T", temperature), ("ECE", ece)) if fired) + ")"
-
-
 def _tests_table(report: DriftReport) -> list[str]:
-    """One row per test on the whole window: what it compares, its statistic, p-value, level."""
-    test = report.temperature_test
-    if test is None:
+    """One row per test on the whole window: its sentence (what it compares), effect, p-value, level."""
+    if not report.outcomes:
         return ["not tested: too few labelled rows (see the reasons)"]
-    reference = (f"reference T {test.reference_temperature:.4g} (n={test.reference_n})" if test.reference_n
-                 else f"deployed T {test.temperature:.4g} (no reference sums: one-sample)")
     return [
-        "| test | compares | statistic | p-value | level | fired |",
+        "| test | effect | p-value | level | fired | compares |",
         "| --- | --- | --- | --- | --- | --- |",
-        f"| temperature (margin {report.temperature_margin:.0%}) | window T {_temperature_cell(test)} vs {reference}; "
-        f"ratio {test.ratio:.3f}{_interval(test.ratio_low, test.ratio_high, 3)}, {test.direction} | z = {test.z:+.2f} "
-        f"(beyond the margin {test.margin_z:+.2f}) | {_fmt_p(test.p_value)} (no margin: "
-        f"{_fmt_p(test.p_value_no_margin)}) | {report.test_level:g} | {'yes' if report.temperature_drift else 'no'} |",
-        f"| ECE (tolerance {report.ece_tolerance:g}) | {report.ece_estimator} {_fmt(report.ece_estimate)}"
-        f"{_interval(report.ece_low, report.ece_high)} vs reference {_fmt(report.baseline_ece)}"
-        f"{_interval(report.baseline_ece_low, report.baseline_ece_high)} | excess {_fmt(report.ece_excess)} | "
-        f"{_fmt_p(report.p_value)} | {report.test_level:g} | {'yes' if report.ece_drift else 'no'} |",
+        *(f"| {o.test} ({DriftTest.registry[o.test].effect_beyond(report.policy)}) | {_fmt(o.effect)}{_interval(o.effect_low, o.effect_high, 3)} | {_fmt_p(o.p_value)} | "
+          f"{o.level:g} | {'yes' if o.fired else 'no'} | {o.sentence} |" for o in report.outcomes),
     ]
+
+
+def _test_columns(outcomes: tuple[TestOutcome, ...], tests: tuple[str, ...]) -> dict[str, Any]:
+    """Each test's metrics as columns (``*_drift`` as booleans); a test that did not run gives None
+    in its columns (``*_drift`` False)."""
+    columns: dict[str, Any] = {}
+    for test in tests:
+        found = next((o for o in outcomes if o.test == test), None)
+        for key in _TEST_COLUMNS.get(test, ()):
+            value = None if found is None else found.metrics.get(key)
+            columns[key] = bool(value) if key.endswith("_drift") else json_safe(value)
+    return columns
+
+
+# The columns each test gives a table row (its metrics' names); a test without an entry gives none.
+_TEST_COLUMNS: dict[str, tuple[str, ...]] = {
+    "temperature": ("temperature_drift", "window_temperature", "window_temperature_low", "window_temperature_high",
+                    "temperature_ratio", "temperature_z", "temperature_p_value"),
+    "ece": ("ece_drift", "ece_estimate", "ece_low", "ece_high", "ece_excess", "p_value"),
+}
 
 
 def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     """One JSON-safe row for the whole window and one per group, for a dashboard table.
 
-    Columns: scope ("overall" or "group"), group, n, tested, drifted, temperature_drift,
-    window_temperature, window_temperature_low, window_temperature_high, temperature_ratio,
-    temperature_z, temperature_p_value, ece_drift, ece_estimate, ece_low, ece_high, ece,
-    baseline_ece, ece_excess, p_value (the ECE test's), p_threshold, nll, accuracy,
-    mean_confidence, coverage, accepted_accuracy (the last two for the overall row only).
-    NaN is None.
+    Columns: scope ("overall" or "group"), group, n, tested, drifted, then each test's columns
+    (temperature: temperature_drift, window_temperature, window_temperature_low,
+    window_temperature_high, temperature_ratio, temperature_z, temperature_p_value; ece:
+    ece_drift, ece_estimate, ece_low, ece_high, ece_excess, p_value), then ece (the plug-in
+    binned ECE), baseline_ece, p_threshold (the level of each of the row's tests), nll,
+    accuracy, mean_confidence, coverage, accepted_accuracy (the last two for the overall row
+    only). NaN is None.
 
     Examples
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring import decide_drift, summarise_arrays
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a", "a", "b"])
-    >>> [(row["scope"], row["group"], row["n"]) for row in drift_table_rows(decide_drift(s, baseline_ece=0.0))]
+    >>> [(row["scope"], row["group"], row["n"]) for row in drift_table_rows(decide_drift(s, DriftReference.of(0.0)))]
     [('overall', None, 3), ('group', 'a', 2), ('group', 'b', 1)]
     """
-    rows: list[dict[str, Any]] = [
-        {
-            "scope": "overall",
-            "group": None,
-            "n": report.n,
-            "tested": report.temperature_test is not None,
-            "drifted": report.overall_drift,
-            **_temperature_columns(report.temperature_test, report.temperature_drift),
-            "ece_drift": report.ece_drift,
-            "ece_estimate": json_safe(report.ece_estimate),
-            "ece_low": json_safe(report.ece_low),
-            "ece_high": json_safe(report.ece_high),
-            "ece": json_safe(report.ece),
-            "baseline_ece": json_safe(report.baseline_ece),
-            "ece_excess": json_safe(report.ece_excess),
-            "p_value": json_safe(report.p_value),
-            "p_threshold": report.test_level,
-            "nll": json_safe(report.nll),
-            "accuracy": json_safe(report.accuracy),
-            "mean_confidence": json_safe(report.mean_confidence),
-            "coverage": json_safe(report.coverage),
-            "accepted_accuracy": json_safe(report.accepted_accuracy),
-        }
-    ]
-    for g in report.groups:
-        rows.append(
-            {
-                "scope": "group",
-                "group": g.group,
-                "n": g.n,
-                "tested": g.tested,
-                "drifted": g.drifted,
-                **_temperature_columns(g.temperature_test, g.temperature_drift),
-                "ece_drift": g.ece_drift,
-                "ece_estimate": json_safe(g.ece_estimate),
-                "ece_low": json_safe(g.ece_low),
-                "ece_high": json_safe(g.ece_high),
-                "ece": json_safe(g.ece),
-                "baseline_ece": json_safe(g.baseline_ece),
-                "ece_excess": json_safe(g.ece_excess),
-                "p_value": json_safe(g.p_value),
-                "p_threshold": g.p_threshold,
-                "nll": json_safe(g.nll),
-                "accuracy": json_safe(g.accuracy),
-                "mean_confidence": json_safe(g.mean_confidence),
-                "coverage": None,
-                "accepted_accuracy": None,
-            }
-        )
+    tests, window, gate = report.policy.tests, report.window, _gate_numbers(report)
+    rows: list[dict[str, Any]] = [{
+        "scope": "overall", "group": None, "n": report.n, "tested": bool(report.outcomes),
+        "drifted": any(o.fired for o in report.outcomes), **_test_columns(report.outcomes, tests),
+        "ece": json_safe(window.ece), "baseline_ece": json_safe(report.baseline_ece),
+        "p_threshold": report.policy.test_level, "nll": json_safe(window.nll), "accuracy": json_safe(window.accuracy),
+        "mean_confidence": json_safe(window.mean_confidence), "coverage": json_safe(gate["coverage"]),
+        "accepted_accuracy": json_safe(gate["accepted_accuracy"]),
+    }]
+    rows += [{
+        "scope": "group", "group": g.group, "n": g.n, "tested": g.tested, "drifted": g.drifted,
+        **_test_columns(g.outcomes, tests), "ece": json_safe(g.ece), "baseline_ece": json_safe(g.baseline_ece),
+        "p_threshold": g.level, "nll": json_safe(g.calibration.nll), "accuracy": json_safe(g.calibration.accuracy),
+        "mean_confidence": json_safe(g.calibration.mean_confidence), "coverage": None, "accepted_accuracy": None,
+    } for g in report.groups]
     return rows
-
-
-def _temperature_columns(test: TemperatureTest | None, drifted: bool) -> dict[str, Any]:
-    if test is None:
-        return {"temperature_drift": False, "window_temperature": None, "window_temperature_low": None,
-                "window_temperature_high": None, "temperature_ratio": None, "temperature_z": None,
-                "temperature_p_value": None}
-    return {
-        "temperature_drift": drifted,
-        "window_temperature": json_safe(test.window_temperature),
-        "window_temperature_low": json_safe(test.window_temperature_low),
-        "window_temperature_high": json_safe(test.window_temperature_high),
-        "temperature_ratio": json_safe(test.ratio),
-        "temperature_z": json_safe(test.z),
-        "temperature_p_value": json_safe(test.p_value),
-    }
 
 
 _METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -373,103 +359,128 @@ _METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 def drift_metrics(report: DriftReport) -> dict[str, float]:
     """Finite metrics of a check for a time-series store (e.g. MLflow ``log_metrics``).
 
-    Keys: ece, ece_estimate, ece_low, ece_high, ece_excess, nll, accuracy, mean_confidence,
-    brier, coverage, accepted_accuracy, p_value (the ECE test's), window_temperature,
+    Keys: ece, nll, accuracy, mean_confidence, brier, coverage, accepted_accuracy, n, drift,
+    refit_recommended (0/1), then each window test's metrics (temperature: window_temperature,
     window_temperature_low, window_temperature_high, temperature_ratio, temperature_z,
-    temperature_p_value, n, drift, temperature_drift, ece_drift, refit_recommended (0/1 each);
-    with the sequential rule cusum_upper, cusum_lower, sequential_alarm (0/1); with the early
-    warning predicted_accuracy (low, high), served_n, confidence_shift_p_value,
-    confidence_shifted (0/1);
-    and per group ``ece.group.<name>`` and ``temperature_z.group.<name>`` (characters outside
-    ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a chart shows
-    a gap rather than a fake number.
+    temperature_p_value, temperature_drift; ece: ece_estimate, ece_low, ece_high, ece_excess,
+    p_value, ece_drift); with the sequential rule cusum_upper, cusum_lower, sequential_alarm
+    (0/1); with the early warning predicted_accuracy (low, high), served_n,
+    confidence_shift_p_value, confidence_shifted (0/1); and per group ``ece.group.<name>`` and
+    ``temperature_z.group.<name>`` (characters outside ``[A-Za-z0-9_-. /]`` become ``_``).
+    Undefined values (NaN) are left out, so a chart shows a gap rather than a fake number.
 
     Examples
     --------
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring import decide_drift, summarise_arrays
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
-    >>> metrics = drift_metrics(decide_drift(s, baseline_ece=0.0))
+    >>> metrics = drift_metrics(decide_drift(s, DriftReference.of(0.0)))
     >>> metrics["drift"], metrics["n"], "ece.group.a_b" in metrics, "p_value" in metrics
     (0.0, 3.0, True, False)
     """
-    test = report.temperature_test
+    window, gate = report.window, _gate_numbers(report)
     values: dict[str, float] = {
-        "ece": report.ece,
-        "ece_estimate": report.ece_estimate,
-        "ece_low": report.ece_low,
-        "ece_high": report.ece_high,
-        "ece_excess": report.ece_excess,
-        "nll": report.nll,
-        "accuracy": report.accuracy,
-        "mean_confidence": report.mean_confidence,
-        "brier": report.brier,
-        "coverage": report.coverage,
-        "accepted_accuracy": report.accepted_accuracy,
-        "p_value": report.p_value,
-        "n": float(report.n),
-        "drift": 1.0 if report.drift_detected else 0.0,
-        "temperature_drift": 1.0 if report.temperature_drift else 0.0,
-        "ece_drift": 1.0 if report.ece_drift else 0.0,
-        "refit_recommended": 1.0 if report.refit_recommended else 0.0,
+        "ece": window.ece, "nll": window.nll, "accuracy": window.accuracy, "mean_confidence": window.mean_confidence,
+        "brier": window.brier, "coverage": gate["coverage"], "accepted_accuracy": gate["accepted_accuracy"],
+        "n": float(report.n), "drift": float(report.drift_detected), "refit_recommended": float(report.refit_recommended),
     }
-    if test is not None:
-        values |= {
-            "window_temperature": test.window_temperature,
-            "window_temperature_low": test.window_temperature_low,
-            "window_temperature_high": test.window_temperature_high,
-            "temperature_ratio": test.ratio,
-            "temperature_z": test.z,
-            "temperature_p_value": test.p_value,
-        }
+    for outcome in report.outcomes:
+        values |= outcome.metrics
     if report.sequential is not None:
         values |= {"cusum_upper": report.sequential.upper, "cusum_lower": report.sequential.lower,
-                   "sequential_alarm": 1.0 if report.sequential.alarm else 0.0}
+                   "sequential_alarm": float(report.sequential.alarm)}
     warning = report.early_warning
     if warning is not None:
         values |= {"predicted_accuracy": warning.predicted_accuracy,
                    "predicted_accuracy_low": warning.predicted_accuracy_low,
                    "predicted_accuracy_high": warning.predicted_accuracy_high,
                    "served_n": float(warning.n), "confidence_shift_p_value": warning.p_value,
-                   "confidence_shifted": 1.0 if warning.shifted else 0.0}
+                   "confidence_shifted": float(warning.shifted)}
     for g in report.groups:
         name = _METRIC_UNSAFE.sub("_", g.group)
         values[f"ece.group.{name}"] = g.ece
-        if g.temperature_test is not None:
-            values[f"temperature_z.group.{name}"] = g.temperature_test.z
+        temperature = g.outcome("temperature")
+        if temperature is not None:
+            values[f"temperature_z.group.{name}"] = temperature.metrics["temperature_z"]
     return {key: float(value) for key, value in values.items() if math.isfinite(value)}
 
 
-def drift_payload(report: DriftReport) -> dict[str, Any]:
-    """The report as a JSON-safe dict (event payloads): numbers, reasons, groups, bins.
+#: The keys of :func:`drift_payload`, in order: the flat report every consumer of the drift
+#: event and of ``check/report.json`` reads (unchanged since they were first written), then the
+#: outcomes of the tests and the policy the decision used.
+DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
+    "verdict", "drift_detected", "refit_recommended", "in_cooldown", "cooldown_until", "reasons", "tests_fired",
+    "model_name", "model_version", "window_start", "window_end", "checked_at", "temperature", "n_bins", "scheme", "n",
+    "min_window", "overall_drift", "temperature_drift", "temperature_margin", "temperature_test", "temperature_stats",
+    "reference_stats", "ece_drift", "ece_estimator", "ece_estimate", "ece_low", "ece_high", "confidence_level", "ece",
+    "baseline_ece", "baseline_ece_low", "baseline_ece_high", "ece_excess", "ece_tolerance", "p_value", "p_threshold",
+    "test_level", "consistency_p_value", "null_mean", "null_quantile_95", "n_resamples", "seed", "nll",
+    "baseline_nll", "accuracy", "mean_confidence", "brier", "mce", "threshold", "coverage", "accepted_accuracy",
+    "groups", "drifted_groups", "skipped_groups", "min_group_size", "group_weighted_ece", "served_temperatures",
+    "reliability", "sequential", "early_warning", "change_point", "refit_window_start", "tests", "policy",
+)
 
-    Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins.
-    ``refit_window_start`` is where a refit should start reading (the sequential rule's change
-    point after its alarm, else the window's start); ``change_point`` is None without an alarm.
+
+def drift_payload(report: DriftReport) -> dict[str, Any]:
+    """The report as a JSON-safe dict (event payloads, ``check/report.json``): :data:`DRIFT_PAYLOAD_KEYS`.
+
+    Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins, the
+    groups the table's group rows, ``tests`` each outcome (:meth:`TestOutcome.to_dict`), ``policy``
+    the parameters. ``refit_window_start`` is where a refit should start reading (the sequential
+    rule's change point after its alarm, else the window's start); ``change_point`` is None
+    without an alarm.
 
     Examples
     --------
     >>> import json
     >>> from datetime import UTC, datetime
     >>> import numpy as np
-    >>> from monitoring import decide_drift, summarise_arrays
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t)
-    >>> payload = drift_payload(decide_drift(s, baseline_ece=0.0))
-    >>> payload["verdict"], payload["window_start"]
-    ('insufficient_data', '2026-01-01T00:00:00+00:00')
+    >>> payload = drift_payload(decide_drift(s, DriftReference.of(0.0)))
+    >>> payload["verdict"], payload["window_start"], tuple(payload) == DRIFT_PAYLOAD_KEYS
+    ('insufficient_data', '2026-01-01T00:00:00+00:00', True)
     >>> _ = json.dumps(payload, allow_nan=False)
     """
-    payload: dict[str, Any] = {}
-    for name in (f.name for f in fields(DriftReport)):
-        if name == "reliability":
-            payload[name] = report.reliability.rows()
-        elif name == "groups":
-            payload[name] = drift_table_rows(report)[1:]
-        else:
-            payload[name] = json_safe(getattr(report, name))
-    payload["change_point"] = json_safe(report.change_point)
-    payload["refit_window_start"] = report.refit_window_start.isoformat()
-    return payload
+    window, policy, reference, consistency = report.window, report.policy, report.reference.overall, report.consistency
+    ece = report.outcome("ece")
+    ece_metrics = {} if ece is None else ece.metrics
+    gate = report.summary.gate
+    values: dict[str, Any] = {
+        "verdict": report.verdict, "drift_detected": report.drift_detected,
+        "refit_recommended": report.refit_recommended, "in_cooldown": report.in_cooldown,
+        "cooldown_until": report.cooldown_until, "reasons": report.reasons, "tests_fired": report.tests_fired,
+        "model_name": report.model_name, "model_version": report.model_version, "window_start": report.window_start,
+        "window_end": report.window_end, "checked_at": report.checked_at, "temperature": report.temperature,
+        "n_bins": window.n_bins, "scheme": "equal-width", "n": report.n, "min_window": policy.min_window,
+        "overall_drift": any(o.fired for o in report.outcomes),
+        "temperature_drift": any(o.fired for o in report.outcomes if o.test == "temperature"),
+        "temperature_margin": policy.temperature_margin, "temperature_test": report.temperature_test,
+        "temperature_stats": report.summary.temperature_stats, "reference_stats": reference.temperature_stats,
+        "ece_drift": ece is not None and ece.fired, "ece_estimator": policy.ece_estimator,
+        "ece_estimate": ece_metrics.get("ece_estimate", math.nan), "ece_low": ece_metrics.get("ece_low", math.nan),
+        "ece_high": ece_metrics.get("ece_high", math.nan), "confidence_level": policy.confidence_level,
+        "ece": window.ece, "baseline_ece": reference.ece, "baseline_ece_low": reference.ece_low,
+        "baseline_ece_high": reference.ece_high, "ece_excess": ece_metrics.get("ece_excess", math.nan),
+        "ece_tolerance": policy.ece_tolerance, "p_value": ece_metrics.get("p_value", math.nan),
+        "p_threshold": policy.p_threshold, "test_level": policy.test_level,
+        "consistency_p_value": math.nan if consistency is None else consistency.p_value,
+        "null_mean": math.nan if consistency is None else consistency.null_mean,
+        "null_quantile_95": math.nan if consistency is None else consistency.null_quantile_95,
+        "n_resamples": policy.n_resamples, "seed": policy.seed, "nll": window.nll, "baseline_nll": report.reference.nll,
+        "accuracy": window.accuracy, "mean_confidence": window.mean_confidence, "brier": window.brier,
+        "mce": window.mce, "threshold": None if gate is None else gate.threshold,
+        "coverage": math.nan if gate is None else gate.coverage,
+        "accepted_accuracy": math.nan if gate is None else gate.accepted_accuracy,
+        "groups": drift_table_rows(report)[1:], "drifted_groups": report.drifted_groups,
+        "skipped_groups": tuple(g.group for g in report.groups if g.n < policy.min_group_size),
+        "min_group_size": policy.min_group_size, "group_weighted_ece": report.summary.group_weighted_ece,
+        "served_temperatures": report.summary.served_temperatures, "reliability": report.reliability.rows(),
+        "sequential": report.sequential, "early_warning": report.early_warning, "change_point": report.change_point,
+        "refit_window_start": report.refit_window_start.isoformat(),
+        "tests": [outcome.to_dict() for outcome in report.outcomes], "policy": policy.to_dict(),
+    }
+    return {key: json_safe(values[key]) for key in DRIFT_PAYLOAD_KEYS}

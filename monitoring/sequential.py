@@ -106,22 +106,14 @@ from scipy.special import ndtri
 from calibration import JsonResult, TemperatureStats, check_temperature
 
 from ._validation import as_utc
+from .policy import DEFAULT_POLICY, DriftPolicy
 
 __all__ = [
-    "CUSUM_REFERENCE",
-    "CUSUM_THRESHOLD",
-    "MIN_INCREMENT_ROWS",
     "SequentialCheck",
     "SequentialState",
     "update_sequential",
 ]
 
-#: k, the CUSUM's reference value in standard deviations per increment (beyond the margin).
-CUSUM_REFERENCE: Final = 0.5
-#: h, the alarm threshold in standard deviations: ARL₀ ≥ 1,254 checks (module docstring).
-CUSUM_THRESHOLD: Final = 6.0
-#: Increments with fewer labelled rows wait (pending) and are folded in with the next ones.
-MIN_INCREMENT_ROWS: Final = 100
 
 Side = Literal["over-confident", "under-confident"]
 _FORMAT: Final = 1  # the JSON layout of SequentialState
@@ -347,16 +339,6 @@ class SequentialCheck(JsonResult):
         return f"sequential rule: no alarm ({self.n} new rows, z = {self.z:+.2f}); {stats}"
 
 
-def _check_number(value: float, *, name: str, low: float, low_open: bool, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number; got {value!r}")
-    number = float(value)
-    inside = (low < number if low_open else low <= number) and number < high
-    if not (math.isfinite(number) and inside):
-        raise ValueError(f"{name} must be in {'(' if low_open else '['}{low:g}, {high:g}); got {value!r}")
-    return number
-
-
 def _earliest(*times: datetime | None) -> datetime | None:
     known = [t for t in times if t is not None]
     return min(known) if known else None
@@ -385,12 +367,7 @@ def update_sequential(
     end: datetime,
     reference: TemperatureStats | None = None,
     served_from: datetime | None = None,
-    margin: float = 0.05,
-    level: float = 0.01,
-    k: float = CUSUM_REFERENCE,
-    h: float = CUSUM_THRESHOLD,
-    min_rows: int = MIN_INCREMENT_ROWS,
-    confidence_level: float = 0.95,
+    policy: DriftPolicy = DEFAULT_POLICY,
 ) -> SequentialCheck:
     """Fold one check's new traffic into the sequential rule (module docstring).
 
@@ -411,17 +388,13 @@ def update_sequential(
         The earliest serving time among the increment's rows (aware), when the increments are
         cut by another clock (label arrival): carried with the segments, it gives
         ``change_point_served_at``. Default: ``start``.
-    margin : float, default=0.05
-        The relative shift of T the decision requires (the temperature test's), in [0, 1).
-    level : float, default=0.01
-        The chance that the reference's error alone exceeds the margin (m >= Φ⁻¹(1 − level / 2)
-        SE_ref), in (0, 1).
-    k, h : float, default=0.5, 6.0
-        Reference value (>= 0) and threshold (> 0) in standard deviations.
-    min_rows : int, default=100
-        Fewer rows (with what is pending) wait for the next increment.
-    confidence_level : float, default=0.95
-        Level of the segment's T-ratio interval.
+    policy : DriftPolicy, default=DEFAULT_POLICY
+        The margin (``temperature_margin``: the relative shift of T the decision requires), the
+        level (``p_threshold``: the chance that the reference's error alone exceeds the margin,
+        m >= Φ⁻¹(1 − level / 2) SE_ref), k and h (``cusum_reference``, ``cusum_threshold``, in
+        standard deviations), the rows an increment needs (``sequential_min_rows``; fewer wait
+        with what is pending) and the level of the segment's T-ratio interval
+        (``confidence_level``).
 
     Returns
     -------
@@ -475,13 +448,10 @@ def update_sequential(
     if state.last_end is not None and start < state.last_end:
         raise ValueError(f"the increment starts at {start.isoformat()}, before the previous one ended "
                          f"({state.last_end.isoformat()}): increments must not overlap (each row counts once)")
-    margin = _check_number(margin, name="margin", low=0.0, low_open=False, high=1.0)
-    level = _check_number(level, name="level", low=0.0, low_open=True, high=1.0)
-    k = _check_number(k, name="k", low=0.0, low_open=False)
-    h = _check_number(h, name="h", low=0.0, low_open=True)
-    confidence_level = _check_number(confidence_level, name="confidence_level", low=0.0, low_open=True, high=1.0)
-    if isinstance(min_rows, bool) or not isinstance(min_rows, (int, np.integer)) or min_rows < 1:
-        raise ValueError(f"min_rows must be an integer >= 1; got {min_rows!r}")
+    if not isinstance(policy, DriftPolicy):
+        raise TypeError(f"policy must be a DriftPolicy; got {type(policy).__name__}")
+    margin, level, confidence_level = policy.temperature_margin, policy.p_threshold, policy.confidence_level
+    k, h, min_rows = policy.cusum_reference, policy.cusum_threshold, policy.sequential_min_rows
 
     usable = reference is not None and reference.n >= 2 and reference.curvature_sum > 0
     if reference is not None and usable:

@@ -14,6 +14,7 @@ from calibration import fit_temperature, top_label_confidence
 from monitoring import (
     CONFIDENCE_EDGES,
     ConfidenceProfile,
+    DriftPolicy,
     NewlyLabelled,
     PredictionLog,
     confidence_profile,
@@ -98,7 +99,7 @@ def test_false_alarm_rate_on_same_distribution_windows_is_near_the_level(name: s
         order = rng.permutation(labels.shape[0])
         reference = profile_of(confidence[order[:5_000]], correct[order[:5_000]])
         window = profile_of(confidence[rng.choice(order[5_000:], 500, replace=False)])
-        p_values.append(warn_before_labels(window, reference, level=0.05).p_value)
+        p_values.append(warn_before_labels(window, reference, policy=DriftPolicy(confidence_shift_level=0.05)).p_value)
     p = np.array(p_values)
     assert 0.025 <= (p < 0.05).mean() <= 0.08
     assert (p < 0.01).mean() <= 0.025

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from calibration import CalibrationStats
 from monitoring import (
+    DriftReference,
     DriftReport,
     decide_drift,
     drift_markdown,
@@ -38,7 +39,7 @@ def group_drift_report() -> DriftReport:
     groups = np.array(["scans"] * 1_500 + ["web|mobile"] * 1_400 + ["rare"] * 100, dtype=object)
     summary = summarise_arrays(logits, labels, temperature=1.0, start=T0 - timedelta(hours=1), end=T0,
                                groups=groups, threshold=0.999, model_name="digits", model_version="4")  # fmt: skip
-    return decide_drift(summary, baseline_ece=0.02, baseline_nll=0.9)
+    return decide_drift(summary, DriftReference.of(0.02, nll=0.9))
 
 
 def test_reliability_figure_draws_bars_counts_and_sparse_bins() -> None:
@@ -95,4 +96,5 @@ def test_metrics_are_finite_and_group_names_sanitised(group_drift_report: DriftR
     assert metrics["drift"] == 1.0 and metrics["refit_recommended"] == 1.0
     assert "ece.group.web_mobile" in metrics and "ece.group.scans" in metrics
     assert all(np.isfinite(v) for v in metrics.values())
-    assert ("accepted_accuracy" in metrics) == math.isfinite(group_drift_report.accepted_accuracy), "NaN is left out"
+    gate = group_drift_report.summary.gate
+    assert gate is not None and ("accepted_accuracy" in metrics) == math.isfinite(gate.accepted_accuracy), "NaN is left out"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibration import TemperatureStats, fit_temperature
-from monitoring import CUSUM_THRESHOLD, SequentialState, update_sequential
+from monitoring import DEFAULT_POLICY, DriftPolicy, SequentialState, update_sequential
 from tests.strategies import sample_labels
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -110,7 +110,7 @@ def test_false_alarms_at_the_worst_case_stay_below_one_per_720_checks() -> None:
     rng = np.random.default_rng(11)
     alarms = 0
     for _ in range(40):
-        checks = run_stream([gaussian_increment(rng, n=150) for _ in range(720)], margin=0.0)
+        checks = run_stream([gaussian_increment(rng, n=150) for _ in range(720)], policy=DriftPolicy(temperature_margin=0.0))
         alarms += sum(check.alarm for check in checks)  # type: ignore[attr-defined]
     assert 5 <= alarms < 40
 
@@ -122,8 +122,8 @@ def test_a_bias_inside_the_margin_does_not_accumulate() -> None:
     rng = np.random.default_rng(5)
     bias = 0.8 * math.log(1.05)  # T* differs from the fitted T by 4 %: inside the 5 % margin
     increments = [gaussian_increment(rng, n=400, shift=bias) for _ in range(720)]
-    without = run_stream(increments, margin=0.0)
-    with_margin = run_stream(increments, margin=0.05)
+    without = run_stream(increments, policy=DriftPolicy(temperature_margin=0.0))
+    with_margin = run_stream(increments, policy=DriftPolicy(temperature_margin=0.05))
     assert sum(check.alarm for check in without) >= 10  # type: ignore[attr-defined]
     assert not any(check.alarm for check in with_margin)  # type: ignore[attr-defined]
 
@@ -190,7 +190,7 @@ def test_a_drift_starting_mid_stream_is_found_with_its_change_point() -> None:
     assert abs((check.change_point - (T0 + drift_at * HOUR)) / HOUR) <= 3
     assert check.shift_ratio_low < 1.25 < check.shift_ratio_high * 1.05
     assert check.state.upper == 0.0 and check.state.alarms == 1 and check.state.last_change_point == check.change_point
-    assert "ALARM" in check.sentence() and check.threshold == CUSUM_THRESHOLD
+    assert "ALARM" in check.sentence() and check.threshold == DEFAULT_POLICY.cusum_threshold
 
 
 def test_the_change_point_is_also_given_in_serving_time_when_labels_come_late() -> None:

@@ -13,6 +13,8 @@ import pytest
 from calibration import TemperatureStats
 from monitoring import (
     ConfidenceProfile,
+    DriftPolicy,
+    DriftReference,
     DriftReport,
     SequentialState,
     decide_drift,
@@ -35,7 +37,7 @@ def _calibrated_report(n: int = 2000, *, last_drift_at: datetime | None = None) 
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     labels = np.array([rng.choice(5, p=row) for row in p])
     summary = summarise_arrays(logits, labels, temperature=1.0, start=T0 + 2 * HOUR, end=T0 + 3 * HOUR)
-    return decide_drift(summary, baseline_ece=0.0, n_resamples=200, last_drift_at=last_drift_at)
+    return decide_drift(summary, DriftReference.of(0.0), DriftPolicy(n_resamples=200), last_drift_at=last_drift_at)
 
 
 def _alarm() -> object:
@@ -87,7 +89,7 @@ def test_a_sequential_drift_inside_the_cooldown_recommends_no_refit() -> None:
 
 def test_an_alarm_on_a_window_too_small_to_test_is_still_a_drift() -> None:
     summary = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=T0 + 2 * HOUR, end=T0 + 3 * HOUR)
-    report = decide_drift(summary, baseline_ece=0.0)
+    report = decide_drift(summary, DriftReference.of(0.0))
     assert report.verdict == "insufficient_data"
     combined = with_stream_checks(report, sequential=_alarm())  # type: ignore[arg-type]
     assert combined.verdict == "drift" and combined.tests_fired == ("sequential",)

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from calibration import CalibrationStats, TemperatureStats, calibration_error_from_stats
 from monitoring import (
+    DriftPolicy,
+    DriftReference,
     WindowSummary,
     decide_drift,
     drift_markdown,
@@ -40,9 +42,11 @@ class Reference:
         estimate = calibration_error_from_stats(CalibrationStats.from_logits(logits, labels), estimator="debiased_l1")
         self.ece, self.interval = estimate.estimate, (estimate.low, estimate.high)
 
-    def decide(self, summary: WindowSummary, **kwargs: object):  # type: ignore[no-untyped-def]
-        return decide_drift(summary, baseline_ece=self.ece, baseline_ece_interval=self.interval, reference=self.stats,
-                            **kwargs)  # type: ignore[arg-type]
+    def decide(self, summary: WindowSummary, *, group_temperature_stats: dict[str, TemperatureStats] | None = None,
+               **policy: object) -> DriftReport:
+        reference = DriftReference.of(self.ece, ece_interval=self.interval, temperature_stats=self.stats,
+                                      group_temperature_stats=group_temperature_stats)
+        return decide_drift(summary, reference, DriftPolicy(**policy))  # type: ignore[arg-type]
 
 
 def window(logits: np.ndarray, labels: np.ndarray, groups: np.ndarray | None = None) -> WindowSummary:
@@ -59,7 +63,7 @@ def test_calibrated_windows_are_ok_with_and_without_random_groups() -> None:
         report = reference.decide(window(logits, labels, groups), seed=w)
         assert report.verdict == "ok", report.reasons[:2]
         assert report.tests_fired == () and len([g for g in report.groups if g.tested]) == 5
-        assert all(g.p_threshold == 0.001 for g in report.groups), "Bonferroni over two tests of five groups"
+        assert all(g.level == 0.001 for g in report.groups), "Bonferroni over two tests of five groups"
 
 
 def test_over_and_under_confidence_are_drifts_with_their_direction() -> None:
@@ -73,17 +77,17 @@ def test_over_and_under_confidence_are_drifts_with_their_direction() -> None:
     assert cold.verdict == "drift" and cold.temperature_test is not None
     assert cold.temperature_test.direction == "under-confident" and "T should shrink" in cold.reasons[0]
     # The window's sums and z are in the report for a sequential rule to accumulate.
-    assert hot.temperature_stats.n == 2_000 and hot.temperature_test.z > 3 and cold.temperature_test.z < -3
+    assert hot.summary.temperature_stats.n == 2_000 and hot.temperature_test.z > 3 and cold.temperature_test.z < -3
 
 
 def test_a_shift_inside_the_margin_is_not_a_drift() -> None:
     rng = np.random.default_rng(2)
     reference = Reference(rng)
     report = reference.decide(window(*rows(rng, 20_000, true_temperature=1.02)))
-    assert report.verdict == "ok" and not report.temperature_drift
+    assert report.verdict == "ok" and not report.outcome("temperature").fired
     assert "not beyond the 5% margin" in " ".join(report.reasons)
     tight = reference.decide(window(*rows(rng, 20_000, true_temperature=1.12)), temperature_margin=0.0)
-    assert tight.temperature_drift
+    assert tight.outcome("temperature").fired
 
 
 def test_a_group_shift_is_found_by_its_group_test() -> None:
@@ -96,7 +100,7 @@ def test_a_group_shift_is_found_by_its_group_test() -> None:
     report = reference.decide(window(logits, labels, groups))
     assert report.verdict == "drift" and "group 'g0' temperature" in report.tests_fired
     g0 = next(g for g in report.groups if g.group == "g0")
-    assert g0.temperature_drift and g0.temperature_test is not None and g0.temperature_test.direction == "over-confident"
+    assert g0.outcome("temperature").fired and g0.temperature_test is not None and g0.temperature_test.direction == "over-confident"
     assert report.drifted_groups == ("g0",)
 
 
@@ -111,14 +115,14 @@ def test_a_group_reference_replaces_the_overall_one() -> None:
     ref_logits, ref_labels = rows(rng, 4_000)
     ref_logits *= 1.5
     own = {"a": TemperatureStats.from_logits(ref_logits, ref_labels)}
-    with_own = reference.decide(window(logits, labels, groups), group_reference=own)
+    with_own = reference.decide(window(logits, labels, groups), group_temperature_stats=own)
     assert "group 'a' temperature" not in with_own.tests_fired
 
 
 def test_without_reference_sums_the_test_is_one_sample_and_says_so() -> None:
     rng = np.random.default_rng(5)
-    report = decide_drift(window(*rows(rng, 2_000)), baseline_ece=0.01)
-    assert report.reference_stats is None and report.temperature_test is not None
+    report = decide_drift(window(*rows(rng, 2_000)), DriftReference.of(0.01))
+    assert report.reference.overall.temperature_stats is None and report.temperature_test is not None
     assert report.temperature_test.reference_n == 0
     assert any("treats T as exact" in reason for reason in report.reasons)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from calibration import CalibrationStats, TemperatureStats, TopLabelScores, top_label_confidence
-from monitoring import GateCounts, decide_drift, PredictionLog, WindowSummary, log_predictions, summarise_arrays, summarise_window
+from monitoring import DriftReference, GateCounts, PredictionLog, WindowSummary, decide_drift, log_predictions, summarise_arrays, summarise_window
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -110,8 +110,8 @@ def test_an_empty_window_and_an_unknown_version(prediction_log: PredictionLog) -
     summary = summarise_window(prediction_log, "digits", "1", temperature=1.0, start=T0, end=T0 + HOUR, threshold=0.9)
     assert summary.n == 0 and summary.n_chunks == 0 and summary.groups == {}
     assert math.isnan(summary.overall.ece) and summary.gate is not None and math.isnan(summary.gate.coverage)
-    report = decide_drift(summary, baseline_ece=0.02)
-    assert report.verdict == "insufficient_data" and report.n == 0 and math.isnan(report.ece)
+    report = decide_drift(summary, DriftReference.of(0.02))
+    assert report.verdict == "insufficient_data" and report.n == 0 and math.isnan(report.window.ece)
     assert report.reasons[0].startswith("only 0 labelled rows in the window")
     with pytest.raises(LookupError, match="no prediction of model 'digits' version '9' was ever logged"):
         summarise_window(prediction_log, "digits", "9", temperature=1.0, start=T0, end=T0 + HOUR)

@@ -1,0 +1,204 @@
+"""The drift policy: every parameter of the monitor's decisions, with its one default and rule.
+
+:class:`DriftPolicy` is a frozen value holding every knob of the drift decision
+(:func:`monitoring.decide_drift`), of the sequential rule (:func:`monitoring.update_sequential`),
+of the early warning (:func:`monitoring.warn_before_labels`) and of the monitor's event rules
+(:func:`monitoring.monitor_step`). Each field declares, once:
+
+* its default;
+* its rule (a :class:`calibration.Interval`, or the choices of a text field);
+* the ``THERMOSTAT_*`` setting that overrides it (``ThermostatSettings`` builds its drift
+  section from these declarations: :attr:`Knob.setting`);
+* the command-line flag that overrides it in ``thermostat drift`` (:attr:`Knob.flag`), whose
+  default and help text come from here.
+
+So a default lives here and nowhere else: the settings, the command line and the docs read it.
+A value that breaks its rule is refused when the policy is built, naming the field (or the
+setting or flag it came from) and the rule.
+
+Stdlib only (and :class:`calibration.Interval`, itself stdlib only): the command line reads the
+defaults without loading the numeric core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final
+
+from calibration import Interval
+
+__all__ = ["DEFAULT_POLICY", "DriftPolicy", "Knob", "policy_knobs"]
+
+_PROBABILITY: Final = Interval(0.0, 1.0, low_closed=False, high_closed=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """What a :class:`DriftPolicy` field declares beside its default.
+
+    ``setting`` is the field of ``ThermostatSettings`` (and, upper-cased with the prefix
+    ``THERMOSTAT_``, its environment variable); ``flag`` the option of ``thermostat drift``
+    (None: not a flag); ``help`` one line for both; ``interval`` the rule of a number (seconds
+    for a duration); ``choices`` the allowed values of a text (each item of a tuple).
+    """
+
+    setting: str
+    help: str
+    interval: Interval | None = None
+    flag: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def variable(self) -> str:
+        """The environment variable: ``THERMOSTAT_`` + the setting, upper-cased."""
+        return f"THERMOSTAT_{self.setting.upper()}"
+
+
+def _knob(default: Any, setting: str, help: str, *, interval: Interval | None = None, flag: str | None = None,
+          choices: tuple[str, ...] = ()) -> Any:
+    return field(default=default, metadata={"knob": Knob(setting, help, interval, flag, choices)})
+
+
+# The ECE estimators the ECE test may use (calibration.ESTIMATORS, spelled here to stay stdlib-only;
+# a test holds the two equal).
+_ESTIMATORS: Final = ("binned", "debiased_l2", "debiased_l1", "smooth")
+
+
+@dataclass(frozen=True, slots=True)
+class DriftPolicy:
+    """Every parameter of the monitor's decisions (module docstring); the defaults are the product's.
+
+    Examples
+    --------
+    >>> policy = DriftPolicy()
+    >>> policy.p_threshold, policy.tests
+    (0.01, ('temperature', 'ece'))
+    >>> DriftPolicy(temperature_margin=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: temperature_margin must be in [0, 1) (the relative shift of T that counts); got 1.5
+    >>> policy.knob("p_threshold").flag, policy.knob("p_threshold").variable
+    ('--level', 'THERMOSTAT_DRIFT_P_THRESHOLD')
+    """
+
+    # The decision on one window.
+    min_window: int = _knob(500, "min_window", "fewer labelled rows give insufficient_data (nothing is tested)",
+                            interval=Interval(1, integer=True), flag="--min-window")
+    p_threshold: float = _knob(
+        0.01, "drift_p_threshold", "significance level of the decision on a window: its tests share it, a group's "
+        "tests share it divided by the groups tested (Bonferroni)",
+        interval=Interval(0.0, 1.0, low_closed=False, high_closed=False, hint="a significance level"), flag="--level")
+    tests: tuple[str, ...] = _knob(
+        ("temperature", "ece"), "drift_tests", "the drift tests a window and each tested group run, in this order "
+        "(comma-separated names)")
+    temperature_margin: float = _knob(
+        0.05, "drift_temperature_margin", "relative shift of T the temperature test requires (0.05: beyond 1.05 or "
+        "below 1/1.05 times the reference's T)",
+        interval=Interval(0.0, 1.0, high_closed=False, hint="the relative shift of T that counts"), flag="--margin")
+    ece_tolerance: float = _knob(
+        0.02, "drift_ece_tolerance", "how far above the reference's ECE the window's must be to count, beyond both "
+        "intervals", interval=Interval(0.0, hint="an ECE difference"), flag="--tolerance")
+    ece_estimator: str = _knob(
+        "debiased_l1", "drift_ece_estimator", "the calibration-error estimator of the ECE test (the reference's "
+        "registered ECE must use the same one)", choices=_ESTIMATORS)
+    min_group_size: int = _knob(200, "drift_min_group_size", "groups with fewer labelled rows are not tested",
+                                interval=Interval(1, integer=True), flag="--min-group-size")
+    confidence_level: float = _knob(
+        0.95, "drift_confidence_level", "level of the intervals reported with a check and registered with a "
+        "version (T, ECE, predicted accuracy)", interval=Interval(0.0, 1.0, low_closed=False, high_closed=False,
+                                                                   hint="e.g. 0.95"), flag="--confidence-level")
+    n_resamples: int = _knob(
+        1000, "drift_resamples", "resamples of the bootstrap intervals and of the consistency test's null ECE",
+        interval=Interval(100, 1_000_000, integer=True), flag="--resamples")
+    seed: int = _knob(0, "seed", "seed of the resampling (and of the pipeline's split and bootstrap)",
+                      interval=Interval(0, integer=True), flag="--seed")
+    min_bin_count: int = _knob(10, "min_bin_count", "reliability bins with fewer rows are marked sparse (noise)",
+                               interval=Interval(1, integer=True))
+    # Between checks: the cool-down, the sequential rule, the early warning, the streak.
+    cooldown: timedelta = _knob(
+        timedelta(hours=6), "drift_cooldown", "after a drift event, no further drift event for this long per "
+        "version (ISO 8601, e.g. PT6H)", interval=Interval(0.0))
+    cusum_reference: float = _knob(
+        0.5, "drift_cusum_reference", "k, the sequential rule's reference value in standard deviations per "
+        "increment", interval=Interval(0.0))
+    cusum_threshold: float = _knob(
+        6.0, "drift_cusum_threshold", "h, the sequential rule's alarm threshold in standard deviations",
+        interval=Interval(0.0, low_closed=False))
+    sequential_min_rows: int = _knob(
+        100, "drift_sequential_min_rows", "increments of the sequential rule with fewer labelled rows wait for the "
+        "next check", interval=Interval(1, integer=True))
+    label_settle_time: timedelta = _knob(
+        timedelta(minutes=5), "label_settle_time", "the sequential rule reads labels that arrived up to this long "
+        "before a check (ISO 8601, e.g. PT5M)", interval=Interval(0.0))
+    confidence_shift_level: float = _knob(
+        0.01, "confidence_shift_level", "significance level of the early warning's test of the served confidences "
+        "against the registration reference", interval=_PROBABILITY)
+    shift_min_rows: int = _knob(
+        100, "confidence_shift_min_rows", "the early warning tests the served confidences only with this many rows "
+        "in the window and in the reference", interval=Interval(2, integer=True))
+    shift_min_expected: float = _knob(
+        5.0, "confidence_shift_min_expected", "smallest expected count per merged bin of the early warning's test",
+        interval=Interval(0.0, low_closed=False))
+    insufficient_data_streak: int = _knob(
+        3, "insufficient_data_streak", "this many insufficient_data checks of a version in a row raise an alert",
+        interval=Interval(1, integer=True))
+
+    def __post_init__(self) -> None:
+        for name, knob in _knobs():
+            value = getattr(self, name)
+            if isinstance(value, timedelta):
+                knob.interval.check_duration(value, name=name)  # type: ignore[union-attr]  # every duration has one
+            elif knob.interval is not None and knob.interval.integer:
+                knob.interval.check_count(value, name=name)
+            elif knob.interval is not None:
+                object.__setattr__(self, name, knob.interval.check(value, name=name))
+            elif isinstance(value, tuple):
+                _check_names(value, name)
+            elif value not in knob.choices:
+                raise ValueError(f"{name} must be one of {list(knob.choices)}; got {value!r}")
+
+    @staticmethod
+    def knob(name: str) -> Knob:
+        """The declaration of field ``name``."""
+        return dict(_knobs())[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-safe (durations in seconds, the tests as a list)."""
+        return {
+            name: value.total_seconds() if isinstance(value, timedelta) else list(value) if isinstance(value, tuple)
+            else value
+            for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+        }
+
+    @property
+    def test_level(self) -> float:
+        """The level of each test on the whole window: ``p_threshold`` shared by the tests."""
+        return self.p_threshold / max(1, len(self.tests))
+
+
+def _check_names(values: tuple[str, ...], name: str) -> None:
+    # Which names exist is the tests' registry's to say (monitoring.drift_tests), when they run.
+    if not values or len(set(values)) != len(values) or not all(isinstance(v, str) and v for v in values):
+        raise ValueError(f"{name} must name at least one drift test, each once; got {list(values)}")
+
+
+def _knobs() -> Iterator[tuple[str, Knob]]:
+    for f in dataclasses.fields(DriftPolicy):
+        yield f.name, f.metadata["knob"]
+
+
+def policy_knobs() -> tuple[tuple[str, Knob, Any], ...]:
+    """Every field of :class:`DriftPolicy`: its name, its :class:`Knob` and its default.
+
+    >>> name, knob, default = policy_knobs()[0]
+    >>> name, knob.variable, knob.flag, default
+    ('min_window', 'THERMOSTAT_MIN_WINDOW', '--min-window', 500)
+    """
+    defaults = DriftPolicy()
+    return tuple((name, knob, getattr(defaults, name)) for name, knob in _knobs())
+
+
+DEFAULT_POLICY: Final = DriftPolicy()

@@ -45,6 +45,7 @@ from calibration import (
     sweep_thresholds,
     top_label_confidence,
 )
+from monitoring import DriftPolicy, policy_knobs
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
@@ -511,10 +512,18 @@ _MONITOR_ONLY = ("refit_recommended", "in_cooldown", "cooldown_until", "model_na
                  "window_end", "checked_at", "served_temperatures", "min_window", "null_mean", "n_resamples")
 
 
+def drift_policy(args: argparse.Namespace) -> DriftPolicy:
+    """The drift policy of ``thermostat drift``: each flag the policy declares (``--level``, ``--margin``, ...)
+    overrides its field, a refusal naming the flag."""
+    given = {name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in policy_knobs()
+             if knob.flag is not None}
+    return DriftPolicy.from_values(given, lambda _, knob: str(knob.flag))
+
+
 def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
     registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
-    from monitoring import DRIFT_ECE_ESTIMATOR, decide_drift, drift_payload, summarise_arrays
+    from monitoring import DriftReference, decide_drift, drift_payload, summarise_arrays
 
     reference, window = _in_memory(sets, "reference"), _in_memory(sets, "window")
     _same_classes(reference, args.reference, window, args.window)
@@ -540,16 +549,14 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
                 group_reference[key] = sums
     reference_stats = reference_scores.calibration_stats(n_bins=args.bins)
     resamples = {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
-    reference_ece = calibration_error_from_stats(reference_stats, estimator=DRIFT_ECE_ESTIMATOR, **resamples)
+    policy = drift_policy(args)
+    reference_ece = calibration_error_from_stats(reference_stats, estimator=policy.ece_estimator, **resamples)
     args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
     summary = summarise_arrays(window, None, temperature=temperature, start=_EPOCH, end=_EPOCH,
                                groups=window.groups if args.groups else None, n_bins=args.bins)
-    report = decide_drift(
-        summary, baseline_ece=reference_ece.estimate, baseline_ece_interval=(reference_ece.low, reference_ece.high),
-        reference=reference_sums, group_reference=group_reference, min_window=args.min_window,
-        p_threshold=args.level, ece_tolerance=args.tolerance, temperature_margin=args.margin,
-        min_group_size=args.min_group_size, seed=args.seed, confidence_level=args.confidence_level,
-    )
+    report = decide_drift(summary, DriftReference.of(
+        reference_ece.estimate, ece_interval=(reference_ece.low, reference_ece.high), temperature_stats=reference_sums,
+        group_temperature_stats=group_reference, ece_estimator=policy.ece_estimator, n_bins=args.bins), policy)
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
     window_estimates = calibration_errors(window, temperature=temperature, estimators=names, n_bins=args.bins,
                                           **resamples)

@@ -266,7 +266,7 @@ def _run(settings: ThermostatSettings, log_path: Path) -> int:
     print(f"Flow logs (Prefect flow and task runs, MLflow): {log_path}")
     registry = MlflowRegistry.from_settings(settings)
 
-    split = digits_split(seed=settings.seed)
+    split = digits_split(seed=settings.drift.seed)
     data_dir = settings.state_dir / "demo"
     features_path = write_features(data_dir / "holdout.npz", ids=split.ids[split.holdout_index],
                                    features=split.features[split.holdout_index], labels=split.labels[split.holdout_index])
@@ -274,12 +274,12 @@ def _run(settings: ThermostatSettings, log_path: Path) -> int:
 
     reports, registrations, registration_versions = [], [], []
     for name, kind, alias in (("logistic-c1e4", "logistic", "champion"), ("mlp-64", "mlp", "challenger")):
-        checkpoint = train_checkpoint(registry, split, name=name, estimator=make_estimator(kind, settings.seed))
+        checkpoint = train_checkpoint(registry, split, name=name, estimator=make_estimator(kind, settings.drift.seed))
         print(f"{'reusing' if checkpoint.reused else 'trained'} checkpoint {name}: {checkpoint.uri}")
         step_started = time.perf_counter()
         registration = post_finetune(
             model_name=MODEL_NAME, checkpoint_uri=checkpoint.uri, train_steps=checkpoint.train_steps,
-            train_data_version=f"sklearn-digits/train-{len(split.train_index)}-seed-{settings.seed}",
+            train_data_version=f"sklearn-digits/train-{len(split.train_index)}-seed-{settings.drift.seed}",
             features_path=str(features_path), training_ids_path=str(training_ids_path), alias=alias, settings=settings,
         )
         registrations.append(registration.created)
@@ -411,7 +411,7 @@ def _monitor_story(
             print(f"  rollback for the replay: {MODEL_NAME}@{alias} was version {holder.version} (a refit from an "
                   f"earlier demo run); it points at the post-finetune version {version} again")
     token = uuid.uuid4().hex[:8]
-    rng = np.random.default_rng(settings.seed)
+    rng = np.random.default_rng(settings.drift.seed)
     log = open_prediction_log(settings)
     with tempfile.TemporaryDirectory(prefix="thermostat-demo-") as tmp:
         served = _load_router(registry, Path(tmp) / "a")

@@ -238,7 +238,7 @@ def sequential_update(
     logger = get_run_logger()
     state = version.monitor.sequential or SequentialState.initial(version.temperature)
     now = datetime.now(UTC)
-    until = now - settings.label_settle_time
+    until = now - settings.drift.label_settle_time
     since = state.last_end
     if since is not None and until <= since:
         logger.info("%s sequential rule not updated: its last increment ends at %s, not before this check's cursor "
@@ -252,8 +252,7 @@ def sequential_update(
     ).temperature_stats
     check = update_sequential(
         state, increment, start=min(start, until) if since is None else since, end=until, served_from=served.earliest,
-        reference=version.reference_stats, margin=settings.drift_temperature_margin, level=settings.drift_p_threshold,
-        confidence_level=settings.drift_confidence_level,
+        reference=version.reference_stats, policy=settings.drift,
     )
     logger.info("%s %s", version.context, check.sentence())
     return check
@@ -268,8 +267,7 @@ def early_warning(
     labelled rows only)."""
     profile = confidence_profile(log, version.model_name, version.version, temperature=version.temperature,
                                  start=start, end=end, chunk_size=settings.monitor_chunk_size)
-    warning = warn_before_labels(profile, version.reference_profile, level=settings.confidence_shift_level,
-                                 confidence_level=settings.drift_confidence_level)
+    warning = warn_before_labels(profile, version.reference_profile, policy=settings.drift)
     get_run_logger().info("%s %s", version.context, warning.sentence())
     return warning
 
@@ -279,15 +277,8 @@ def decide(
     summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings,
     sequential: SequentialCheck | None = None, warning: EarlyWarning | None = None,
 ) -> DriftReport:
-    report = decide_drift(
-        summary, baseline_ece=version.reference_ece, baseline_nll=version.baseline_nll, min_window=settings.min_window,
-        p_threshold=settings.drift_p_threshold, ece_tolerance=settings.drift_ece_tolerance,
-        min_group_size=settings.drift_min_group_size, last_drift_at=version.last_drift_event_at,
-        cooldown=settings.drift_cooldown, now=summary.end, n_resamples=settings.drift_resamples, seed=settings.seed,
-        min_bin_count=settings.min_bin_count, reference=version.reference_stats,
-        temperature_margin=settings.drift_temperature_margin, baseline_ece_interval=version.reference_ece_interval,
-        confidence_level=settings.drift_confidence_level,
-    )
+    report = decide_drift(summary, version.drift_reference, settings.drift, last_drift_at=version.last_drift_event_at,
+                          now=summary.end)
     report = with_stream_checks(report, sequential=sequential, early_warning=warning)
     logger = get_run_logger()
     headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
@@ -430,7 +421,7 @@ def _remembered(registry: MlflowRegistry, version: RegisteredVersion, state: Mon
 
 
 def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datetime) -> bool:
-    return last is not None and now < last + settings.drift_cooldown
+    return last is not None and now < last + settings.drift.cooldown
 
 
 def _streak_event(
@@ -438,9 +429,9 @@ def _streak_event(
     settings: ThermostatSettings,
 ) -> tuple[str, str] | None:
     """The insufficient-data event when the streak reaches ``insufficient_data_streak`` (and each multiple)."""
-    if streak < settings.insufficient_data_streak or streak % settings.insufficient_data_streak:
+    if streak < settings.drift.insufficient_data_streak or streak % settings.drift.insufficient_data_streak:
         return None
-    payload = context | {"streak": streak, "n": n, "min_window": settings.min_window,
+    payload = context | {"streak": streak, "n": n, "min_window": settings.drift.min_window,
                          "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
     event_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
     return None if event_id is None else (INSUFFICIENT_DATA_EVENT, event_id)

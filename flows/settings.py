@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, create_model, field_serializer, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, mask_url
+from monitoring import URL_MASK, DriftPolicy, mask_url, policy_knobs
 
 __all__ = ["ThermostatSettings"]
 
@@ -30,7 +30,29 @@ _URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_
                "prefect_ui_url")
 
 
-class ThermostatSettings(BaseSettings):
+def _names(value: Any) -> Any:
+    # THERMOSTAT_DRIFT_TESTS=temperature,ece: a comma-separated list from the environment.
+    return tuple(part.strip() for part in value.split(",") if part.strip()) if isinstance(value, str) else value
+
+
+def _drift_section() -> type[BaseSettings]:
+    """The settings of the drift section, one per :class:`monitoring.DriftPolicy` field: its setting's
+    name, type, default and description come from the policy, which declares them once."""
+    fields: dict[str, Any] = {}
+    for _, knob, default in policy_knobs():
+        kind: Any = (Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)] if knob.kind == "names"
+                     else type(default))
+        fields[knob.setting] = (kind, Field(default=default, description=knob.help))
+    return create_model("DriftSection", __base__=BaseSettings, **fields)
+
+
+if TYPE_CHECKING:
+    _DriftSection = BaseSettings
+else:
+    _DriftSection = _drift_section()
+
+
+class ThermostatSettings(_DriftSection):
     """Where state lives and every limit the post-finetune pipeline, the monitor and the refit apply.
 
     Durations (``monitor_window``, ``drift_cooldown``, ``label_settle_time``) read ISO 8601 from the environment:
@@ -43,7 +65,9 @@ class ThermostatSettings(BaseSettings):
     'sqlite:////tmp/thermostat-doc/mlflow.db'
     """
 
-    model_config = SettingsConfigDict(env_prefix="THERMOSTAT_", frozen=True, extra="forbid")
+    # hide_input_in_errors: a refusal never echoes the other values, which may hold credentials.
+    model_config = SettingsConfigDict(env_prefix="THERMOSTAT_", frozen=True, extra="forbid", hide_input_in_errors=True)
+    _drift: DriftPolicy = PrivateAttr()
 
     # Where things live.
     state_dir: Path = Field(default=Path(".thermostat"), description="local state folder")
@@ -60,13 +84,11 @@ class ThermostatSettings(BaseSettings):
     bounds_lower: float = Field(default=0.05, gt=0.0, description="lower bound of the temperature search")
     bounds_upper: float = Field(default=20.0, gt=0.0, description="upper bound of the temperature search")
     n_bins: int = Field(default=15, ge=1, description="equal-width ECE bins")
-    min_bin_count: int = Field(default=10, ge=1, description="bins with fewer examples are marked sparse")
 
     # Splitting the holdout: test data never chooses T.
     calibration_fraction: float = Field(
         default=0.5, gt=0.0, lt=1.0, description="share of the holdout used to fit T; the rest evaluates"
     )
-    seed: int = Field(default=0, ge=0, description="seed of the split and of the bootstrap")
     bootstrap_resamples: int = Field(default=2000, ge=100, description="paired-bootstrap resamples of the NLL change")
     bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
 
@@ -112,47 +134,8 @@ class ThermostatSettings(BaseSettings):
     monitor_window: timedelta = Field(
         default=timedelta(hours=24), description="labelled traffic a check (and a refit) reads, ending now"
     )
-    min_window: int = Field(default=500, ge=1, description="fewer labelled rows give insufficient_data")
-    drift_p_threshold: float = Field(
-        default=0.01, gt=0.0, lt=1.0,
-        description="significance level of the drift decision on the whole window: its two tests (temperature, "
-        "ECE) run at half of it each, a group's at half of it divided by the groups tested (Bonferroni)",
-    )
-    drift_temperature_margin: float = Field(
-        default=0.05, ge=0.0, lt=1.0,
-        description="relative shift of T the temperature test requires: 0.05 flags a window whose optimal T is "
-        "beyond 1.05 or below 1/1.05 times the reference's (0.5-1.6 points of mean confidence on CIFAR models)",
-    )
-    drift_ece_tolerance: float = Field(
-        default=0.02, ge=0.0,
-        description="how far above the reference's ECE the window's (debiased) ECE must be to count, beyond both "
-        "intervals",
-    )
-    drift_confidence_level: float = Field(
-        default=0.95, gt=0.0, lt=1.0,
-        description="level of the intervals reported with a check and registered with a version (T, ECE)",
-    )
-    drift_min_group_size: int = Field(default=200, ge=1, description="groups with fewer labelled rows are not tested")
-    drift_resamples: int = Field(default=1000, ge=100, description="consistency resamples of the null ECE")
-    drift_cooldown: timedelta = Field(
-        default=timedelta(hours=6), description="after a drift event, no further event for this long per version"
-    )
-    label_settle_time: timedelta = Field(
-        default=timedelta(minutes=5),
-        description="the sequential rule reads labels that arrived up to this long before a check; later ones wait "
-        "for the next check (a label batch still being committed, a labeller's clock a little behind)",
-    )
-    confidence_shift_level: float = Field(
-        default=0.01, gt=0.0, lt=1.0,
-        description="significance level of the early warning's test of the served confidences against the "
-        "registration reference; a shift emits thermostat.calibration.confidence_shift (a labelled check follows)",
-    )
     monitor_chunk_size: int = Field(
         default=50_000, ge=1, description="rows per chunk read from the prediction log (bounds memory)"
-    )
-    insufficient_data_streak: int = Field(
-        default=3, ge=1, description="this many consecutive insufficient_data checks of a serving version raise an "
-        "alert (the dashboard's alert list)",
     )
     prefect_ui_url: str | None = Field(
         default=None, description="base URL of the Prefect UI for links to flow runs (default: Prefect's own "
@@ -193,6 +176,18 @@ class ThermostatSettings(BaseSettings):
     )
 
     @model_validator(mode="after")
+    def _build_drift_policy(self) -> ThermostatSettings:
+        values = {name: getattr(self, knob.setting) for name, knob, _ in policy_knobs()}
+        self._drift = DriftPolicy.from_values(values, lambda _, knob: knob.variable)
+        return self
+
+    @property
+    def drift(self) -> DriftPolicy:
+        """The drift section: every parameter of the monitor's decisions (``THERMOSTAT_MIN_WINDOW``,
+        ``THERMOSTAT_DRIFT_P_THRESHOLD``, ...; their defaults are :class:`monitoring.DriftPolicy`'s)."""
+        return self._drift
+
+    @model_validator(mode="after")
     def _check_bounds(self) -> ThermostatSettings:
         if not self.bounds_lower < 1.0 < self.bounds_upper:
             raise ValueError(
@@ -203,11 +198,6 @@ class ThermostatSettings(BaseSettings):
             raise ValueError(
                 f"monitor_window must be positive; got {self.monitor_window} (e.g. THERMOSTAT_MONITOR_WINDOW=PT24H)"
             )
-        if self.drift_cooldown < timedelta(0):
-            raise ValueError(f"drift_cooldown must be >= 0; got {self.drift_cooldown} (e.g. THERMOSTAT_DRIFT_COOLDOWN=PT6H)")
-        if self.label_settle_time < timedelta(0):
-            raise ValueError(f"label_settle_time must be >= 0; got {self.label_settle_time} "
-                             "(e.g. THERMOSTAT_LABEL_SETTLE_TIME=PT5M)")
         if self.window_source == "export" and self.export_path is None:
             raise ValueError("window_source is export but export_path is not set; set THERMOSTAT_EXPORT_PATH to the "
                              "folder `thermostat export --out` writes")

@@ -12,9 +12,11 @@ No MLflow and no Prefect here: the flows (``flows.pipeline``, ``flows.refit``) a
 
 from __future__ import annotations
 
+import math
+
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -46,7 +48,6 @@ from flows.run_records import DriftCause
 from flows.settings import ThermostatSettings
 from flows.versions import CheckpointOutput, RegisteredVersion
 from monitoring import (
-    DRIFT_ECE_ESTIMATOR,
     ConfidenceProfile,
     DriftReport,
     ReliabilityShape,
@@ -348,7 +349,7 @@ def refit_temperature(
     """
     try:
         calibration_idx, evaluation_idx = split_holdout(
-            accepted.holdout, calibration_fraction=settings.calibration_fraction, seed=settings.seed
+            accepted.holdout, calibration_fraction=settings.calibration_fraction, seed=settings.drift.seed
         )
     except ValueError as error:  # e.g. a class with a single example cannot be stratified
         raise StepRefused("refit", f"the holdout cannot be split by label: {error}") from error
@@ -442,7 +443,7 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
     # The holdout is a checked ScoredSet: no second scan of its logits.
     predicted, confidence = top_label_confidence(part.logits, temperature=temperature, check_finite=False)
     correct = predicted == part.labels
-    report_args: dict[str, Any] = {"n_bins": settings.n_bins, "min_count": settings.min_bin_count}
+    report_args: dict[str, Any] = {"n_bins": settings.n_bins, "min_count": settings.drift.min_bin_count}
     return GatedCheckpoint(
         calibrated=calibrated,
         checkpoint_digest=calibrated.checkpoint_digest,
@@ -457,12 +458,13 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
             part.logits, part.labels, temperature_before=calibrated.accepted.temperature_before,
             temperature_after=temperature,
             n_resamples=settings.bootstrap_resamples, confidence_level=settings.bootstrap_confidence_level,
-            seed=settings.seed,
+            seed=settings.drift.seed,
         ),
         fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         reference_ece=calibration_error_from_stats(
             CalibrationStats.from_logits(part, temperature=temperature, n_bins=settings.n_bins),
-            estimator=DRIFT_ECE_ESTIMATOR, confidence_level=settings.drift_confidence_level, seed=settings.seed,
+            estimator=settings.drift.ece_estimator, confidence_level=settings.drift.confidence_level,
+            seed=settings.drift.seed,
         ),
     )
 
@@ -495,7 +497,7 @@ def idempotency_key(gated: GatedCheckpoint, settings: ThermostatSettings) -> str
         "holdout_data_version": gated.accepted.holdout_data_version,
         "bounds": list(settings.bounds),
         "calibration_fraction": settings.calibration_fraction,
-        "seed": settings.seed,
+        "seed": settings.drift.seed,
         "n_bins": settings.n_bins,
         "gate_target_accuracy": settings.gate_target_accuracy,
         "gate_confidence_level": settings.gate_confidence_level,
@@ -619,13 +621,10 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         part.logits, part.labels, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
         groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
     )
-    drift = decide_drift(
-        summary, baseline_ece=parent.reference_ece, min_window=1, p_threshold=settings.drift_p_threshold,
-        ece_tolerance=settings.drift_ece_tolerance, min_group_size=settings.drift_min_group_size,
-        n_resamples=settings.drift_resamples, seed=settings.seed, min_bin_count=settings.min_bin_count,
-        reference=gated.calibrated.reference, temperature_margin=settings.drift_temperature_margin,
-        baseline_ece_interval=parent.reference_ece_interval, confidence_level=settings.drift_confidence_level,
-    )
+    # Verified like a check of the newer traffic against the new version's own reference (any size decides).
+    reference = replace(parent.drift_reference, overall=replace(
+        parent.drift_reference.overall, temperature_stats=gated.calibrated.reference))
+    drift = decide_drift(summary, reference, replace(settings.drift, min_window=1))
     shape = diagnose_reliability_shape(drift.reliability)
     bootstrap = gated.bootstrap
     improved = bootstrap.verdict == "improved"
@@ -662,10 +661,10 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         nll_change_low=bootstrap.low,
         nll_change_high=bootstrap.high,
         ece_before=gated.before.ece,
-        ece_after=drift.ece,
-        baseline_ece=parent.reference_ece,
-        ece_tolerance=settings.drift_ece_tolerance,
-        p_value=drift.p_value,
+        ece_after=drift.window.ece,
+        baseline_ece=drift.baseline_ece,
+        ece_tolerance=settings.drift.ece_tolerance,
+        p_value=math.nan if (ece := drift.outcome("ece")) is None else ece.p_value,
         drift_after=drift,
         shape=shape,
         parent_interval=interval,

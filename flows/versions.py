@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from calibration import TemperatureStats
-from monitoring import ConfidenceProfile, SequentialState
+from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
     "INSUFFICIENT_STREAK_TAG",
@@ -454,15 +454,22 @@ class RegisteredVersion:
         return self.record.holdout_ece_after
 
     @property
-    def reference_ece(self) -> float:
-        """The ECE test's reference: the registered estimate that has an interval
-        (``reference_ece``), or (a version registered before it was stored) the baseline."""
-        return self.record.reference_ece if self.record.reference_ece is not None else self.baseline_ece
+    def drift_reference(self) -> DriftReference:
+        """What the drift decision compares this version's traffic with: the reference's temperature
+        sums, its ECE with interval, estimator and binning, and the baseline NLL.
 
-    @property
-    def reference_ece_interval(self) -> tuple[float, float] | None:
-        """The interval of :attr:`reference_ece` (None: the legacy baseline, taken as exact)."""
-        return self.record.reference_ece_interval
+        A version registered before the reference ECE was stored has only its binned holdout ECE:
+        it is declared as such (estimator ``binned``), so the ECE test refuses to compare it with
+        the monitor's estimator instead of comparing two different quantities.
+        """
+        record = self.record
+        legacy = record.reference_ece is None
+        return DriftReference.of(
+            record.holdout_ece_after if record.reference_ece is None else record.reference_ece,
+            ece_interval=None if legacy else record.reference_ece_interval,
+            ece_estimator="binned" if legacy else record.reference_ece_estimator or "unknown",
+            n_bins=record.ece_n_bins, temperature_stats=record.reference_stats, nll=record.holdout_nll_after,
+        )
 
     @property
     def reference_stats(self) -> TemperatureStats | None:
@@ -475,10 +482,6 @@ class RegisteredVersion:
     @property
     def temperature_interval(self) -> tuple[float, float] | None:
         return self.record.temperature_interval
-
-    @property
-    def baseline_nll(self) -> float | None:
-        return self.record.holdout_nll_after
 
     @property
     def n_bins(self) -> int:

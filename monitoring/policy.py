@@ -23,10 +23,10 @@ defaults without loading the numeric core.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from calibration import Interval
 
@@ -41,12 +41,14 @@ class Knob:
 
     ``setting`` is the field of ``ThermostatSettings`` (and, upper-cased with the prefix
     ``THERMOSTAT_``, its environment variable); ``flag`` the option of ``thermostat drift``
-    (None: not a flag); ``help`` one line for both; ``interval`` the rule of a number (seconds
-    for a duration); ``choices`` the allowed values of a text (each item of a tuple).
+    (None: not a flag); ``help`` one line for both; ``kind`` what the value is (a real number, a
+    count, a duration, one of ``choices``, or a tuple of names); ``interval`` the rule of a
+    number (seconds for a duration).
     """
 
     setting: str
     help: str
+    kind: Literal["number", "count", "duration", "choice", "names"]
     interval: Interval | None = None
     flag: str | None = None
     choices: tuple[str, ...] = ()
@@ -59,7 +61,9 @@ class Knob:
 
 def _knob(default: Any, setting: str, help: str, *, interval: Interval | None = None, flag: str | None = None,
           choices: tuple[str, ...] = ()) -> Any:
-    return field(default=default, metadata={"knob": Knob(setting, help, interval, flag, choices)})
+    kind = ("duration" if isinstance(default, timedelta) else "names" if isinstance(default, tuple)
+            else "choice" if choices else "count" if interval is not None and interval.integer else "number")
+    return field(default=default, metadata={"knob": Knob(setting, help, kind, interval, flag, choices)})
 
 
 # The ECE estimators the ECE test may use (calibration.ESTIMATORS, spelled here to stay stdlib-only;
@@ -148,17 +152,29 @@ class DriftPolicy:
 
     def __post_init__(self) -> None:
         for name, knob in _knobs():
-            value = getattr(self, name)
-            if isinstance(value, timedelta):
-                knob.interval.check_duration(value, name=name)  # type: ignore[union-attr]  # every duration has one
-            elif knob.interval is not None and knob.interval.integer:
-                knob.interval.check_count(value, name=name)
-            elif knob.interval is not None:
-                object.__setattr__(self, name, knob.interval.check(value, name=name))
-            elif isinstance(value, tuple):
-                _check_names(value, name)
-            elif value not in knob.choices:
-                raise ValueError(f"{name} must be one of {list(knob.choices)}; got {value!r}")
+            try:
+                object.__setattr__(self, name, _checked(getattr(self, name), knob, name))
+            except (TypeError, ValueError) as error:
+                error.policy_field = name  # type: ignore[attr-defined]  # for from_values, to name its source
+                raise
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], label: Callable[[str, Knob], str]) -> DriftPolicy:
+        """The policy from ``values`` (by field name; the rest default), a refusal naming the value
+        by ``label(field, knob)`` — e.g. its ``THERMOSTAT_*`` variable or its command-line flag.
+
+        >>> DriftPolicy.from_values({"p_threshold": 2.0}, lambda name, knob: knob.flag or name)
+        Traceback (most recent call last):
+        ...
+        ValueError: --level must be in (0, 1) (a significance level); got 2.0
+        """
+        try:
+            return cls(**values)
+        except (TypeError, ValueError) as error:
+            name = getattr(error, "policy_field", None)
+            if name is None:
+                raise
+            raise type(error)(label(name, cls.knob(name)) + str(error)[len(name):]) from None
 
     @staticmethod
     def knob(name: str) -> Knob:
@@ -179,10 +195,24 @@ class DriftPolicy:
         return self.p_threshold / max(1, len(self.tests))
 
 
-def _check_names(values: tuple[str, ...], name: str) -> None:
-    # Which names exist is the tests' registry's to say (monitoring.drift_tests), when they run.
-    if not values or len(set(values)) != len(values) or not all(isinstance(v, str) and v for v in values):
-        raise ValueError(f"{name} must name at least one drift test, each once; got {list(values)}")
+def _checked(value: Any, knob: Knob, name: str) -> Any:
+    """``value`` checked by the knob's declared rule, or a refusal naming ``name``."""
+    if knob.kind == "duration":
+        return knob.interval.check_duration(value, name=name)  # type: ignore[union-attr]  # declared with one
+    if knob.kind == "count":
+        return knob.interval.check_count(value, name=name)  # type: ignore[union-attr]
+    if knob.kind == "number":
+        return knob.interval.check(value, name=name)  # type: ignore[union-attr]
+    if knob.kind == "choice":
+        if value not in knob.choices:
+            raise ValueError(f"{name} must be one of {list(knob.choices)}; got {value!r}")
+        return value
+    # The tests' names: which exist is the registry's to say (monitoring.drift_tests), when they run.
+    names = tuple(value) if isinstance(value, (tuple, list)) else value
+    if not isinstance(names, tuple) or not names or len(set(names)) != len(names) or not all(
+            isinstance(item, str) and item for item in names):
+        raise ValueError(f"{name} must name at least one drift test, each once; got {value!r}")
+    return names
 
 
 def _knobs() -> Iterator[tuple[str, Knob]]:

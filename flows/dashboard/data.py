@@ -591,8 +591,9 @@ def gather(
     finally:
         if log is not None:
             log.dispose()
-    thresholds = Thresholds(ece_tolerance=settings.drift_ece_tolerance, p_threshold=settings.drift_p_threshold,
-                            min_window=settings.min_window, insufficient_data_streak=settings.insufficient_data_streak)
+    policy = settings.drift
+    thresholds = Thresholds(ece_tolerance=policy.ece_tolerance, p_threshold=policy.p_threshold,
+                            min_window=policy.min_window, insufficient_data_streak=policy.insufficient_data_streak)
     alerts = sorted((a for m in models for a in alerts_for(m, thresholds)), key=lambda a: a.at, reverse=True)
     return DashboardState(
         generated_at=now, tracking_uri=mask_url(settings.resolved_tracking_uri()),

@@ -1,0 +1,194 @@
+"""The Prefect events Thermostat emits, each a typed payload with its writer and its keys.
+
+An automation (``prefect.yaml``'s refit trigger, the alert templates of ``thermostat alerts
+install``) reads an event's payload by key; each key it may read is declared here, by the type
+that writes it (:meth:`EventPayload.keys`), and a test holds every key read in ``prefect.yaml``
+and in the templates to these declarations. Payloads are JSON-safe (NaN as None, times ISO 8601).
+
+``thermostat.calibration.drift`` (:class:`DriftEvent`)
+    The monitor found drift on a serving version and recommends a refit (outside the
+    cool-down): the check's flat report (:data:`monitoring.DRIFT_PAYLOAD_KEYS`) and where the
+    check's MLflow run is. The ``refit`` deployment's trigger listens for it.
+``thermostat.calibration.confidence_shift`` (:class:`ConfidenceShiftEvent`)
+    The early warning: the served confidences moved away from the registration reference.
+``thermostat.calibration.insufficient_data`` (:class:`InsufficientDataEvent`)
+    ``insufficient_data_streak`` checks in a row had too few labelled rows.
+``thermostat.calibration.refit_failed`` (:class:`RefitFailedEvent`)
+    A refit registered nothing: refused, or not verified.
+``thermostat.calibration.refitted`` (:class:`RefittedEvent`)
+    A refit registered a new version.
+
+No Prefect here (:mod:`flows.events` emits them), no MLflow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+from calibration import json_safe
+from monitoring import DRIFT_PAYLOAD_KEYS
+
+__all__ = [
+    "CONFIDENCE_SHIFT_EVENT",
+    "DRIFT_EVENT",
+    "EVENT_PAYLOADS",
+    "INSUFFICIENT_DATA_EVENT",
+    "REFITTED_EVENT",
+    "REFIT_FAILED_EVENT",
+    "CheckContext",
+    "ConfidenceShiftEvent",
+    "DriftEvent",
+    "EventPayload",
+    "InsufficientDataEvent",
+    "RefitFailedEvent",
+    "RefittedEvent",
+    "VERIFICATION_KEYS",
+]
+
+DRIFT_EVENT: Final = "thermostat.calibration.drift"
+CONFIDENCE_SHIFT_EVENT: Final = "thermostat.calibration.confidence_shift"
+INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
+REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
+REFITTED_EVENT: Final = "thermostat.calibration.refitted"
+
+#: The keys of a refit's verification in its events (:func:`flows.refit` writes them from a
+#: :class:`flows.steps.RefitVerification`); absent when the refit was refused before verifying.
+VERIFICATION_KEYS: Final = (
+    "verify_n", "temperature_after", "nll_verdict", "nll_change", "nll_change_low", "nll_change_high", "ece_before",
+    "ece_after", "baseline_ece", "ece_tolerance", "p_value", "shape", "parent_interval", "within_parent_interval",
+    "tests_fired_after", "sign_changes", "shape_message", "reasons",
+)
+# A refit's events name the drift that caused it (flows.run_records.DriftCause.payload).
+_CAUSE_KEYS: Final = ("drift_event_id", "drift_run_id")
+
+
+class EventPayload:
+    """A typed event payload: ``EVENT`` its name, :meth:`to_payload` what is emitted, :meth:`keys`
+    every key that may be in it."""
+
+    __slots__ = ()
+    EVENT: ClassVar[str]
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-safe payload: the dataclass's fields, flattened where a field is a mapping."""
+        payload: dict[str, Any] = {}
+        for item in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            if item.metadata.get("flat"):
+                payload |= dict(value.to_payload() if isinstance(value, CheckContext) else value)
+            else:
+                payload[item.name] = value
+        return {key: json_safe(value) for key, value in payload.items()}
+
+    @classmethod
+    def keys(cls) -> frozenset[str]:
+        """Every key the payload may hold (what an automation may read)."""
+        found: set[str] = set()
+        for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+            found |= set(item.metadata.get("keys", ())) if item.metadata.get("flat") else {item.name}
+        return frozenset(found)
+
+
+def _flat(*keys: tuple[str, ...]) -> Any:
+    """A field whose mapping is spread into the payload; ``keys`` are the keys it may hold."""
+    return field(metadata={"flat": True, "keys": tuple(key for group in keys for key in group)})
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """Where a monitor event comes from: the serving aliases, the window, the check's MLflow run
+    (None when the check wrote none: a version that never logged) and its experiment."""
+
+    aliases: tuple[str, ...]
+    window_start: str
+    window_end: str
+    mlflow_experiment: str
+    mlflow_run_id: str | None
+
+    KEYS: ClassVar[tuple[str, ...]] = ("aliases", "window_start", "window_end", "mlflow_experiment", "mlflow_run_id")
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"aliases": list(self.aliases), "window_start": self.window_start, "window_end": self.window_end,
+                "mlflow_experiment": self.mlflow_experiment, "mlflow_run_id": self.mlflow_run_id}
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEvent(EventPayload):
+    """The drift event: the check's flat report (``drift_payload``) and its context."""
+
+    EVENT: ClassVar[str] = DRIFT_EVENT
+    report: Mapping[str, Any] = _flat(DRIFT_PAYLOAD_KEYS)
+    context: CheckContext = _flat(CheckContext.KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceShiftEvent(EventPayload):
+    """The early warning's event: :class:`monitoring.EarlyWarning`'s fields and the check's context."""
+
+    EVENT: ClassVar[str] = CONFIDENCE_SHIFT_EVENT
+    warning: Mapping[str, Any] = _flat((
+        "temperature", "n", "labelled", "tested", "shifted", "direction", "predicted_accuracy",
+        "predicted_accuracy_low", "predicted_accuracy_high", "mean_confidence", "reference_n",
+        "reference_mean_confidence", "reference_accuracy", "confidence_shift", "statistic", "df", "bins", "p_value",
+        "level", "min_rows", "labelled_accuracy", "labelled_predicted_accuracy", "confidence_level"))
+    context: CheckContext = _flat(CheckContext.KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientDataEvent(EventPayload):
+    """Too few labelled rows ``streak`` checks in a row: the latest window's ``n`` against ``min_window``,
+    and the early warning's predicted accuracy meanwhile (None without one)."""
+
+    EVENT: ClassVar[str] = INSUFFICIENT_DATA_EVENT
+    context: CheckContext = _flat(CheckContext.KEYS)
+    streak: int = 0
+    n: int = 0
+    min_window: int = 0
+    predicted_accuracy: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RefitFailedEvent(EventPayload):
+    """A refit that registered nothing: the step that refused, why, the escalation (None: a new
+    temperature may still fix it later), the version and its window, the verification when it ran,
+    the refit's MLflow record and the drift that caused it."""
+
+    EVENT: ClassVar[str] = REFIT_FAILED_EVENT
+    reason: str
+    step: str
+    escalation: str | None
+    model_name: str
+    model_version: str
+    alias: str
+    temperature: float
+    baseline_ece: float
+    window_start: str
+    window_end: str
+    mlflow_run_id: str | None
+    mlflow_experiment: str
+    verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
+    cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class RefittedEvent(EventPayload):
+    """A refit that registered ``new_version`` (T, gate threshold), its parent, the verification and the cause."""
+
+    EVENT: ClassVar[str] = REFITTED_EVENT
+    new_version: str
+    temperature: float
+    gate_threshold: float | None
+    parent_version: str
+    parent_temperature: float
+    verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
+    cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+
+
+#: Each event's payload type, by event name.
+EVENT_PAYLOADS: Final[Mapping[str, type[EventPayload]]] = {
+    payload.EVENT: payload
+    for payload in (DriftEvent, ConfidenceShiftEvent, InsufficientDataEvent, RefitFailedEvent, RefittedEvent)
+}

@@ -1,0 +1,123 @@
+"""The monitor's rules after a check: which events to emit and what the version remembers.
+
+:func:`monitor_step` is a pure function of the check's report, the version's state before it
+(:class:`flows.versions.MonitorState`), the drift policy and the time: it returns the events to
+emit, each with the state it changes once it was handed to Prefect, and the state that holds
+whatever was sent. The flow only carries it out (emit, then write the tags), so every rule is
+tested here without a server.
+
+The rules:
+
+* a drift outside the cool-down (``report.refit_recommended``) emits the drift event; once sent,
+  the cool-down starts (``last_drift_event_at``) and the sequential rule's state advances. An
+  alarm whose event was not sent is not consumed: the next check folds the same rows in again
+  and alarms again;
+* otherwise, on a check of the current window (``live``), a shift of the served confidences
+  emits the confidence-shift event, at most once per ``policy.cooldown`` per version;
+* on a live check, ``insufficient_data`` extends the streak (any other verdict resets it); the
+  streak's event goes out when it reaches ``policy.insufficient_data_streak`` and at each
+  multiple; a version that never logged a prediction (no report) counts as insufficient data;
+* a check given its window (a backfill, ``live`` False) changes neither the streak nor the
+  sequential rule's state, and emits no confidence-shift or streak event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from calibration import json_safe
+from flows.event_payloads import CheckContext, ConfidenceShiftEvent, DriftEvent, EventPayload, InsufficientDataEvent
+from flows.versions import MonitorState
+from monitoring import DriftPolicy, DriftReport, drift_payload
+
+__all__ = ["MonitorStep", "PlannedEvent", "monitor_step"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEvent:
+    """An event to emit, and the :class:`MonitorState` fields that change once it was sent."""
+
+    payload: EventPayload
+    on_sent: Mapping[str, Any]
+
+    @property
+    def event(self) -> str:
+        return self.payload.EVENT
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorStep:
+    """The events of one check, in order, and ``state``: the version's state whatever was sent."""
+
+    events: tuple[PlannedEvent, ...]
+    state: MonitorState
+
+    def after(self, sent: Collection[PlannedEvent]) -> MonitorState:
+        """The state once the events in ``sent`` were handed to Prefect."""
+        changes: dict[str, Any] = {}
+        for planned in self.events:
+            if any(planned is handed for handed in sent):
+                changes |= planned.on_sent
+        return replace(self.state, **changes)
+
+
+def monitor_step(
+    report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,
+    context: CheckContext,
+) -> MonitorStep:
+    """The events and the new state after one check of one version (module docstring).
+
+    Parameters
+    ----------
+    report : DriftReport or None
+        The check's report; None when the version never logged a prediction.
+    state : MonitorState
+        The version's state before the check.
+    policy : DriftPolicy
+        The cool-down and the streak's length.
+    now : datetime
+        When the events are emitted (the cool-downs start then), aware.
+    live : bool
+        A check of the current window (the schedule's); False for a backfill or re-check.
+    context : CheckContext
+        The aliases, window and MLflow run the events name.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> from monitoring import DEFAULT_POLICY
+    >>> context = CheckContext(("champion",), "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00",
+    ...                        "thermostat-monitoring", None)
+    >>> now = datetime(2026, 1, 2, tzinfo=UTC)
+    >>> step = monitor_step(None, MonitorState(insufficient_streak=2), DEFAULT_POLICY, now, live=True, context=context)
+    >>> [planned.event for planned in step.events], step.state.insufficient_streak
+    (['thermostat.calibration.insufficient_data'], 3)
+    """
+    streak = state.insufficient_streak
+    if live:
+        streak = streak + 1 if report is None or report.verdict == "insufficient_data" else 0
+    warning = None if report is None else report.early_warning
+    events: list[PlannedEvent] = []
+    sequential = state.sequential
+    if report is not None and report.sequential is not None:
+        if report.refit_recommended:
+            events.append(PlannedEvent(DriftEvent(drift_payload(report), context),
+                                       {"last_drift_event_at": now, "sequential": report.sequential.state}))
+        else:
+            sequential = report.sequential.state
+    elif report is not None and report.refit_recommended:
+        events.append(PlannedEvent(DriftEvent(drift_payload(report), context), {"last_drift_event_at": now}))
+    shift_quiet = state.last_confidence_shift_at is not None and now < state.last_confidence_shift_at + policy.cooldown
+    if (report is not None and not report.refit_recommended and live and warning is not None and warning.shifted
+            and not shift_quiet):
+        events.append(PlannedEvent(ConfidenceShiftEvent(warning.to_dict(), context),
+                                   {"last_confidence_shift_at": now}))
+    if live and streak >= policy.insufficient_data_streak and streak % policy.insufficient_data_streak == 0:
+        events.append(PlannedEvent(InsufficientDataEvent(
+            context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,
+            predicted_accuracy=None if warning is None else json_safe(warning.predicted_accuracy)), {}))
+    return MonitorStep(events=tuple(events),
+                       state=replace(state, insufficient_streak=streak, sequential=sequential))

@@ -1,0 +1,162 @@
+"""The monitor's event and state rules as a pure function: every rule without a server."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from calibration import TemperatureStats
+from flows.event_payloads import (
+    CONFIDENCE_SHIFT_EVENT,
+    DRIFT_EVENT,
+    INSUFFICIENT_DATA_EVENT,
+    CheckContext,
+)
+from flows.monitor_rules import monitor_step
+from flows.versions import MonitorState
+from monitoring import (
+    DEFAULT_POLICY,
+    ConfidenceProfile,
+    DriftPolicy,
+    DriftReference,
+    DriftReport,
+    SequentialCheck,
+    SequentialState,
+    decide_drift,
+    summarise_arrays,
+    update_sequential,
+    warn_before_labels,
+    with_stream_checks,
+)
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+NOW = T0 + 3 * HOUR
+CONTEXT = CheckContext(("champion",), (T0 + 2 * HOUR).isoformat(), NOW.isoformat(), "thermostat-monitoring", "run1")
+
+
+def _rows(n: int, temperature: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    logits = 2.0 * rng.normal(size=(n, 5))
+    p = np.exp(logits / temperature)
+    p /= p.sum(axis=1, keepdims=True)
+    return logits, (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 4)
+
+
+def _report(n: int = 2_000, *, temperature: float = 1.0, last_drift_at: datetime | None = None) -> DriftReport:
+    summary = summarise_arrays(*_rows(n, temperature), temperature=1.0, start=T0 + 2 * HOUR, end=NOW)
+    return decide_drift(summary, DriftReference.of(0.0), DriftPolicy(n_resamples=200), last_drift_at=last_drift_at)
+
+
+def _alarm() -> SequentialCheck:
+    hot = TemperatureStats(temperature=1.0, n=500, gradient_sum=150.0, gradient_square_sum=600.0, curvature_sum=500.0)
+    first = update_sequential(SequentialState.initial(1.0), hot, start=T0, end=T0 + HOUR)
+    return update_sequential(first.state, hot, start=T0 + HOUR, end=T0 + 3 * HOUR)
+
+
+def _quiet() -> SequentialCheck:
+    calm = TemperatureStats(temperature=1.0, n=500, gradient_sum=1.0, gradient_square_sum=500.0, curvature_sum=500.0)
+    return update_sequential(SequentialState.initial(1.0), calm, start=T0, end=T0 + HOUR)
+
+
+def _shifted() -> object:
+    logits, labels = _rows(3_000)
+    reference = ConfidenceProfile.from_logits(logits, labels)
+    return warn_before_labels(ConfidenceProfile.from_logits(1.6 * _rows(3_000, seed=1)[0]), reference)
+
+
+def _events(step: object) -> list[str]:
+    return [planned.event for planned in step.events]  # type: ignore[attr-defined]
+
+
+def test_a_drift_emits_its_event_and_the_cool_down_starts_only_once_it_was_sent() -> None:
+    report = _report(temperature=2.0)
+    assert report.refit_recommended
+    step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert _events(step) == [DRIFT_EVENT]
+    payload = step.events[0].payload.to_payload()
+    assert payload["verdict"] == "drift" and payload["mlflow_run_id"] == "run1" and payload["aliases"] == ["champion"]
+    assert step.after(step.events).last_drift_event_at == NOW
+    assert step.after(()).last_drift_event_at is None, "an event not sent starts no cool-down"
+
+
+def test_a_drift_inside_the_cool_down_emits_nothing() -> None:
+    report = _report(temperature=2.0, last_drift_at=NOW - HOUR)
+    assert report.drift_detected and not report.refit_recommended
+    step = monitor_step(report, MonitorState(last_drift_event_at=NOW - HOUR), DEFAULT_POLICY, NOW, live=True,
+                        context=CONTEXT)
+    assert step.events == () and step.state.last_drift_event_at == NOW - HOUR
+
+
+def test_a_sequential_alarm_is_consumed_only_when_its_drift_event_was_sent() -> None:
+    check = _alarm()
+    report = with_stream_checks(_report(), sequential=check)
+    before = MonitorState(sequential=SequentialState.initial(1.0))
+    step = monitor_step(report, before, DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert _events(step) == [DRIFT_EVENT]
+    assert step.after(step.events).sequential == check.state
+    assert step.after(()).sequential == before.sequential, "the next check folds these rows in again"
+
+
+def test_without_an_alarm_the_sequential_state_advances_whatever_is_sent() -> None:
+    check = _quiet()
+    step = monitor_step(with_stream_checks(_report(), sequential=check), MonitorState(), DEFAULT_POLICY, NOW,
+                        live=True, context=CONTEXT)
+    assert step.events == () and step.state.sequential == check.state
+
+
+def test_a_confidence_shift_emits_once_per_cool_down_and_only_on_live_checks() -> None:
+    report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
+    assert report.verdict == "ok" and report.early_warning is not None and report.early_warning.shifted
+    step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert _events(step) == [CONFIDENCE_SHIFT_EVENT]
+    payload = step.events[0].payload.to_payload()
+    assert payload["direction"] == "up" and payload["window_end"] == NOW.isoformat()
+    assert step.after(step.events).last_confidence_shift_at == NOW
+    recent = MonitorState(last_confidence_shift_at=NOW - HOUR)
+    assert monitor_step(report, recent, DEFAULT_POLICY, NOW, live=True, context=CONTEXT).events == ()
+    long_ago = MonitorState(last_confidence_shift_at=NOW - 7 * HOUR)
+    assert _events(monitor_step(report, long_ago, DEFAULT_POLICY, NOW, live=True, context=CONTEXT)) == [
+        CONFIDENCE_SHIFT_EVENT]
+    assert monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=False, context=CONTEXT).events == ()
+
+
+def test_a_drift_and_a_shift_send_only_the_drift() -> None:
+    report = with_stream_checks(_report(temperature=2.0), early_warning=_shifted())  # type: ignore[arg-type]
+    assert _events(monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)) == [
+        DRIFT_EVENT]
+
+
+@pytest.mark.parametrize("before, verdict_rows, expected_streak, fires", [
+    (0, 100, 1, False), (2, 100, 3, True), (3, 100, 4, False), (5, 100, 6, True), (4, 2_000, 0, False),
+])
+def test_the_insufficient_data_streak(before: int, verdict_rows: int, expected_streak: int, fires: bool) -> None:
+    report = _report(verdict_rows)
+    step = monitor_step(report, MonitorState(insufficient_streak=before), DEFAULT_POLICY, NOW, live=True,
+                        context=CONTEXT)
+    assert step.state.insufficient_streak == expected_streak
+    assert (_events(step) == [INSUFFICIENT_DATA_EVENT]) == fires
+    if fires:
+        payload = step.events[0].payload.to_payload()
+        assert (payload["streak"], payload["n"], payload["min_window"]) == (expected_streak, verdict_rows, 500)
+
+
+def test_a_version_that_never_logged_counts_toward_the_streak_and_a_backfill_changes_nothing() -> None:
+    step = monitor_step(None, MonitorState(insufficient_streak=2), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert step.state.insufficient_streak == 3 and _events(step) == [INSUFFICIENT_DATA_EVENT]
+    assert step.events[0].payload.to_payload()["n"] == 0
+    backfill = monitor_step(None, MonitorState(insufficient_streak=2), DEFAULT_POLICY, NOW, live=False,
+                            context=CONTEXT)
+    assert backfill.state == MonitorState(insufficient_streak=2) and backfill.events == ()
+
+
+def test_the_policy_sets_the_streak_and_the_cool_down() -> None:
+    policy = replace(DEFAULT_POLICY, insufficient_data_streak=2, cooldown=timedelta(minutes=30))
+    assert _events(monitor_step(None, MonitorState(insufficient_streak=1), policy, NOW, live=True,
+                                context=CONTEXT)) == [INSUFFICIENT_DATA_EVENT]
+    report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
+    recent = MonitorState(last_confidence_shift_at=NOW - HOUR)
+    assert _events(monitor_step(report, recent, policy, NOW, live=True, context=CONTEXT)) == [CONFIDENCE_SHIFT_EVENT]

@@ -21,14 +21,18 @@ TAGS = dataclasses.replace(
 ).to_tags()
 
 
+def _with_credentials(password: str, ui_credentials: str) -> ThermostatSettings:
+    return ThermostatSettings(
+        tracking_uri=f"http://alice:{password}@mlflow.internal:5000",
+        registry_uri=f"postgresql://mlflow:{password}@db.internal/mlflow",
+        prediction_log_url=f"postgresql+psycopg://thermostat:{password}@db.internal/thermostat",
+        mlflow_ui_url=f"https://{ui_credentials}@mlflow.example.internal/",
+    )
+
+
 @pytest.fixture
 def credentialed() -> ThermostatSettings:
-    return ThermostatSettings(
-        tracking_uri=f"http://alice:{SECRET}@mlflow.internal:5000",
-        registry_uri=f"postgresql://mlflow:{SECRET}@db.internal/mlflow",
-        prediction_log_url=f"postgresql+psycopg://thermostat:{SECRET}@db.internal/thermostat",
-        mlflow_ui_url=f"https://bob:{SECRET}@mlflow.example.internal/",
-    )
+    return _with_credentials(SECRET, f"bob:{SECRET}")
 
 
 def test_the_settings_json_form_masks_every_url_and_python_keeps_the_real_ones(credentialed: ThermostatSettings) -> None:
@@ -73,12 +77,7 @@ RESERVED_SECRET = "Zq/9#x?k@3:w"
 
 @pytest.fixture
 def reserved() -> ThermostatSettings:
-    return ThermostatSettings(
-        tracking_uri=f"https://alice:{RESERVED_SECRET}@mlflow.internal:5000",
-        registry_uri=f"postgresql://mlflow:{RESERVED_SECRET}@db.internal/mlflow",
-        prediction_log_url=f"postgresql+psycopg://thermostat:{RESERVED_SECRET}@db.internal/thermostat",
-        mlflow_ui_url="https://ghp_UiT0ken@mlflow.example.internal/",
-    )
+    return _with_credentials(RESERVED_SECRET, "ghp_UiT0ken")
 
 
 def test_passwords_with_reserved_characters_and_tokens_are_masked_in_the_stored_form(

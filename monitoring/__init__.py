@@ -24,7 +24,8 @@ The pieces, in the order a monitor uses them:
   :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
 * :func:`mask_url` — a URL as it may be shown or stored (its password masked);
   :func:`redact_credentials` — text that may quote a URL, its secrets taken out;
-  :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with.
+  :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with;
+  :func:`encode_credentials` — a URL whose password other parsers read whole.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from .sequential import (
     SequentialState,
     update_sequential,
 )
-from .urls import URL_MASK, holds_masked_credentials, mask_url, redact_credentials
+from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
 from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
 __all__ = [
@@ -123,6 +124,7 @@ __all__ = [
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
+    "encode_credentials",
     "export_partitions",
     "export_prediction_log",
     "holds_masked_credentials",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote
 
-__all__ = ["URL_MASK", "holds_masked_credentials", "mask_url", "redact_credentials"]
+__all__ = ["URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"]
 
 URL_MASK: Final = "***"
 """What a masked password (or token, or secret query value) reads as."""
@@ -108,6 +108,30 @@ def mask_url(url: str) -> str:
         return f"{found.head}{found.user}:{URL_MASK}@{_mask_query(found.tail)}"
     user = URL_MASK if found.secret is not None else found.user
     return f"{found.head}{user}@{_mask_query(found.tail)}"
+
+
+def encode_credentials(url: str) -> str:
+    """``url`` with its user name and password percent-encoded, read as :func:`mask_url` reads them.
+
+    A parser that ends the credentials at the first ``/``, ``?``, ``#`` or ``@`` (libpq, urllib)
+    then connects with the password the masked URL hides — not with a piece of it, and without
+    quoting the rest as a host name or port in its error messages. Escapes already in the URL
+    are kept (a ``%`` that starts none is encoded itself).
+
+    Examples
+    --------
+    >>> encode_credentials("postgresql://postgres:p/w@d@db.internal/postgres")
+    'postgresql://postgres:p%2Fw%40d@db.internal/postgres'
+    >>> encode_credentials("postgresql://u:p%2Fw@db/t"), encode_credentials("postgresql://db/t")
+    ('postgresql://u:p%2Fw@db/t', 'postgresql://db/t')
+    """
+    found = _credentials(url)
+    if found is None:
+        return url
+    user = quote(unquote(found.user), safe="")
+    if found.password is None:
+        return f"{found.head}{user}@{found.tail}"
+    return f"{found.head}{user}:{quote(unquote(found.password), safe='')}@{found.tail}"
 
 
 def holds_masked_credentials(url: str) -> bool:

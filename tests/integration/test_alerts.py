@@ -407,7 +407,10 @@ def test_install_is_idempotent_and_takes_any_notification_block(
 
     api_url, env = prefect_server
     first = _install(env, "--webhook-url", "http://127.0.0.1:9/first")
-    again = _install(env, "--webhook-url", "http://127.0.0.1:9/second")
+    # Credentials in PREFECT_API_URL (the server ignores them) are not printed (issue 19, item 13).
+    credentialed = api_url.replace("http://", f"http://alice:{SECRET}@", 1)
+    again = _install(env | {"PREFECT_API_URL": credentialed}, "--webhook-url", "http://127.0.0.1:9/second")
+    assert again["api_url"] == api_url.replace("http://", "http://alice:***@", 1) and SECRET not in json.dumps(again)
     assert first["block"] == again["block"] == f"custom-webhook/{DEFAULT_BLOCK_NAME}"
     assert first["block_id"] == again["block_id"] and again["destination"] == "http://127.0.0.1:9"
     assert [a["status"] for a in first["automations"]] == ["created"] * len(ALERTS)

@@ -25,7 +25,8 @@ import sqlalchemy as sa
 
 from flows.locks import LockLostError, model_lock, show_lock
 from flows.settings import ThermostatSettings
-from tests.monitoring.conftest import postgres_server, postgres_url  # noqa: F401 - the throwaway PostgreSQL
+# The lock lives in the prediction log's database: log_url is a SQLite file, then the throwaway PostgreSQL.
+from tests.monitoring.conftest import log_url, postgres_server, postgres_url  # noqa: F401
 from tests.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,14 +60,6 @@ def _start_holder(url: str, model: str, lease: float, writes: Path) -> subproces
     return holder
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def lock_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'locks.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 @pytest.fixture
 def model(request: pytest.FixtureRequest) -> str:
     """A model name of its own per test (the PostgreSQL database is shared by the session)."""
@@ -86,16 +79,16 @@ def reaped() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def test_a_paused_holder_writes_nothing_once_resumed_after_a_take_over(
-    lock_url: str, model: str, tmp_path: Path, reaped: list[subprocess.Popen[str]]
+    log_url: str, model: str, tmp_path: Path, reaped: list[subprocess.Popen[str]]  # noqa: F811
 ) -> None:
     writes = tmp_path / "writes.txt"
-    holder = _start_holder(lock_url, model, LEASE, writes)
+    holder = _start_holder(log_url, model, LEASE, writes)
     reaped.append(holder)
     _wait_for(lambda: writes.exists() and writes.read_text().count("\n") >= 3, "the holder's first writes")
     holder.send_signal(signal.SIGSTOP)  # a GC pause, a VM freeze: every thread stops, renewal too
     _wait_for(lambda: _process_state(holder.pid) == "T", "the holder to stop")
     began = time.monotonic()
-    with model_lock(model, url=lock_url, timeout_seconds=30, lease_seconds=LEASE, description="successor"):
+    with model_lock(model, url=log_url, timeout_seconds=30, lease_seconds=LEASE, description="successor"):
         waited = time.monotonic() - began
         resumed_at = time.time()
         holder.send_signal(signal.SIGCONT)

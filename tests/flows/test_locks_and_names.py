@@ -102,7 +102,7 @@ def test_the_lease_is_renewed_and_a_stolen_lease_is_noticed(settings: Thermostat
         assert renewed.expires_at > first.expires_at
         assert clear_lock("m", settings) is not None  # someone clears it by hand
         time.sleep(0.5)
-        with pytest.raises(LockLostError, match="taken over"):
+        with pytest.raises(LockLostError, match="cleared by hand"):
             lease.check()
 
 

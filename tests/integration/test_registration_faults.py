@@ -440,8 +440,10 @@ def _stopped_pid(pause_file: Path, runner: subprocess.Popen[bytes], log: Path, t
     pytest.fail(f"the child did not pause after its alias move: {log.read_text(errors='replace')[-3000:]}")
 
 
-@pytest.mark.parametrize("lock_database", ["sqlite", "postgresql"])
-@pytest.mark.parametrize("successor_checkpoint", ["mlp", "logistic"])
+# The lock database, and what the successor registers: another checkpoint (a new version and
+# @champion moved to it) or the same one (it completes the paused run's version).
+@pytest.mark.parametrize(("lock_database", "successor_checkpoint"),
+                         [("sqlite", "mlp"), ("sqlite", "logistic"), ("postgresql", "mlp")])
 def test_a_holder_paused_after_its_alias_move_cannot_undo_its_successors_registration(
     lock_database: str, successor_checkpoint: str, template: Template, prefect_api: None, tmp_path: Path,
     request: pytest.FixtureRequest,

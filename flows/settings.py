@@ -92,8 +92,9 @@ class ThermostatSettings(BaseSettings):
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
     lock_lease_seconds: float = Field(
-        default=30.0, ge=3.0, description="the lock's lease, renewed every third of it; a dead holder elsewhere "
-        "loses the lock once it expires (workers' clocks must agree to well within it)",
+        default=30.0, ge=3.0, description="the lock's lease, renewed every quarter of it; a dead holder elsewhere "
+        "loses the lock once it expires, and a holder writes only within two thirds of it after its last renewal "
+        "(workers' clocks must agree to well within the last third)",
     )
 
     # The prediction log and the drift monitor.

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
 from monitoring import URL_MASK, holds_masked_credentials, mask_url
 
 __all__ = ["ThermostatSettings"]
@@ -91,8 +92,9 @@ class ThermostatSettings(BaseSettings):
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
     lock_lease_seconds: float = Field(
-        default=30.0, ge=3.0, description="the lock's lease, renewed every third of it; a dead holder elsewhere "
-        "loses the lock once it expires (workers' clocks must agree to well within it)",
+        default=30.0, ge=3.0, description="the lock's lease, renewed every quarter of it; a dead holder elsewhere "
+        "loses the lock once it expires, and a holder writes only within two thirds of it after its last renewal "
+        "(workers' clocks must agree to well within the last third)",
     )
 
     # The prediction log and the drift monitor.
@@ -176,6 +178,11 @@ class ThermostatSettings(BaseSettings):
         default=None, description="a running Dask scheduler, tcp://HOST:PORT (default: a temporary local cluster)"
     )
     dask_workers: int = Field(default=2, ge=1, description="workers of the temporary local Dask cluster")
+    dask_timeout: float = Field(
+        default=DEFAULT_DASK_TIMEOUT, gt=0, le=MAX_DASK_TIMEOUT, allow_inf_nan=False,
+        description="seconds the per-partition tasks may wait while the Dask cluster has no worker at all; then "
+        "they are cancelled and the check fails, naming the cause",
+    )
 
     # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(

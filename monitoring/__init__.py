@@ -5,7 +5,8 @@ The pieces, in the order a monitor uses them:
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
   default); :func:`log_predictions` lets a serving wrapper feed it;
   :class:`PredictionLogWriter` does it in batches from a background thread (the served
-  pyfunc's logging: bounded queue, losses counted, never raised).
+  pyfunc's logging: bounded queue, losses counted, never raised), :class:`SynchronousLogWriter`
+  request by request in the caller's thread (in-process serving), with the same counts.
 * :func:`summarise_window` — a version's labelled traffic in a time window, read in chunks
   from any :class:`LabelledSource`, merged into mergeable statistics overall and per group,
   plus the gate's counts; :func:`merge_summaries` adds up parts of one window.
@@ -57,7 +58,7 @@ from .export import (
     summarise_export,
     summarise_partition,
 )
-from .log_writer import LogWriterStats, PredictionLogWriter
+from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
 from .prediction_log import (
     MAX_NAME_LENGTH,
     LabelAttachReport,
@@ -115,6 +116,7 @@ __all__ = [
     "SequentialState",
     "ServedChunk",
     "ServedSource",
+    "SynchronousLogWriter",
     "Verdict",
     "WindowSummary",
     "confidence_profile",

@@ -5,7 +5,7 @@ Every field reads from an environment variable with the ``THERMOSTAT_`` prefix
 MLflow's SQLite store and artifacts under a local state folder, so nothing has to run first.
 
 Credentials: the URL fields (tracking and registry URI, artifact location, prediction log URL,
-MLflow UI URL) may carry ``user:password@``. Their JSON form — what Prefect stores as the
+MLflow UI URL) may carry ``user:password@`` (or a web URL a token as its user). Their JSON form — what Prefect stores as the
 flow run's parameters when settings are passed to a flow — has the password masked
 (``***``), and a URL with a masked password is refused on the way in: a worker reads the real
 secrets from its own environment (``THERMOSTAT_*``), never from a flow parameter.
@@ -21,7 +21,7 @@ from pydantic import Field, ValidationInfo, field_serializer, field_validator, m
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, mask_url
+from monitoring import URL_MASK, holds_masked_credentials, mask_url
 
 __all__ = ["ThermostatSettings"]
 
@@ -225,12 +225,12 @@ class ThermostatSettings(BaseSettings):
     @field_validator(*_URL_FIELDS)
     @classmethod
     def _refuse_masked_credentials(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None and (f":{URL_MASK}@" in value or f"={URL_MASK}" in value):
+        if value is not None and holds_masked_credentials(value):
             variable = f"THERMOSTAT_{(info.field_name or '').upper()}"
             raise ValueError(
-                f"{info.field_name} {value!r} holds a masked password ({URL_MASK}): the stored form of settings never "
-                f"carries credentials; leave settings out of the flow's parameters and set {variable} in the "
-                "worker's environment"
+                f"{info.field_name} {value!r} holds a masked password or token ({URL_MASK}): the stored form of "
+                "settings never carries credentials; leave settings out of the flow's parameters and set "
+                f"{variable} in the worker's environment"
             )
         return value
 

@@ -28,6 +28,7 @@ __all__ = [
     "logit_spread_refusal",
     "SCHEMES",
     "MAX_LOGIT_SPREAD",
+    "text_array",
 ]
 
 SCHEMES = ("equal-width", "equal-mass")
@@ -209,12 +210,34 @@ def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
     return lower, upper
 
 
-def check_groups(groups: ArrayLike, n_samples: int, *, name: str = "groups") -> NDArray[np.str_]:
-    """Return ``groups`` as a 1-D array of strings of length ``n_samples``."""
+def check_groups(groups: ArrayLike, n_samples: int, *, name: str = "groups") -> NDArray[np.object_]:
+    """Return ``groups`` as a 1-D array of Python strings of length ``n_samples``."""
     array = np.asarray(groups)
     if array.ndim != 1 or array.shape[0] != n_samples:
         raise ValueError(f"{name} must be 1-D with {n_samples} entries (one per row); got shape {array.shape}")
-    return array.astype(str)
+    return text_array(array)
+
+
+def text_array(array: NDArray[Any]) -> NDArray[np.object_]:
+    """``array``'s values as Python strings in an object array: each as long as it is.
+
+    Never numpy's fixed-width text (``<U...``), in which every value takes the bytes of the
+    longest: one 100,000-character id among 10,000 rows would take 4 GB. Bytes are decoded as
+    UTF-8 (:class:`UnicodeDecodeError` when they are not).
+
+    >>> text_array(np.array(["a", "bb"])).tolist(), text_array(np.array([7, 8])).dtype
+    (['a', 'bb'], dtype('O'))
+    """
+    kind = array.dtype.kind
+    if kind == "O":
+        # str() of each value in one C loop: str values stay the same objects.
+        return np.asarray(np.frompyfunc(str, 1, 1)(array), dtype=object)
+    if kind == "S":
+        return np.fromiter((value.decode("utf-8") for value in array.tolist()), dtype=object, count=array.shape[0])
+    if kind == "U":
+        return array.astype(object)
+    # Numbers: their text is short, so the fixed-width step costs nothing.
+    return array.astype(str).astype(object)
 
 
 def check_count(value: int, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:

@@ -534,7 +534,7 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     reference_sums = reference_scores.temperature_stats()
     group_reference: dict[str, Any] = {}
     if args.groups and reference.groups is not None:
-        keys, codes = np.unique(reference.groups.astype(str), return_inverse=True)
+        keys, codes = np.unique(reference.groups, return_inverse=True)
         for key, sums in zip(keys.tolist(), reference_scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
             if sums.n >= args.min_group_size:  # a smaller group's own T is too noisy to stand for it
                 group_reference[key] = sums

@@ -21,12 +21,14 @@ import pytest
 from calibration import (
     ScoredSet,
     ScoredSetError,
+    check_temperature,
     evaluate_partitioned,
     fit_partitioned,
     open_partitioned,
     read_scored_set,
     write_scored_set,
 )
+from calibration._validation import check_bounds
 from tests.calibration.test_scored import _refusal as _refused
 from tests.limited_reads import CORPUS, read_limited
 
@@ -193,7 +195,7 @@ def test_a_csv_header_line_is_bounded(tmp_path: Path) -> None:
     _refused_limited(path, "the header line is longer than 16,777,216 characters")
 
 
-# --------------------------------------------------------------------------- 21: ids
+# --------------------------------------------------------------------------- 21: ids, labels, T
 
 
 def test_a_100_kb_id_among_10_000_rows_is_refused_by_row_without_allocating_gigabytes() -> None:
@@ -211,3 +213,12 @@ def test_ids_are_variable_width_python_strings(tmp_path: Path) -> None:
         assert again.ids.dtype == object and again.groups is not None and again.groups.dtype == object
         assert again.ids.tolist() == ids
         assert again.ids.nbytes < 100_000  # one pointer a row, not 4,000 bytes a row
+
+
+@pytest.mark.parametrize("temperature", [1e-320, 5e-324, 1e-11, 1e11, 1e308])
+def test_a_temperature_must_be_a_normal_float_within_the_limits(temperature: float) -> None:
+    with pytest.raises(ValueError, match=r"temperature must be between 1e-10 and 1e\+10"):
+        check_temperature(temperature)
+    with pytest.raises(ValueError, match=r"bounds must satisfy 1e-10 <= lower < upper <= 1e\+10"):
+        check_bounds((temperature, 1.0) if temperature < 1 else (1.0, temperature))
+    assert check_temperature(1e-10) == 1e-10 and check_temperature(1e10) == 1e10

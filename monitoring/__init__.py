@@ -23,7 +23,10 @@ The pieces, in the order a monitor uses them:
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
   :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
-* :func:`mask_url` — a URL as it may be shown or stored (its password masked).
+* :func:`mask_url` — a URL as it may be shown or stored (its password masked);
+  :func:`redact_credentials` — text that may quote a URL, its secrets taken out;
+  :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with;
+  :func:`encode_credentials` — a URL whose password other parsers read whole.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from .prediction_log import (
 from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
 from .report import DRIFT_PAYLOAD_KEYS, drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
 from .sequential import SequentialCheck, SequentialState, update_sequential
-from .urls import URL_MASK, mask_url
+from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
 from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
 __all__ = [
@@ -126,12 +129,15 @@ __all__ = [
     "drift_payload",
     "drift_table_rows",
     "drift_tests",
+    "encode_credentials",
     "export_partitions",
     "export_prediction_log",
+    "holds_masked_credentials",
     "log_predictions",
     "mask_url",
     "merge_summaries",
     "policy_knobs",
+    "redact_credentials",
     "reliability_figure",
     "summarise_arrays",
     "summarise_export",

@@ -167,7 +167,7 @@ _EXAMPLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "sweep": (("DATA", "--temperature", "1", "--target-accuracy", "0.5"),),
     "qualify": (("DATA",),),
     "compare": (("FIT_DATA", "EVAL_DATA", "--resamples", "20"),),
-    "drift": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "20", "--groups",
+    "drift": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "100", "--groups",
                "--min-group-size", "10", "--estimator", "debiased_l1"),),
 }
 

@@ -45,7 +45,7 @@ from calibration import (
     sweep_thresholds,
     top_label_confidence,
 )
-from monitoring import DriftPolicy, policy_knobs
+from monitoring import DriftPolicy, DriftTest, policy_knobs
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
@@ -577,28 +577,10 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     assert test is not None  # the window has at least --min-window rows
     headline = (f"DRIFT ({', '.join(report.tests_fired)})" if report.drift_detected else "ok: no drift")
     rows = [
-        [f"temperature (margin {args.margin:.0%})",
-         f"window T {_number(test.window_temperature)} vs reference {_number(test.reference_temperature)}: "
-         f"ratio {_number(test.ratio, 3)} [{_number(test.ratio_low, 3)}, {_number(test.ratio_high, 3)}], "
-         f"{test.direction}",
-         f"z = {test.z:+.2f}", _p_text(test.p_value), f"{report.test_level:g}",
-         "yes" if report.temperature_drift else "no"],
-        [f"ECE (tolerance {args.tolerance:g})",
-         f"{report.ece_estimator} {_number(report.ece_estimate)} vs reference {_number(report.baseline_ece)}: "
-         f"excess {_number(report.ece_excess)}",
-         f"excess {_number(report.ece_excess)}", _p_text(report.p_value), f"{report.test_level:g}",
-         "yes" if report.ece_drift else "no"],
+        [f"{o.label} ({DriftTest.registry[o.test].effect_beyond(policy)})" if o.scope is None else o.label,
+         o.compares, o.statistic, _p_text(o.p_value), f"{o.level:.2g}", "yes" if o.fired else "no"]
+        for o in (*report.outcomes, *(o for g in report.groups for o in g.outcomes))
     ]
-    for g in report.groups:
-        if not g.tested or g.temperature_test is None:
-            continue
-        rows.append([f"group {g.group!r} temperature", f"T {_number(g.temperature_test.window_temperature)}, ratio "
-                     f"{_number(g.temperature_test.ratio, 3)}, {g.temperature_test.direction} (n={g.n})",
-                     f"z = {g.temperature_test.z:+.2f}", _p_text(g.temperature_test.p_value), f"{g.p_threshold:.2g}",
-                     "yes" if g.temperature_drift else "no"])
-        rows.append([f"group {g.group!r} ECE", f"{_number(g.ece_estimate)} vs reference {_number(g.baseline_ece)}",
-                     f"excess {_number(g.ece_excess)}", _p_text(g.p_value), f"{g.p_threshold:.2g}",
-                     "yes" if g.ece_drift else "no"])
     estimator_rows = [
         [mine.estimator, f"{_number(mine.estimate)} [{_number(mine.low)}, {_number(mine.high)}]",
          f"{_number(theirs.estimate)} [{_number(theirs.low)}, {_number(theirs.high)}]"]

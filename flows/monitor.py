@@ -287,10 +287,11 @@ def decide(
     window_t = ("n/a" if test is None else
                 f"{test.window_temperature:.4g} [{test.window_temperature_low:.4g}, {test.window_temperature_high:.4g}] "
                 f"(z=%+.2f, p=%.3g)" % (test.z, test.p_value))
-    logger.info("%s verdict %s%s: n=%d, window T %s, ECE %.4f [%.4f, %.4f] (reference %.4f, tolerance %.4f, p=%.3g), "
-                "NLL %.4f, accuracy %.4f, mean confidence %.4f", version.context, headline, fired, report.n, window_t,
-                report.ece_estimate, report.ece_low, report.ece_high, report.baseline_ece, report.ece_tolerance,
-                report.p_value, report.nll, report.accuracy, report.mean_confidence)
+    tests = "; ".join(f"{o.test}: {o.compares}, p={o.p_value:.3g}" for o in report.outcomes) or "not tested"
+    window = report.window
+    logger.info("%s verdict %s%s: n=%d, window T %s; %s; NLL %.4f, accuracy %.4f, mean confidence %.4f",
+                version.context, headline, fired, report.n, window_t, tests, window.nll, window.accuracy,
+                window.mean_confidence)
     for reason in report.reasons:
         logger.info("%s %s", version.context, reason)
     return report

@@ -645,7 +645,7 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
             f"paired-bootstrap interval [{bootstrap.low:+.4f}, {bootstrap.high:+.4f}]: {bootstrap.verdict}, not improved"
         )
     if drift.verdict == "drift":
-        decided = int(drift.temperature_drift) + int(drift.ece_drift) + len(drift.drifted_groups)
+        decided = sum(o.fired for o in drift.outcomes) + len(drift.drifted_groups)
         reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
     passed = improved and drift.verdict != "drift" and not within
     if not passed and not within:

@@ -103,7 +103,8 @@ class TestOutcome:
 
     ``fired`` iff ``p_value < level``; ``effect`` [``effect_low``, ``effect_high``] is the test's
     effect (the ratio of T for ``temperature``, the ECE excess for ``ece``); ``sentence`` one
-    line with the numbers; ``metrics`` the named numbers a check records (for the window:
+    line with the numbers, ``compares`` and ``statistic`` the same in a few words for a table's
+    cells; ``metrics`` the named numbers a check records (for the window:
     the metric names of the MLflow check run); ``refused`` a reason the test could not compare
     (then it did not fire); ``detail`` the test's full result (a :class:`calibration.TemperatureTest`,
     a :class:`calibration.CalibrationErrorEstimate`).
@@ -120,6 +121,8 @@ class TestOutcome:
     effect_low: float
     effect_high: float
     sentence: str
+    compares: str = ""
+    statistic: str = ""
     metrics: Mapping[str, float] = field(default_factory=dict)
     refused: str | None = None
     detail: TemperatureTest | CalibrationErrorEstimate | None = None
@@ -135,7 +138,8 @@ class TestOutcome:
         return {"test": self.test, "scope": self.scope, "label": self.label, "fired": self.fired,
                 "p_value": json_safe(self.p_value), "level": self.level, "effect": json_safe(self.effect),
                 "effect_low": json_safe(self.effect_low), "effect_high": json_safe(self.effect_high),
-                "sentence": self.sentence, "refused": self.refused,
+                "sentence": self.sentence, "compares": self.compares,
+                "statistic": self.statistic, "refused": self.refused,
                 "metrics": {key: json_safe(value) for key, value in self.metrics.items()}, "detail": detail}
 
 
@@ -195,10 +199,17 @@ class TemperatureShiftTest(DriftTest):
                    "window_temperature_high": result.window_temperature_high, "temperature_ratio": result.ratio,
                    "temperature_z": result.z, "temperature_p_value": result.p_value,
                    "temperature_drift": float(result.drifted)}
+        versus = (f"reference {result.reference_temperature:.4g} (n={result.reference_n})" if result.reference_n
+                  else f"deployed {result.temperature:.4g} (no reference sums: one-sample)")
+        compares = (f"window T {result.window_temperature:.4g} [{result.window_temperature_low:.4g}, "
+                    f"{result.window_temperature_high:.4g}] vs {versus}: ratio {result.ratio:.3f} "
+                    f"[{result.ratio_low:.3f}, {result.ratio_high:.3f}], {result.direction}")
         return TestOutcome(
             test=self.name, scope=evidence.scope, fired=result.drifted, p_value=result.p_value, level=level,
             effect=result.ratio, effect_low=result.ratio_low, effect_high=result.ratio_high,
-            sentence=result.sentence(evidence.what), metrics=metrics, detail=result,
+            sentence=result.sentence(evidence.what), compares=compares,
+            statistic=f"z = {result.z:+.2f} (beyond the margin {result.margin_z:+.2f})", metrics=metrics,
+            detail=result,
         )
 
 
@@ -223,7 +234,8 @@ class EceExcessTest(DriftTest):
             sentence = f"{evidence.what} ECE test not run: {mismatch}"
             return TestOutcome(test=self.name, scope=evidence.scope, fired=False, p_value=math.nan, level=level,
                                effect=math.nan, effect_low=math.nan, effect_high=math.nan, sentence=sentence,
-                               metrics={"ece_drift": 0.0}, refused=mismatch)
+                               compares="not compared: " + mismatch, statistic="-", metrics={"ece_drift": 0.0},
+                               refused=mismatch)
         result = calibration_error_from_stats(stats, estimator=policy.ece_estimator,
                                               confidence_level=policy.confidence_level,
                                               n_resamples=_ECE_RESAMPLES, seed=seed)
@@ -242,7 +254,10 @@ class EceExcessTest(DriftTest):
             test=self.name, scope=evidence.scope, fired=fired, p_value=p_value, level=level, effect=excess,
             effect_low=excess - half, effect_high=excess + half,
             sentence=_ece_sentence(evidence, result, excess, p_value, fired, level, policy.ece_tolerance),
-            metrics=metrics, detail=result,
+            compares=(f"{result.estimator} {result.estimate:.4f} [{result.low:.4f}, {result.high:.4f}] vs reference "
+                      f"{reference.ece:.4f}" + (f" [{reference.ece_low:.4f}, {reference.ece_high:.4f}]"
+                                                if reference.has_ece_interval else "")),
+            statistic=f"excess {excess:+.4f}", metrics=metrics, detail=result,
         )
 
 

@@ -287,10 +287,10 @@ def _tests_table(report: DriftReport) -> list[str]:
     if not report.outcomes:
         return ["not tested: too few labelled rows (see the reasons)"]
     return [
-        "| test | effect | p-value | level | fired | compares |",
+        "| test | compares | statistic | p-value | level | fired |",
         "| --- | --- | --- | --- | --- | --- |",
-        *(f"| {o.test} ({DriftTest.registry[o.test].effect_beyond(report.policy)}) | {_fmt(o.effect)}{_interval(o.effect_low, o.effect_high, 3)} | {_fmt_p(o.p_value)} | "
-          f"{o.level:g} | {'yes' if o.fired else 'no'} | {o.sentence} |" for o in report.outcomes),
+        *(f"| {o.test} ({DriftTest.registry[o.test].effect_beyond(report.policy)}) | {o.compares} | {o.statistic} | "
+          f"{_fmt_p(o.p_value)} | {o.level:g} | {'yes' if o.fired else 'no'} |" for o in report.outcomes),
     ]
 
 

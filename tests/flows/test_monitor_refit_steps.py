@@ -234,7 +234,7 @@ def test_the_refit_records_the_reference_for_the_two_sample_test(settings: Therm
     assert gated.reference_ece.estimator == "debiased_l1" and gated.reference_ece.low <= gated.reference_ece.high
     verification = verify_refit(gated, settings=settings)
     assert verification.passed and not verification.within_parent_interval
-    assert verification.drift_after.reference_stats is calibrated.reference
+    assert verification.drift_after.reference.overall.temperature_stats is calibrated.reference
 
 
 def test_a_refused_refit_is_an_exception_that_keeps_its_outcome(settings: ThermostatSettings) -> None:

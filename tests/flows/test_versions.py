@@ -82,7 +82,7 @@ def test_the_previous_tag_format_is_read(tags: dict[str, str]) -> None:
     if record.refit is not None:
         assert record.refit.fit_n == 600 and record.refit.parent_gate_threshold is None
     version = registered_version("digits", "3", tags, ["champion"])
-    assert (version.n_bins, version.baseline_ece, version.baseline_nll) == (15, 0.025, 0.1779)
+    assert (version.n_bins, version.baseline_ece, version.drift_reference.nll) == (15, 0.025, 0.1779)
 
 
 def test_the_interval_and_reference_sums_round_trip_and_legacy_versions_have_none() -> None:
@@ -95,12 +95,17 @@ def test_the_interval_and_reference_sums_round_trip_and_legacy_versions_have_non
     stats = back.reference_stats
     assert stats is not None and (stats.temperature, stats.n, stats.curvature_sum) == (2.5, 450, 310.25)
     version = registered_version("digits", "1", tags)
-    assert version.reference_ece == 0.012 and version.baseline_ece == 0.02  # binned baseline kept
+    reference = version.drift_reference.overall
+    assert (reference.ece, reference.ece_low, reference.ece_high, reference.ece_estimator) == (0.012, 0.0, 0.03,
+                                                                                          "debiased_l1")
+    assert version.baseline_ece == 0.02  # binned baseline kept
     # A version registered before these tags existed: read, with nothing to test two-sample against.
     legacy = registered_version("digits", "3", PREVIOUS_FORMAT)
     assert legacy.record.temperature_low is None and legacy.temperature_interval is None
-    assert legacy.reference_stats is None and legacy.reference_ece_interval is None
-    assert legacy.reference_ece == legacy.baseline_ece == 0.025
+    old = legacy.drift_reference.overall
+    assert old.temperature_stats is None and not old.has_ece_interval
+    # Its only ECE is the binned holdout ECE, and it says so: the ECE test will not compare it with another estimator.
+    assert old.ece == legacy.baseline_ece == 0.025 and old.ece_estimator == "binned"
 
 
 @pytest.mark.parametrize(

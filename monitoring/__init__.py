@@ -28,6 +28,7 @@ The pieces, in the order a monitor uses them:
 from __future__ import annotations
 
 from .drift import (
+    COLLAPSE_SPREAD_RATIO,
     DRIFT_ECE_ESTIMATOR,
     DriftReport,
     GroupDrift,
@@ -68,7 +69,7 @@ from .prediction_log import (
     ServedChunk,
     log_predictions,
 )
-from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, group_metric_key, reliability_figure
 from .sequential import (
     CUSUM_REFERENCE,
     CUSUM_THRESHOLD,
@@ -84,6 +85,7 @@ __all__ = [
     "CONFIDENCE_EDGES",
     "CUSUM_REFERENCE",
     "CUSUM_THRESHOLD",
+    "COLLAPSE_SPREAD_RATIO",
     "DRIFT_ECE_ESTIMATOR",
     "MAX_NAME_LENGTH",
     "MIN_INCREMENT_ROWS",
@@ -123,6 +125,7 @@ __all__ = [
     "drift_table_rows",
     "export_partitions",
     "export_prediction_log",
+    "group_metric_key",
     "log_predictions",
     "mask_url",
     "merge_summaries",

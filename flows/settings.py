@@ -88,6 +88,23 @@ class ThermostatSettings(BaseSettings):
         default=0.01, ge=0.0, le=1.0, description="largest allowed holdout accuracy drop below the alias holder"
     )
 
+    # MLflow's own HTTP layer, under the adapter's 4 attempts of every call that is safe to repeat:
+    # bounded so that a check fails within minutes when the server is gone (docs/deployment.md).
+    mlflow_http_max_retries: int = Field(
+        default=1, ge=0, le=10,
+        description="times MLflow's HTTP client repeats a failed request itself (MLFLOW_HTTP_REQUEST_MAX_RETRIES; "
+        "MLflow's default 7 takes about 4 minutes per call with the server down)",
+    )
+    mlflow_http_backoff_factor: int = Field(
+        default=1, ge=0, le=120,
+        description="MLflow's back-off between its own repeats: factor x 2^(n-1) s from the second repeat on "
+        "(MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR)",
+    )
+    mlflow_http_timeout_seconds: int = Field(
+        default=20, ge=1, le=600,
+        description="how long one MLflow HTTP request waits for the server (MLFLOW_HTTP_REQUEST_TIMEOUT)",
+    )
+
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
     lock_lease_seconds: float = Field(
@@ -226,6 +243,23 @@ class ThermostatSettings(BaseSettings):
                 "worker's environment"
             )
         return value
+
+    def mlflow_http_environment(self) -> dict[str, str]:
+        """The environment variables through which MLflow's HTTP client reads its retries and
+        timeout (at every request); a server's ``Retry-After`` is not obeyed, so that no answer
+        can stretch a retry beyond these bounds.
+
+        Examples
+        --------
+        >>> ThermostatSettings().mlflow_http_environment()["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+        '1'
+        """
+        return {
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(self.mlflow_http_max_retries),
+            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(self.mlflow_http_backoff_factor),
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(self.mlflow_http_timeout_seconds),
+            "MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER": "false",
+        }
 
     @property
     def bounds(self) -> tuple[float, float]:

@@ -69,8 +69,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class ServerUrl(str):
+    """A server's base URL that also holds its process (``.process``): a test can stop the
+    server mid-flow (SIGTERM stops its workers too)."""
+
+    process: subprocess.Popen[bytes]
+
+
 @contextmanager
-def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]:
+def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[ServerUrl]:
     """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (one worker,
     no job runner: healthy in seconds); yields its base URL and stops it afterwards.
 
@@ -100,7 +107,9 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"mlflow server did not start: {log.read_text()[-2000:]}")
             time.sleep(0.3)
-        yield url
+        running = ServerUrl(url)
+        running.process = server
+        yield running
     finally:
         server.terminate()
         try:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 # Nothing under ~ or the repo: Prefect reads its home when first imported.
@@ -76,6 +77,26 @@ class ServerUrl(str):
     process: subprocess.Popen[bytes]
 
 
+def wait_for_http(url: str, server: subprocess.Popen[bytes], log: Path, what: str, *, any_status: bool = False,
+                  timeout: float = 90.0) -> None:
+    """Return once ``url`` answers 200 (with ``any_status``: any HTTP status, e.g. a 503 that says
+    why); fail with the end of ``log`` when ``server`` exits or ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                if answer.status == 200:
+                    return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what} did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
 @contextmanager
 def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[ServerUrl]:
     """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (one worker,
@@ -96,17 +117,7 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[Serv
             stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.3)
+        wait_for_http(f"{url}/health", server, log, "mlflow server")
         running = ServerUrl(url)
         running.process = server
         yield running
@@ -285,6 +296,33 @@ def require_tool(found: bool, message: str) -> None:
     pytest.skip(message)
 
 
+def isolated_env(root: Path, **variables: str) -> dict[str, str]:
+    """This process's environment without its ``THERMOSTAT_*``, ``MLFLOW_*`` and ``PREFECT_*``
+    variables, with nothing reaching outside the machine, a ``PREFECT_HOME`` under ``root`` and
+    ``variables`` set: what a command started by a test reads."""
+    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
+    return env | LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home")} | variables
+
+
+@contextmanager
+def dashboard_server(env: dict[str, str], log: Path, *options: str) -> Iterator[str]:
+    """``thermostat dashboard`` on a free loopback port, reading the store ``env`` names (its
+    output in ``log``); yields its base URL once it answers ``/healthz`` (``ok``, or 503 when the
+    store cannot be read) and stops it afterwards."""
+    port = free_port()
+    with log.open("wb") as output:
+        server = subprocess.Popen([str(VENV_BIN / "thermostat"), "dashboard", "--port", str(port), *options],
+                                  env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/healthz", server, log, "thermostat dashboard", any_status=True)
+        yield url
+    finally:
+        stop_process(server, signal.SIGTERM, 20)
+
+
 @dataclass(frozen=True)
 class DemoState:
     """A state folder made by ``thermostat demo`` (run once per session), and the
@@ -303,14 +341,11 @@ class DemoState:
 def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
     """``thermostat demo`` run once into a temporary folder (about 1–2 min): models, versions,
     aliases, checks (ok, drift), a refit and a refused refit, the prediction log. Treat as read-only."""
-    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
-
     root = tmp_path_factory.mktemp("demo-state")
     state_dir = root / ".thermostat"
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
-    env |= LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home"), "THERMOSTAT_STATE_DIR": str(state_dir),
-                                     # the demo's in-process Prefect server starts slowly on a busy machine
-                                     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
+    env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir),
+                       # the demo's in-process Prefect server starts slowly on a busy machine
+                       PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120")
     done = subprocess.run([str(Path(sys.executable).parent / "thermostat"), "demo"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:

@@ -21,7 +21,6 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import time
 import urllib.error
@@ -35,7 +34,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from tests.integration.conftest import DemoState, free_port, require_tool
+from tests.integration.conftest import DemoState, dashboard_server, free_port, require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -70,25 +69,10 @@ def _wait_until(check: Any, what: str, *, timeout: float = 90.0, process: subpro
 @pytest.fixture(scope="module")
 def dashboard(demo_state: DemoState, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``thermostat dashboard`` on the demo's state, on a free loopback port; yields its base URL."""
-    port = free_port()
     log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "thermostat"), "dashboard", "--port", str(port), "--refresh", "2"],
-            env=demo_state.env, stdout=output, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until(lambda: _get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", process=server,
-                    log=log)
+    with dashboard_server(demo_state.env, log, "--refresh", "2") as url:
+        _wait_until(lambda: _get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", log=log)
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
 
 
 # --------------------------------------------------------------- what MLflow says, read directly

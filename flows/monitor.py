@@ -407,7 +407,7 @@ def _record_failure(
     """End the check's run ``FAILED`` naming ``error`` (a new run when the check had none yet), so
     the dashboard shows "check failed" for the version. Best effort: when MLflow itself is what
     failed, this fails too, is logged, and the failure goes on as it was (the alert still fires)."""
-    failure = CheckFailure.of(error, recorded_verdict=recorded_verdict)
+    failure = CheckFailure(error=settings.redacted(CheckFailure.of(error, recorded_verdict=recorded_verdict).error))
     logger = get_run_logger()
     try:
         run_id = run_id or _start_check_run(registry, version, start, end, settings)

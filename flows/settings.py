@@ -21,7 +21,7 @@ from pydantic import Field, ValidationInfo, field_serializer, field_validator, m
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, holds_masked_credentials, mask_url
+from monitoring import URL_MASK, holds_masked_credentials, mask_url, redact_credentials
 
 __all__ = ["ThermostatSettings"]
 
@@ -250,6 +250,18 @@ class ThermostatSettings(BaseSettings):
                 f"{variable} in the worker's environment"
             )
         return value
+
+    def redacted(self, text: str) -> str:
+        """``text`` (an error message) with the credentials of every URL setting taken out, e.g.
+        before it is stored with a failed check.
+
+        Examples
+        --------
+        >>> settings = ThermostatSettings(tracking_uri="http://u:s3cret@mlflow:5000")
+        >>> settings.redacted("GET http://u:s3cret@mlflow:5000/api failed")
+        'GET http://u:***@mlflow:5000/api failed'
+        """
+        return redact_credentials(text, *(url for url in (getattr(self, name) for name in _URL_FIELDS) if url))
 
     def mlflow_http_environment(self) -> dict[str, str]:
         """The environment variables through which MLflow's HTTP client reads its retries and

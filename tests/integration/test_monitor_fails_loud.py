@@ -205,6 +205,7 @@ def test_a_closed_port_fails_an_mlflow_call_within_seconds(tmp_path: Path) -> No
     assert error is not None and elapsed < 30, f"{elapsed:.1f} s"  # 4 attempts, 0.5 + 2 + 5 s apart
 
 
+@pytest.mark.slow
 def test_mlflow_stopped_mid_check_fails_it_in_bounded_time_and_the_next_check_closes_its_run(
     registered: Registered, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

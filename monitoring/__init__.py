@@ -32,6 +32,7 @@ The pieces, in the order a monitor uses them:
 from __future__ import annotations
 
 from .drift import (
+    COLLAPSE_SPREAD_RATIO,
     DRIFT_ECE_ESTIMATOR,
     DriftReport,
     GroupDrift,
@@ -72,7 +73,7 @@ from .prediction_log import (
     ServedChunk,
     log_predictions,
 )
-from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, group_metric_key, reliability_figure
 from .sequential import (
     CUSUM_REFERENCE,
     CUSUM_THRESHOLD,
@@ -88,6 +89,7 @@ __all__ = [
     "CONFIDENCE_EDGES",
     "CUSUM_REFERENCE",
     "CUSUM_THRESHOLD",
+    "COLLAPSE_SPREAD_RATIO",
     "DRIFT_ECE_ESTIMATOR",
     "MAX_NAME_LENGTH",
     "MIN_INCREMENT_ROWS",
@@ -129,6 +131,7 @@ __all__ = [
     "encode_credentials",
     "export_partitions",
     "export_prediction_log",
+    "group_metric_key",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",

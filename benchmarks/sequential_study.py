@@ -61,8 +61,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from calibration import TemperatureStats, TopLabelScores, fit_temperature, temperature_test, top_label_confidence  # noqa: E402
 from monitoring import (  # noqa: E402
-    CUSUM_REFERENCE,
-    CUSUM_THRESHOLD,
+    DEFAULT_POLICY,
     ConfidenceProfile,
     SequentialState,
     warn_before_labels,
@@ -297,7 +296,7 @@ def siegmund(k: float, h: float) -> float:
 def arl(runs: int, seed: int) -> str:
     """ARL₀ of (k, h) at the worst case (margin 0, T exact): Gaussian steps, and the standardised
     scores of real CIFAR files (T fitted on the whole file, so the population is the file)."""
-    k, h = CUSUM_REFERENCE, CUSUM_THRESHOLD
+    k, h = DEFAULT_POLICY.cusum_reference, DEFAULT_POLICY.cusum_threshold
     rng = np.random.default_rng(seed)
     horizon = 15_000
     lines = [f"k = {k}, h = {h}; Siegmund: {siegmund(k, h):,.0f} checks per side, {siegmund(k, h) / 2:,.0f} two-sided.",
@@ -341,7 +340,8 @@ def check_replica(seed: int) -> None:
         if check.alarm:
             first = t + 1
             break
-    replica = cusum_run_lengths(lambda t: steps[t:t + 1], 1, steps.shape[0], CUSUM_REFERENCE, CUSUM_THRESHOLD)[0]
+    replica = cusum_run_lengths(lambda t: steps[t:t + 1], 1, steps.shape[0], DEFAULT_POLICY.cusum_reference,
+                                DEFAULT_POLICY.cusum_threshold)[0]
     assert first == replica, (first, replica)
 
 

@@ -65,7 +65,7 @@ from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, wr
 from ._scores import TopLabelScores
 from ._serialise import JsonResult, json_safe
 from ._stats import CalibrationStats, ReliabilityTable
-from ._temperature import TemperatureStats, TemperatureTest, temperature_test
+from ._temperature import TemperatureStats, TemperatureTest, log_normal_interval, temperature_test
 from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
@@ -121,6 +121,7 @@ __all__ = [
     "group_calibration",
     "is_partitioned_path",
     "json_safe",
+    "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
     "negative_log_likelihood",

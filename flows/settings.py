@@ -21,7 +21,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, create
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs
+from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
 
 __all__ = ["ThermostatSettings"]
 
@@ -109,6 +109,23 @@ class ThermostatSettings(_DriftSection):
     min_accuracy: float = Field(default=0.5, ge=0.0, le=1.0, description="holdout accuracy floor")
     max_regression: float = Field(
         default=0.01, ge=0.0, le=1.0, description="largest allowed holdout accuracy drop below the alias holder"
+    )
+
+    # MLflow's own HTTP layer, under the adapter's 4 attempts of every call that is safe to repeat:
+    # bounded so that a check fails within minutes when the server is gone (docs/deployment.md).
+    mlflow_http_max_retries: int = Field(
+        default=1, ge=0, le=10,
+        description="times MLflow's HTTP client repeats a failed request itself (MLFLOW_HTTP_REQUEST_MAX_RETRIES; "
+        "MLflow's default 7 takes about 4 minutes per call with the server down)",
+    )
+    mlflow_http_backoff_factor: int = Field(
+        default=1, ge=0, le=120,
+        description="MLflow's back-off between its own repeats: factor x 2^(n-1) s from the second repeat on "
+        "(MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR)",
+    )
+    mlflow_http_timeout_seconds: int = Field(
+        default=20, ge=1, le=600,
+        description="how long one MLflow HTTP request waits for the server (MLFLOW_HTTP_REQUEST_TIMEOUT)",
     )
 
     # Registration.
@@ -223,6 +240,35 @@ class ThermostatSettings(_DriftSection):
                 f"{variable} in the worker's environment"
             )
         return value
+
+    def redacted(self, text: str) -> str:
+        """``text`` (an error message) with the credentials of every URL setting taken out, e.g.
+        before it is stored with a failed check.
+
+        Examples
+        --------
+        >>> settings = ThermostatSettings(tracking_uri="http://u:s3cret@mlflow:5000")
+        >>> settings.redacted("GET http://u:s3cret@mlflow:5000/api failed")
+        'GET http://u:***@mlflow:5000/api failed'
+        """
+        return redact_credentials(text, *(url for url in (getattr(self, name) for name in _URL_FIELDS) if url))
+
+    def mlflow_http_environment(self) -> dict[str, str]:
+        """The environment variables through which MLflow's HTTP client reads its retries and
+        timeout (at every request); a server's ``Retry-After`` is not obeyed, so that no answer
+        can stretch a retry beyond these bounds.
+
+        Examples
+        --------
+        >>> ThermostatSettings().mlflow_http_environment()["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+        '1'
+        """
+        return {
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(self.mlflow_http_max_retries),
+            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(self.mlflow_http_backoff_factor),
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(self.mlflow_http_timeout_seconds),
+            "MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER": "false",
+        }
 
     @property
     def bounds(self) -> tuple[float, float]:

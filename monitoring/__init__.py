@@ -34,12 +34,14 @@ from __future__ import annotations
 from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
 from .drift_tests import (
     DriftTest,
+    CollapsedOutputTest,
     EceExcessTest,
     ScopeEvidence,
     ScopeReference,
     TemperatureShiftTest,
     TestOutcome,
     drift_tests,
+    window_level,
 )
 from .escalation import ReliabilityShape, diagnose_reliability_shape
 from .early_warning import (
@@ -74,7 +76,15 @@ from .prediction_log import (
     log_predictions,
 )
 from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
-from .report import DRIFT_PAYLOAD_KEYS, drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
+from .report import (
+    DRIFT_PAYLOAD_KEYS,
+    drift_markdown,
+    drift_metrics,
+    drift_payload,
+    drift_table_rows,
+    group_metric_key,
+    reliability_figure,
+)
 from .sequential import SequentialCheck, SequentialState, update_sequential
 from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
 from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
@@ -85,6 +95,7 @@ __all__ = [
     "DRIFT_PAYLOAD_KEYS",
     "MAX_NAME_LENGTH",
     "URL_MASK",
+    "CollapsedOutputTest",
     "ConfidenceProfile",
     "DriftPolicy",
     "DriftReference",
@@ -132,6 +143,7 @@ __all__ = [
     "encode_credentials",
     "export_partitions",
     "export_prediction_log",
+    "group_metric_key",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",
@@ -145,5 +157,6 @@ __all__ = [
     "summarise_window",
     "update_sequential",
     "warn_before_labels",
+    "window_level",
     "with_stream_checks",
 ]

@@ -85,7 +85,7 @@ from calibration import (
 )
 
 from ._validation import as_utc
-from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, drift_tests, fmt_p
+from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, drift_tests, fmt_p, window_level
 from .early_warning import EarlyWarning
 from .policy import DEFAULT_POLICY, DriftPolicy
 from .sequential import SequentialCheck
@@ -392,13 +392,14 @@ def decide_drift(
     tests = drift_tests(policy)
     enough = summary.n >= policy.min_window
     tested = sorted(key for key, stats in summary.groups.items() if enough and stats.n >= policy.min_group_size)
-    group_level = policy.test_level / max(1, len(tested))
+    level = window_level(policy)
+    group_level = level / max(1, len(tested))
 
     def run(group: str | None, level: float, seed: int) -> tuple[TestOutcome, ...]:
         evidence = _evidence(summary, reference, group)
         return tuple(test.run(evidence, level=level, policy=policy, seed=seed) for test in tests)
 
-    outcomes = run(None, policy.test_level, policy.seed) if enough else ()
+    outcomes = run(None, level, policy.seed) if enough else ()
     groups = tuple(
         _group(_evidence(summary, reference, key), policy, group_level,
                run(key, group_level, policy.seed + 1 + index) if key in tested else ())
@@ -435,7 +436,7 @@ def _group(evidence: ScopeEvidence, policy: DriftPolicy, level: float, outcomes:
     key, n = str(evidence.scope), evidence.calibration.n
     if outcomes:
         fired = [o.sentence for o in outcomes if o.fired]
-        reason = "; ".join(fired or [o.sentence for o in outcomes])
+        reason = "; ".join(fired or [o.sentence for o in outcomes if o.sentence])
     else:
         why = (f"{n} labelled rows < min_group_size {policy.min_group_size}" if n < policy.min_group_size
                else "the window as a whole has too few labelled rows")
@@ -457,13 +458,14 @@ def _reasons(report: DriftReport, last_event: datetime | None) -> tuple[str, ...
         drifted = [g for g in report.groups if g.drifted]
         hides = " (the average hides the group drift)" if drifted and not any(o.fired for o in report.outcomes) else ""
         decided = [o.sentence + hides for o in report.outcomes if o.fired] + [g.reason for g in drifted]
-        rest = [o.sentence + hides for o in report.outcomes if not o.fired]
+        rest = [o.sentence + hides for o in report.outcomes if not o.fired and o.sentence]
         tested = [g for g in report.groups if g.tested]
         if tested and not drifted:
             rest.append(
                 f"no group drifted among the {len(tested)} tested (T within the {policy.temperature_margin:.0%} "
                 f"margin and ECE within tolerance of the reference, or not significant at p < "
-                f"{fmt_p(tested[0].level)}, Bonferroni over the {len(policy.tests)} tests of {len(tested)} groups)")
+                f"{fmt_p(tested[0].level)}, Bonferroni over the {sum(math.isfinite(o.level) for o in tested[0].outcomes)} "
+                f"tests of {len(tested)} groups)")
         skipped = [(g.group, g.n) for g in report.groups if g.n < policy.min_group_size]
         if skipped:
             shown = ", ".join(f"{name!r} (n={n})" for name, n in skipped[:_MAX_LISTED])

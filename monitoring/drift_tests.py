@@ -43,6 +43,7 @@ from calibration import (
 from .policy import DriftPolicy
 
 __all__ = [
+    "CollapsedOutputTest",
     "DriftTest",
     "EceExcessTest",
     "ScopeEvidence",
@@ -50,6 +51,7 @@ __all__ = [
     "TemperatureShiftTest",
     "TestOutcome",
     "drift_tests",
+    "window_level",
 ]
 
 # Bootstrap resamples of the ECE estimates' intervals (the interval's ends move by ~1e-3).
@@ -147,6 +149,8 @@ class DriftTest(ABC):
     """One drift test (module docstring). Subclasses set ``name`` and are registered by it."""
 
     name: ClassVar[str]
+    #: A statistical test takes a share of the decision's level (Bonferroni); a guard (no p-value) does not.
+    uses_level: ClassVar[bool] = True
     registry: ClassVar[dict[str, type[DriftTest]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -163,6 +167,18 @@ class DriftTest(ABC):
         """The effect the test requires under ``policy``, in words (a report's column)."""
 
 
+def window_level(policy: DriftPolicy) -> float:
+    """The level of each statistical test on the whole window: ``p_threshold`` shared by the policy's
+    tests that use a level (Bonferroni; a guard takes no share).
+
+    >>> from monitoring import DEFAULT_POLICY
+    >>> window_level(DEFAULT_POLICY)  # the temperature and ECE tests share 0.01
+    0.005
+    """
+    tests = drift_tests(policy)
+    return policy.p_threshold / max(1, sum(test.uses_level for test in tests))
+
+
 def drift_tests(policy: DriftPolicy) -> tuple[DriftTest, ...]:
     """The tests ``policy.tests`` names, in its order; a ValueError names an unknown one.
 
@@ -172,13 +188,57 @@ def drift_tests(policy: DriftPolicy) -> tuple[DriftTest, ...]:
     >>> drift_tests(DriftPolicy(tests=("volume",)))
     Traceback (most recent call last):
     ...
-    ValueError: unknown drift test(s) ['volume'] in the policy's tests (THERMOSTAT_DRIFT_TESTS); known: ['ece', 'temperature']
+    ValueError: unknown drift test(s) ['volume'] in the policy's tests (THERMOSTAT_DRIFT_TESTS); known: ['collapsed', 'ece', 'temperature']
     """
     unknown = [name for name in policy.tests if name not in DriftTest.registry]
     if unknown:
         raise ValueError(f"unknown drift test(s) {unknown} in the policy's tests (THERMOSTAT_DRIFT_TESTS); known: "
                          f"{sorted(DriftTest.registry)}")
     return tuple(DriftTest.registry[name]() for name in policy.tests)
+
+
+class CollapsedOutputTest(DriftTest):
+    """A guard, not a statistical test: the scope's outputs collapsed.
+
+    When the logits barely vary under the model's own probabilities — the mean Var_p[z / T] per
+    row, the information the rows carry about T, below ``policy.collapse_spread_ratio`` (1 %) of
+    the reference's (of 1 without reference sums; 0.45–1.7 on the six CIFAR models of the test
+    data) — the classifier is near-uniform (logits shrunk towards a constant) or saturated. Such
+    rows say next to nothing about T (its interval runs towards 0 and infinity), so no test can be
+    relied on to fire; yet it is what a monitor must flag: a drift whose refit will be refused with
+    "needs retraining or a data fix". Healthy windows of 200 rows of those six models stay above
+    86 % of their reference's.
+    """
+
+    name = "collapsed"
+    uses_level = False
+
+    @staticmethod
+    def effect_beyond(policy: DriftPolicy) -> str:
+        return f"below {policy.collapse_spread_ratio:.0%} of the reference's spread"
+
+    def run(self, evidence: ScopeEvidence, *, level: float, policy: DriftPolicy, seed: int) -> TestOutcome:
+        stats, reference = evidence.temperature_stats, evidence.reference.temperature_stats
+        spread = stats.scaled_logit_variance
+        has_reference = reference is not None and reference.n > 0 and reference.curvature_sum > 0
+        usual = reference.scaled_logit_variance if reference is not None and has_reference else 1.0
+        fired = bool(stats.n) and spread < policy.collapse_spread_ratio * usual
+        versus = (f"the reference's {usual:.3g}" if has_reference
+                  else "1, typical of a trained classifier (no reference sums)")
+        sentence = ""
+        if fired:
+            low, high = stats.interval(policy.confidence_level)
+            sentence = (f"model output collapsed: the logits of {'the window' if evidence.scope is None else evidence.what}"
+                        f" ({stats.n} rows) barely vary under the model's own probabilities (variance of z/T "
+                        f"{spread:.3g} per row, below {policy.collapse_spread_ratio:.0%} of {versus}): a near-uniform "
+                        f"classifier or saturated outputs, which say next to nothing about T (window T "
+                        f"{stats.window_temperature:.4g} [{low:.4g}, {high:.4g}]); needs retraining or a data fix")
+        return TestOutcome(
+            test=self.name, scope=evidence.scope, fired=fired, p_value=math.nan, level=math.nan,
+            effect=spread / usual if stats.n else math.nan, effect_low=math.nan, effect_high=math.nan,
+            sentence=sentence, compares=f"variance of z/T per row vs {versus}", statistic=f"{spread:.3g}",
+            metrics={"output_collapsed": float(fired)},
+        )
 
 
 class TemperatureShiftTest(DriftTest):

@@ -79,7 +79,7 @@ class DriftPolicy:
     --------
     >>> policy = DriftPolicy()
     >>> policy.p_threshold, policy.tests
-    (0.01, ('temperature', 'ece'))
+    (0.01, ('collapsed', 'temperature', 'ece'))
     >>> DriftPolicy(temperature_margin=1.5)
     Traceback (most recent call last):
     ...
@@ -96,7 +96,7 @@ class DriftPolicy:
         "tests share it divided by the groups tested (Bonferroni)",
         interval=Interval(0.0, 1.0, low_closed=False, high_closed=False, hint="a significance level"), flag="--level")
     tests: tuple[str, ...] = _knob(
-        ("temperature", "ece"), "drift_tests", "the drift tests a window and each tested group run, in this order "
+        ("collapsed", "temperature", "ece"), "drift_tests", "the drift tests a window and each tested group run, in this order "
         "(comma-separated names)")
     temperature_margin: float = _knob(
         0.05, "drift_temperature_margin", "relative shift of T the temperature test requires (0.05: beyond 1.05 or "
@@ -108,6 +108,9 @@ class DriftPolicy:
     ece_estimator: str = _knob(
         "debiased_l1", "drift_ece_estimator", "the calibration-error estimator of the ECE test (the reference's "
         "registered ECE must use the same one)", choices=_ESTIMATORS)
+    collapse_spread_ratio: float = _knob(
+        0.01, "drift_collapse_spread_ratio", "the outputs collapsed when the variance of z/T per row falls below this "
+        "share of the reference's", interval=Interval(0.0, 1.0, low_closed=False, high_closed=False))
     min_group_size: int = _knob(200, "drift_min_group_size", "groups with fewer labelled rows are not tested",
                                 interval=Interval(1, integer=True), flag="--min-group-size")
     confidence_level: float = _knob(
@@ -188,11 +191,6 @@ class DriftPolicy:
             else value
             for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
         }
-
-    @property
-    def test_level(self) -> float:
-        """The level of each test on the whole window: ``p_threshold`` shared by the tests."""
-        return self.p_threshold / max(1, len(self.tests))
 
 
 def _checked(value: Any, knob: Knob, name: str) -> Any:

@@ -9,7 +9,9 @@ JSON-safe (NaN becomes None) because Prefect artifacts and events are JSON.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import posixpath
 import re
 from typing import Any
 
@@ -20,9 +22,17 @@ from matplotlib.figure import Figure
 from calibration import ReliabilityTable, TemperatureTest, json_safe
 
 from .drift import DriftReport
-from .drift_tests import DriftTest, TestOutcome
+from .drift_tests import DriftTest, TestOutcome, window_level
 
-__all__ = ["DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
+__all__ = [
+    "DRIFT_PAYLOAD_KEYS",
+    "drift_markdown",
+    "drift_metrics",
+    "drift_payload",
+    "drift_table_rows",
+    "group_metric_key",
+    "reliability_figure",
+]
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -290,28 +300,31 @@ def _tests_table(report: DriftReport) -> list[str]:
         "| test | compares | statistic | p-value | level | fired |",
         "| --- | --- | --- | --- | --- | --- |",
         *(f"| {o.test} ({DriftTest.registry[o.test].effect_beyond(report.policy)}) | {o.compares} | {o.statistic} | "
-          f"{_fmt_p(o.p_value)} | {o.level:g} | {'yes' if o.fired else 'no'} |" for o in report.outcomes),
+          f"{_fmt_p(o.p_value)} | {_fmt_p(o.level)} | {'yes' if o.fired else 'no'} |" for o in report.outcomes),
     ]
 
 
 def _test_columns(outcomes: tuple[TestOutcome, ...], tests: tuple[str, ...]) -> dict[str, Any]:
-    """Each test's metrics as columns (``*_drift`` as booleans); a test that did not run gives None
-    in its columns (``*_drift`` False)."""
+    """Each test's columns (its flags as booleans); a test that did not run gives None in its
+    columns (its flag False)."""
     columns: dict[str, Any] = {}
     for test in tests:
         found = next((o for o in outcomes if o.test == test), None)
-        for key in _TEST_COLUMNS.get(test, ()):
-            value = None if found is None else found.metrics.get(key)
-            columns[key] = bool(value) if key.endswith("_drift") else json_safe(value)
+        for column, metric in _TEST_COLUMNS.get(test, ()):
+            value = None if found is None else found.metrics.get(metric)
+            columns[column] = bool(value) if metric in _FLAGS else json_safe(value)
     return columns
 
 
-# The columns each test gives a table row (its metrics' names); a test without an entry gives none.
-_TEST_COLUMNS: dict[str, tuple[str, ...]] = {
-    "temperature": ("temperature_drift", "window_temperature", "window_temperature_low", "window_temperature_high",
-                    "temperature_ratio", "temperature_z", "temperature_p_value"),
-    "ece": ("ece_drift", "ece_estimate", "ece_low", "ece_high", "ece_excess", "p_value"),
+# The columns each test gives a table row: (column, metric of the outcome); a test without an entry gives none.
+_TEST_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "collapsed": (("collapsed", "output_collapsed"),),
+    "temperature": tuple((name, name) for name in (
+        "temperature_drift", "window_temperature", "window_temperature_low", "window_temperature_high",
+        "temperature_ratio", "temperature_z", "temperature_p_value")),
+    "ece": tuple((name, name) for name in ("ece_drift", "ece_estimate", "ece_low", "ece_high", "ece_excess", "p_value")),
 }
+_FLAGS = frozenset({"output_collapsed", "temperature_drift", "ece_drift"})
 
 
 def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
@@ -340,7 +353,7 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
         "scope": "overall", "group": None, "n": report.n, "tested": bool(report.outcomes),
         "drifted": any(o.fired for o in report.outcomes), **_test_columns(report.outcomes, tests),
         "ece": json_safe(window.ece), "baseline_ece": json_safe(report.baseline_ece),
-        "p_threshold": report.policy.test_level, "nll": json_safe(window.nll), "accuracy": json_safe(window.accuracy),
+        "p_threshold": window_level(report.policy), "nll": json_safe(window.nll), "accuracy": json_safe(window.accuracy),
         "mean_confidence": json_safe(window.mean_confidence), "coverage": json_safe(gate["coverage"]),
         "accepted_accuracy": json_safe(gate["accepted_accuracy"]),
     }]
@@ -353,7 +366,42 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     return rows
 
 
-_METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
+_METRIC_KEY_PLAIN = re.compile(r"[A-Za-z0-9_\-. /]+")
+_READABLE_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. ]")  # and no "/": a hashed key is never a path to normalise
+_HASHED_KEY = re.compile(r"\.h[0-9a-f]{16}\Z")
+_GROUP_KEY_PREFIXES = ("ece.group.", "temperature_z.group.")
+_PLAIN_KEY_LENGTH = 120
+_READABLE_LENGTH = 64
+
+
+def group_metric_key(group: str) -> str:
+    """The part of a group's metric keys (``ece.group.<key>``, ``temperature_z.group.<key>``)
+    that names it: bounded and collision-free.
+
+    A group name that MLflow accepts as it is (at most 120 characters of ``[A-Za-z0-9_-. /]``,
+    no path that normalises to something else) is its own key, as before. Any other name gets a
+    readable prefix (its first 64 characters, each other character as ``_``) and ``.h`` with 16
+    hex digits of its SHA-256, so ``eu:west`` and ``eu;west`` no longer overwrite each other's
+    metric, and a 255-character group no longer makes every check fail (MLflow's limit is 250
+    characters). A name that looks like a hashed key is hashed too: no plain name can equal
+    another group's key. The name of each key is recorded with the check
+    (:class:`flows.run_records.GroupMetricKeys`).
+
+    Examples
+    --------
+    >>> group_metric_key("eu-west"), group_metric_key("en/US")
+    ('eu-west', 'en/US')
+    >>> group_metric_key("eu:west"), group_metric_key("eu;west")
+    ('eu_west.hc0a20939aed2dfe9', 'eu_west.h1583a88944c90319')
+    >>> len(group_metric_key("x" * 255))
+    82
+    """
+    full = [prefix + group for prefix in _GROUP_KEY_PREFIXES]
+    if (_METRIC_KEY_PLAIN.fullmatch(group) and len(group) <= _PLAIN_KEY_LENGTH and not _HASHED_KEY.search(group)
+            and all(posixpath.normpath(key) == key for key in full)):
+        return group
+    digest = hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{_READABLE_UNSAFE.sub('_', group[:_READABLE_LENGTH])}.h{digest}"
 
 
 def drift_metrics(report: DriftReport) -> dict[str, float]:
@@ -365,9 +413,10 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     temperature_p_value, temperature_drift; ece: ece_estimate, ece_low, ece_high, ece_excess,
     p_value, ece_drift); with the sequential rule cusum_upper, cusum_lower, sequential_alarm
     (0/1); with the early warning predicted_accuracy (low, high), served_n,
-    confidence_shift_p_value, confidence_shifted (0/1); and per group ``ece.group.<name>`` and
-    ``temperature_z.group.<name>`` (characters outside ``[A-Za-z0-9_-. /]`` become ``_``).
-    Undefined values (NaN) are left out, so a chart shows a gap rather than a fake number.
+    confidence_shift_p_value, confidence_shifted (0/1); and per group ``ece.group.<key>`` and
+    ``temperature_z.group.<key>``, the key of :func:`group_metric_key` (the name itself when
+    MLflow accepts it). Undefined values (NaN) are left out, so a chart shows a gap rather than a
+    fake number.
 
     Examples
     --------
@@ -377,7 +426,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
     >>> metrics = drift_metrics(decide_drift(s, DriftReference.of(0.0)))
-    >>> metrics["drift"], metrics["n"], "ece.group.a_b" in metrics, "p_value" in metrics
+    >>> metrics["drift"], metrics["n"], f"ece.group.{group_metric_key('a:b')}" in metrics, "p_value" in metrics
     (0.0, 3.0, True, False)
     """
     window, gate = report.window, _gate_numbers(report)
@@ -399,7 +448,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
                    "served_n": float(warning.n), "confidence_shift_p_value": warning.p_value,
                    "confidence_shifted": float(warning.shifted)}
     for g in report.groups:
-        name = _METRIC_UNSAFE.sub("_", g.group)
+        name = group_metric_key(g.group)
         values[f"ece.group.{name}"] = g.ece
         temperature = g.outcome("temperature")
         if temperature is not None:
@@ -418,7 +467,7 @@ DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
     "baseline_ece", "baseline_ece_low", "baseline_ece_high", "ece_excess", "ece_tolerance", "p_value", "p_threshold",
     "test_level", "consistency_p_value", "null_mean", "null_quantile_95", "n_resamples", "seed", "nll",
     "baseline_nll", "accuracy", "mean_confidence", "brier", "mce", "threshold", "coverage", "accepted_accuracy",
-    "groups", "drifted_groups", "skipped_groups", "min_group_size", "group_weighted_ece", "served_temperatures",
+    "output_collapsed", "groups", "drifted_groups", "skipped_groups", "min_group_size", "group_weighted_ece", "served_temperatures",
     "reliability", "sequential", "early_warning", "change_point", "refit_window_start", "tests", "policy",
 )
 
@@ -466,7 +515,8 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
         "ece": window.ece, "baseline_ece": reference.ece, "baseline_ece_low": reference.ece_low,
         "baseline_ece_high": reference.ece_high, "ece_excess": ece_metrics.get("ece_excess", math.nan),
         "ece_tolerance": policy.ece_tolerance, "p_value": ece_metrics.get("p_value", math.nan),
-        "p_threshold": policy.p_threshold, "test_level": policy.test_level,
+        "p_threshold": policy.p_threshold, "test_level": window_level(policy),
+        "output_collapsed": any(o.fired for o in report.outcomes if o.test == "collapsed"),
         "consistency_p_value": math.nan if consistency is None else consistency.p_value,
         "null_mean": math.nan if consistency is None else consistency.null_mean,
         "null_quantile_95": math.nan if consistency is None else consistency.null_quantile_95,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._defaults import DEFAULT_BOUNDS
 from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, closest_ratios, nearby_ratio, nll_expansion_sums
 from ._scored import ScoredSet, split_data, validated_set
 from ._serialise import JsonResult
@@ -32,7 +33,6 @@ __all__ = [
     "DEFAULT_BOUNDS",
 ]
 
-DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._defaults import MAX_CLASSES
 from ._kernels import first_nonfinite_row, first_refused_row
 from ._validation import MAX_LOGIT_SPREAD, check_labels, check_logits, logit_spread_refusal
 
@@ -83,10 +84,6 @@ __all__ = [
 
 #: File extensions a scored set reads from and writes to.
 SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
-#: The most classes K :func:`read_scored_set` reads unless told otherwise (``max_classes``):
-#: far above any classifier head in use, far below what makes a read hang (a CSV header of
-#: a million logit columns).
-MAX_CLASSES = 100_000
 
 # Probabilities from float32 softmax outputs sum to 1 only to about 1e-6 per row; 1e-4 leaves
 # room for rounding while still catching logits stored under prob_ names.

@@ -110,6 +110,32 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]
             server.wait(timeout=10)
 
 
+def http_get(url: str, timeout: float = 10.0) -> bytes:
+    """The body of a GET of ``url`` (an error status raises)."""
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return bytes(answer.read())
+
+
+def wait_until(check: Any, what: str, *, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None,
+               log: Path | None = None) -> Any:
+    """Poll ``check`` every 0.5 s until it returns something true (returned) or ``timeout`` passes, or
+    ``process`` ends (then fail with the end of ``log``). OSError, ValueError, KeyError count as not yet."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            found = check()
+            if found:
+                return found
+        except (OSError, ValueError, KeyError) as error:
+            last = error
+        time.sleep(0.5)
+    output = log.read_text()[-3000:] if log is not None and log.exists() else ""
+    pytest.fail(f"{what} did not happen within {timeout:.0f} s (last error: {last!r})\n{output}")
+
+
 def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
     """MLflow's own client on the adapter's store: the tests read what was written directly."""
     return MlflowClient(tracking_uri=registry.tracking_uri, registry_uri=registry.registry_uri)

@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._fit import TemperatureFit, fit_temperature
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
+    from ._kernels import compile_kernels
     from ._metrics import (
         CalibrationReport,
         GroupBreakdown,
@@ -115,6 +116,7 @@ __all__ = [
     "check_unique_ids",
     "choose_threshold",
     "classwise_calibration_error",
+    "compile_kernels",
     "consistency_resampling_from_stats",
     "consistency_resampling_test",
     "equal_mass_edges",
@@ -157,6 +159,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "_fit": ("TemperatureFit", "fit_temperature"),
     "_gate": ("GateChoice", "GateSweep", "choose_threshold", "sweep_thresholds"),
+    "_kernels": ("compile_kernels",),
     "_metrics": (
         "CalibrationReport", "GroupBreakdown", "GroupCalibration", "accuracy", "brier_score",
         "classwise_calibration_error", "evaluate", "expected_calibration_error", "group_calibration",

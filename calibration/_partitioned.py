@@ -61,7 +61,7 @@ from ._fit import (
     warm_start_sample_rows,
     warm_start_search,
 )
-from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, nll_expansion_sums
+from ._kernels import N_EXPANSION_SUMS, compiled_path, nll_expansion_sums
 from ._metrics import CalibrationReport, GroupBreakdown, GroupCalibration
 from ._scored import (
     MAX_CLASSES,
@@ -603,7 +603,7 @@ def fit_partitioned(
     if rows:
         sample = np.concatenate([part.sample_logits for part in checked])
         sample_labels = np.concatenate([part.sample_labels for part in checked])
-        compiled = n_samples * n_classes >= COMPILED_MIN_ELEMENTS
+        compiled = compiled_path("expansion_sums_serial", n_samples * n_classes, sample.dtype)
         quarter, quarter_labels = np.ascontiguousarray(sample[::4]), np.ascontiguousarray(sample_labels[::4])
         start = warm_start_search(
             _expansion(quarter, quarter_labels, at_one=False, compiled=compiled),

@@ -29,8 +29,9 @@ Exit status (one contract for every command)
     The computation itself failed (a numerical routine gave up); the message is on stderr.
 
 Refusals name the command-line flags (``--max-tv``), not the Python API's arguments. Work
-that takes more than a few seconds says on stderr what it is doing (the first large fit
-also compiles the numeric kernels, about half a minute, once per installation).
+that takes more than a few seconds says on stderr what it is doing (an input of more than
+268 million logits, on an installation whose numeric kernels are not compiled yet, compiles
+them first: about a minute, once; smaller inputs run without them until then).
 
 References
 ----------
@@ -70,8 +71,8 @@ _SCHEMES = ("equal-width", "equal-mass")
 class _Progress:
     """Says on stderr what a command is doing once it has run for more than a few seconds.
 
-    Quiet for fast commands; a large fit (and the first one, which compiles the numeric
-    kernels) gets a line after ``first`` seconds and another every ``every`` seconds.
+    Quiet for fast commands; a large fit (and a very large first one, which compiles the
+    numeric kernels) gets a line after ``first`` seconds and another every ``every`` seconds.
     """
 
     def __init__(self, first: float = 3.0, every: float = 15.0) -> None:
@@ -93,7 +94,8 @@ class _Progress:
         self._thread.join()
 
     def _report(self) -> None:
-        wait, compiling = self._first, " (the first large fit also compiles the numeric kernels, once: ~30 s)"
+        wait, compiling = self._first, (" (a first input of more than 268M logits also compiles the numeric "
+                                        "kernels, once per installation: about a minute)")
         while not self._done.wait(wait):
             print(f"thermostat: still working after {time.monotonic() - self._started:.0f} s: {self._stage}"
                   f"{compiling}", file=sys.stderr, flush=True)

@@ -28,8 +28,6 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from email.parser import Parser
 from importlib import metadata
@@ -39,6 +37,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from benchmarks.startup import every_core_busy
 from tests.integration.conftest import free_port, http_get, stop_process, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -143,18 +142,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(wheel=wheel, venv=venv, site=site, env=env, work=work, numba_cache=folder / "numba-cache")
 
 
-@contextmanager
-def _every_core_busy() -> Iterator[int]:
-    """One busy-loop process per core this process may run on, for the block."""
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
-    try:
-        yield len(loops)
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait(timeout=30)
-
-
 @dataclass(frozen=True)
 class DemoRun:
     done: subprocess.CompletedProcess[str]
@@ -168,7 +155,7 @@ def demo(installed: Installed) -> DemoRun:
     """``thermostat demo`` from the installed wheel, in a fresh folder, while every core runs a busy loop."""
     folder = installed.work / "demo"
     folder.mkdir()
-    with _every_core_busy() as loops:
+    with every_core_busy() as loops:
         started = time.monotonic()
         done = installed.run("thermostat", "demo", cwd=folder, timeout=1500)
         seconds = time.monotonic() - started

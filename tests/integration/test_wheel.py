@@ -244,6 +244,7 @@ def test_a_command_that_needs_an_extra_says_which(installed: Installed) -> None:
     assert setup.returncode == 2 and "'postgresql' extra" in setup.stderr, setup.stderr
 
 
+@pytest.mark.timeout(2400)  # the demo with every core busy, and other work on the machine
 def test_the_demo_passes_with_every_core_busy(installed: Installed, demo: DemoRun) -> None:
     output = demo.done.stdout + demo.done.stderr
     assert demo.busy_loops >= 2
@@ -255,6 +256,7 @@ def test_the_demo_passes_with_every_core_busy(installed: Installed, demo: DemoRu
     assert not list(installed.numba_cache.rglob("*.nbi"))
 
 
+@pytest.mark.timeout(2400)  # the demo with every core busy, and other work on the machine
 def test_the_dashboard_serves_the_page_and_metrics(installed: Installed, demo: DemoRun) -> None:
     assert demo.done.returncode == 0, "needs the demo's state"
     port = free_port()

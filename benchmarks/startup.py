@@ -9,8 +9,10 @@ running beside it) and again with a busy loop on every core:
   (1M x 10), each pair starting from an empty numba cache (``NUMBA_CACHE_DIR`` a new folder);
 - ``thermostat demo`` in a fresh folder (its own ``PREFECT_HOME``, empty numba cache).
 
-Start-up and help are the median of ``--repeats`` runs; a first and second fit, and a demo,
-happen once by their nature. ``--source DIR`` measures another checkout's code with this
+Each cell is the wall time, then in brackets the CPU time (user + system) of the process and
+its children: the CPU time hardly depends on what else runs on the machine, the wall time
+does. Start-up and help are the median of ``--repeats`` runs; a first and second fit, and a
+demo, happen once by their nature. ``--source DIR`` measures another checkout's code with this
 environment's libraries (e.g. ``git archive main | tar -x -C /tmp/main`` for a before/after
 table): DIR goes first on ``PYTHONPATH`` of every child process. The command line is started as
 ``python -c "from flows.cli import main; ..."`` for both, which is what the ``thermostat``
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +39,8 @@ import numpy as np
 from calibration import ScoredSet, write_scored_set
 
 LAUNCH = "import sys; from flows.cli import main; sys.exit(main())"
-IMPORT = "import time; started = time.perf_counter(); import flows.cli; print(time.perf_counter() - started)"
+IMPORT = ("import time; started, cpu = time.perf_counter(), time.process_time(); import flows.cli; "
+          "print(time.perf_counter() - started, time.process_time() - cpu)")
 
 
 def _environment(source: Path | None) -> dict[str, str]:
@@ -46,22 +51,38 @@ def _environment(source: Path | None) -> dict[str, str]:
     return env
 
 
-class Failed(float):
-    """The seconds a command ran before it failed (shown as such in the table)."""
+@dataclass(frozen=True)
+class Timing:
+    """Seconds of wall time and of CPU (user + system, the process and its children)."""
+
+    wall: float
+    cpu: float
+    failed: bool = False
+
+    def __str__(self) -> str:
+        return f"{'failed after ' if self.failed else ''}{self.wall:.2f} ({self.cpu:.2f})"
 
 
-def _wall(argv: list[str], env: dict[str, str], cwd: Path, *, passing: tuple[int, ...] = (0, 1),
-          timeout: float = 3600) -> float:
-    """The command's wall time; :class:`Failed` when its exit status is not in ``passing``
-    (for ``fit``, 1 means ran but did not pass its check: a run like any other)."""
-    started = time.perf_counter()
+def _median(timings: list[Timing]) -> Timing:
+    return Timing(statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings))
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path, *, passing: tuple[int, ...] = (0, 1),
+           timeout: float = 3600) -> Timing:
+    """The command's times; failed when its exit status is not in ``passing`` (for ``fit``, 1
+    means it ran but the result did not pass its check: a run like any other)."""
+    started, cpu = time.perf_counter(), _cpu_of_children()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode in passing:
-        return seconds
-    last = (done.stdout + done.stderr).strip().splitlines()[-3:]
-    print(f"  failed (exit {done.returncode}) after {seconds:.1f} s: {' | '.join(last)}", flush=True)
-    return Failed(seconds)
+    timing = Timing(time.perf_counter() - started, _cpu_of_children() - cpu, done.returncode not in passing)
+    if timing.failed:
+        last = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        print(f"  failed (exit {done.returncode}) after {timing.wall:.1f} s: {' | '.join(last)}", flush=True)
+    return timing
 
 
 def _thermostat(*args: str) -> list[str]:
@@ -87,32 +108,29 @@ def every_core_busy() -> Iterator[int]:
             loop.wait(timeout=30)
 
 
-def measure(work: Path, source: Path | None, repeats: int, demo: bool) -> dict[str, float]:
-    """The figures, in seconds, on the machine as it is now."""
+def measure(work: Path, source: Path | None, repeats: int, demo: bool) -> dict[str, Timing]:
+    """The figures on the machine as it is now."""
     env = _environment(source)
-    figures: dict[str, float] = {}
+    figures: dict[str, Timing] = {}
     imports = []
     for _ in range(repeats):
         done = subprocess.run([sys.executable, "-c", IMPORT], cwd=work, env=env, capture_output=True, text=True,
                               check=True)
-        imports.append(float(done.stdout))
-    figures["import flows.cli"] = statistics.median(imports)
-    figures["thermostat --help"] = statistics.median(_wall(_thermostat("--help"), env, work) for _ in range(repeats))
+        wall, cpu = (float(value) for value in done.stdout.split())
+        imports.append(Timing(wall, cpu))
+    figures["import flows.cli (in the process)"] = _median(imports)
+    figures["thermostat --help"] = _median([_timed(_thermostat("--help"), env, work) for _ in range(repeats)])
     for label, name in (("small fit (10,000 x 10)", "small.npz"), ("large fit (1M x 10)", "large.npz")):
         with tempfile.TemporaryDirectory(prefix="numba-empty-", dir=work) as cache:
             fit_env = env | {"NUMBA_CACHE_DIR": cache}
-            figures[f"first {label}, empty numba cache"] = _wall(_thermostat("fit", name), fit_env, work)
-            figures[f"second {label}"] = _wall(_thermostat("fit", name), fit_env, work)
+            figures[f"first {label}, empty numba cache"] = _timed(_thermostat("fit", name), fit_env, work)
+            figures[f"second {label}"] = _timed(_thermostat("fit", name), fit_env, work)
     if demo:
         with tempfile.TemporaryDirectory(prefix="demo-", dir=work) as folder:
             demo_env = env | {"PREFECT_HOME": str(Path(folder) / "prefect-home"),
                               "NUMBA_CACHE_DIR": str(Path(folder) / "numba-cache")}
-            figures["thermostat demo, fresh folder"] = _wall(_thermostat("demo"), demo_env, Path(folder), passing=(0,))
+            figures["thermostat demo, fresh folder"] = _timed(_thermostat("demo"), demo_env, Path(folder), passing=(0,))
     return figures
-
-
-def _shown(seconds: float) -> str:
-    return f"failed after {seconds:.1f}" if isinstance(seconds, Failed) else f"{seconds:.2f}"
 
 
 def _load() -> str:
@@ -133,10 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         _write_set(work / "small.npz", 10_000, 10, 0)
         _write_set(work / "large.npz", 1_000_000, 10, 1)
-        runs: list[tuple[str, Callable[[], dict[str, float]]]] = [
+        runs: list[tuple[str, Callable[[], dict[str, Timing]]]] = [
             ("idle", lambda: measure(work, source, args.repeats, not args.no_demo))]
         if not args.no_busy:
-            def busy() -> dict[str, float]:
+            def busy() -> dict[str, Timing]:
                 with every_core_busy():
                     return measure(work, source, args.repeats, not args.no_demo)
             runs.append(("every core busy", busy))
@@ -144,10 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         for title, run in runs:
             columns[title] = run()
             print(f"  measured: {title} (load average after: {_load()})", flush=True)
-    print(f"\n| seconds | {' | '.join(columns)} |")
+    print(f"\n| wall seconds (CPU seconds) | {' | '.join(columns)} |")
     print(f"| --- | {' | '.join('---:' for _ in columns)} |")
     for figure in next(iter(columns.values())):
-        print(f"| {figure} | {' | '.join(_shown(values[figure]) for values in columns.values())} |")
+        print(f"| {figure} | {' | '.join(str(values[figure]) for values in columns.values())} |")
     return 0
 
 

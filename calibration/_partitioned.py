@@ -698,7 +698,7 @@ def nll_difference_partitioned(
     ``n_resamples`` is 0 and ``seed`` is 0 in the result (no resampling: the interval is
     mean ± z · SD / sqrt(n)); the verdict follows the same rule.
     """
-    from scipy.stats import norm
+    from scipy.special import ndtri  # the normal quantile, as scipy.stats.norm.ppf computes it
 
     before, after = check_temperature(temperature_before), check_temperature(temperature_after)
     if not 0.0 < confidence_level < 1.0:
@@ -709,7 +709,7 @@ def nll_difference_partitioned(
     n, total, squares = (float(value) for value in reduce(add, (sums for sums, _ in parts)))
     mean = total / n
     spread = math.sqrt(max(squares / n - mean * mean, 0.0) * n / max(n - 1.0, 1.0))
-    half = float(norm.ppf(0.5 + confidence_level / 2.0)) * spread / math.sqrt(n)
+    half = float(ndtri(0.5 + confidence_level / 2.0)) * spread / math.sqrt(n)
     low, high = mean - half, mean + half
     verdict: Verdict = "improved" if high < 0.0 else "worse" if low > 0.0 else "not established"
     return BootstrapComparison(

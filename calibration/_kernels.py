@@ -127,7 +127,8 @@ def nll_expansion_sums(
     Inputs are trusted, but a non-finite logit, a row whose max − min overflows, or a label
     whose logit lies more than :data:`MAX_LOGIT_SPREAD` below its row's maximum makes the
     sums non-finite, so a caller can fold those checks into the pass (the spread of the
-    other logits does not reach the sums). ``compiled`` forces the path (None: by size).
+    other logits does not reach the sums). ``compiled`` forces the path (None:
+    :func:`compiled_path` decides, by size and whether the kernel is compiled yet).
     """
     name = "expansion_sums" if logits.size >= PARALLEL_MIN_ELEMENTS else "expansion_sums_serial"
     if not (compiled if compiled is not None else compiled_path(name, logits.size, logits.dtype)):
@@ -166,7 +167,7 @@ def calibration_sums(
 
     Bins are equal-width on the top-label confidence, bin m = (m/M, (m+1)/M] (bin 0 also
     holds 0); "correct" means the first arg-max of the logits is the label. ``compiled``
-    forces the path (None: by size). Inputs are trusted.
+    forces the path (None: :func:`compiled_path` decides). Inputs are trusted.
     """
     if not (compiled if compiled is not None else compiled_path("calibration_bin_sums", logits.size, logits.dtype)):
         return _reference_calibration_sums(logits, labels, beta, n_bins)

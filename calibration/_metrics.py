@@ -346,7 +346,7 @@ def group_calibration(
 def _group_calibration_checked(
     logits: NDArray[np.floating[Any]],
     labels: NDArray[np.intp],
-    keys: NDArray[np.str_],
+    keys: NDArray[np.object_],
     temperature: float,
     n_bins: int,
     scheme: str,

@@ -38,6 +38,9 @@ from __future__ import annotations
 
 import glob
 import math
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
@@ -63,21 +66,22 @@ from ._fit import (
 )
 from ._kernels import N_EXPANSION_SUMS, compiled_path, nll_expansion_sums
 from ._metrics import CalibrationReport, GroupBreakdown, GroupCalibration
+from ._file_limits import not_a_regular_file
 from ._scored import (
     MAX_CLASSES,
+    MAX_TEXT_LENGTH,
     ScoredSet,
     ScoredSetError,
-    _check_parquet_type,
-    _check_table_classes,
     _checked_values,
-    _is_read,
     _Layout,
     _validate,
-    table_columns,
+    checked_text,
+    parquet_columns,
+    value_block,
 )
 from ._scores import TopLabelScores, _score_rows
 from ._stats import CalibrationStats, summarise_checked
-from ._validation import check_bounds, check_count, check_n_bins, check_temperature
+from ._validation import check_bounds, check_count, check_n_bins, check_temperature, text_array
 
 __all__ = [
     "Partition",
@@ -172,16 +176,20 @@ def open_partitioned(path: str | Path, *, max_classes: int = MAX_CLASSES) -> Par
     partitioned scored set: schemas and row counts are read, no row is.
 
     Files and folders whose name starts with ``.`` or ``_`` (``_manifest.json``,
-    ``_SUCCESS``, temporary files) are skipped, as Spark, Dask and Hive do. The files must
-    have the scored-table columns of :func:`read_scored_set` (``id``, ``label``, optional
-    ``group``, ``logit_0`` ... or ``prob_0`` ...; other columns are ignored) and agree on K
-    and on logits vs probabilities.
+    ``_SUCCESS``, temporary files) are skipped, as Spark, Dask and Hive do; any other folder
+    that cannot be listed is an error, never skipped. The files must be regular files (a FIFO
+    is refused before it is opened), have the scored-table columns of :func:`read_scored_set`
+    (``id``, ``label``, optional ``group``, ``logit_0`` ... or ``prob_0`` ..., each once;
+    other columns are ignored) and agree on K and on logits vs probabilities. Each file's
+    footer is parsed once in a process (per thread), however many row groups it has.
 
     Raises
     ------
     ScoredSetError
-        Nothing matches, a file is not Parquet, a schema is refused, files disagree, or the
-        set has no row; the message names the file.
+        Nothing matches, a folder cannot be listed, a name is not a regular file, a file is
+        not Parquet, a schema is refused, a file's footer declares a row group larger than
+        this process's memory or more rows than its size can hold (a compression bomb),
+        files disagree, or the set has no row; the message names the file or folder.
     """
     source = str(path)
     limit = check_count(max_classes, name="max_classes", minimum=2)
@@ -214,69 +222,141 @@ def open_partitioned(path: str | Path, *, max_classes: int = MAX_CLASSES) -> Par
 
 def _parquet_files(source: str) -> list[str]:
     if _GLOB_CHARACTERS & set(source):
+        _refuse_unlistable(_folders_globbed(source))
         files = sorted(name for name in glob.glob(source, recursive=True)
-                       if name.lower().endswith(".parquet") and Path(name).is_file())
+                       if name.lower().endswith(".parquet") and not Path(name).is_dir())
         if not files:
             raise ScoredSetError(f"{source}: no Parquet file (.parquet) matches this pattern")
-        return files
+        return _regular(files)
     root = Path(source)
     if root.is_dir():
-        found = sorted(
-            str(file) for file in root.rglob("*")
-            if file.suffix.lower() == ".parquet" and file.is_file()
-            and not any(part.startswith((".", "_")) for part in file.relative_to(root).parts)
-        )
+        found = []
+        # Every folder below is listed, or the set is refused naming it: a folder skipped
+        # silently (rglob's way with one it may not read) drops its rows from the result.
+        for folder, folders, names in os.walk(root, onerror=_refuse_unlistable_folder):
+            folders[:] = [name for name in folders if not name.startswith((".", "_"))]
+            found += [os.path.join(folder, name) for name in names
+                      if name.lower().endswith(".parquet") and not name.startswith((".", "_"))]
         if not found:
             raise ScoredSetError(f"{source}: no .parquet file in this folder or below it; a partitioned scored set "
                                  "is a folder (or glob) of Parquet scored tables")
-        return found
+        return _regular(sorted(found))
     if not root.exists():
         raise ScoredSetError(f"{source}: no such file or folder; give a folder or glob of Parquet scored tables")
     if root.suffix.lower() != ".parquet":
         raise ScoredSetError(f"{source}: a partitioned scored set is a folder, a glob or a .parquet file; "
                              f"got {root.suffix!r}")
-    return [str(root)]
+    return _regular([str(root)])
+
+
+def _regular(files: list[str]) -> list[str]:
+    """``files``, each a regular file (symbolic links followed): checked before any is opened,
+    since a FIFO blocks ``open()`` until a writer appears."""
+    for file in files:
+        refusal = not_a_regular_file(Path(file))
+        if refusal is not None:
+            raise ScoredSetError(f"{file}: {refusal}; the partitions of a scored set are regular .parquet files")
+    return files
+
+
+def _refuse_unlistable_folder(error: OSError) -> None:
+    raise ScoredSetError(f"{error.filename}: cannot list this folder ({error.strerror}); every folder of a "
+                         "partitioned set must be readable (fix its permissions, or move it out of the set)") from error
+
+
+def _folders_globbed(pattern: str) -> list[str]:
+    """The folders :func:`glob.glob` lists to match ``pattern``: those matching each prefix of
+    the pattern that a wildcard follows (and, below a ``**``, every folder)."""
+    parts = Path(pattern).parts
+    folders: list[str] = []
+    for index, part in enumerate(parts):
+        if not _GLOB_CHARACTERS & set(part):
+            continue
+        for prefix in (parts[:index], parts[: index + 1]) if part == "**" else (parts[:index],):
+            if not prefix:
+                folders.append(os.curdir)
+            elif _GLOB_CHARACTERS & set("".join(prefix)):
+                folders += glob.glob(os.path.join(*prefix, ""), recursive=True)
+            else:
+                folders.append(os.path.join(*prefix))
+    return folders
+
+
+def _refuse_unlistable(folders: list[str]) -> None:
+    for folder in dict.fromkeys(os.path.normpath(folder) for folder in folders):
+        try:
+            with os.scandir(folder):
+                pass
+        except FileNotFoundError:
+            continue  # nothing there: the pattern matches nothing in it
+        except OSError as error:
+            _refuse_unlistable_folder(error)
 
 
 def _file_layout(file: str, max_classes: int) -> tuple[int, bool, bool, list[int]]:
-    """K, probabilities or not, group column or not, and the rows of each row group of a file."""
+    """K, probabilities or not, group column or not, and the rows of each row group of a file,
+    from its footer; refuses a file whose rows are more than memory holds, one row group at a
+    time, or than its size can hold (see :mod:`calibration._file_limits`)."""
+    parquet = _parquet_file(file)
+    columns = parquet_columns(parquet, file, max_classes)
+    if len(columns.value_columns) < 2:
+        raise ScoredSetError(f"{file}: {len(columns.value_columns)} class column(s) found; at least 2 classes are "
+                             "required (K >= 2)")
+    metadata = parquet.metadata
+    counts = [metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)]
+    refusal = columns.size_refusal(sum(counts), os.stat(file).st_size, at_once=max(counts, default=0))
+    if refusal is not None:
+        raise ScoredSetError(f"{file}: {refusal}")
+    return len(columns.value_columns), columns.probs, "group" in columns.read, counts
+
+
+# One pyarrow ParquetFile per file and thread, its footer parsed once: pyarrow parses the
+# whole footer on every ParquetFile(...), so a file of 3,000 row groups opened once per
+# partition cost 3,000 parses per pass (70 s for evaluate; the fit never ended). Kept per
+# thread (a Dask worker runs tasks in threads), keyed by the file's identity and size so a
+# changed file is parsed again, and only the few last files.
+_OPENED = threading.local()
+_OPENED_PER_THREAD = 8
+
+
+def _parquet_file(file: str) -> Any:
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     try:
-        metadata = pq.read_metadata(file)
-        schema = metadata.schema.to_arrow_schema()
+        status = os.stat(file)
+    except OSError as exc:
+        raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc})") from exc
+    key = (file, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+    opened: OrderedDict[tuple[Any, ...], Any] | None = getattr(_OPENED, "files", None)
+    if opened is None:
+        opened = _OPENED.files = OrderedDict()
+    if key in opened:
+        opened.move_to_end(key)
+        return opened[key]
+    try:
+        parquet = pq.ParquetFile(file)
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc})") from exc
-    names = [str(name) for name in schema.names]
-    _check_table_classes(names, file, max_classes)
-    read = [name for name in dict.fromkeys(names) if _is_read(name)]
-    for name in read:
-        _check_parquet_type(Path(file), name, schema.field(name).type)
-    value_columns, probs = table_columns(read, file, names)
-    if len(value_columns) < 2:
-        raise ScoredSetError(f"{file}: {len(value_columns)} class column(s) found; at least 2 classes are required "
-                             "(K >= 2)")
-    counts = [metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)]
-    return len(value_columns), probs, "group" in read, counts
+    opened[key] = parquet
+    while len(opened) > _OPENED_PER_THREAD:
+        opened.popitem(last=False)
+    return parquet
 
 
 def _open(partition: Partition) -> Any:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(partition.file)
-    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
-        raise ScoredSetError(f"{partition.file}: cannot be read as Parquet ({exc})") from exc
+    return _parquet_file(partition.file)
 
 
 def _read(parquet: Any, partition: Partition, columns: list[str]) -> Any:
-    """Some columns of the partition's row group, as an Arrow table."""
+    """Some columns of the partition's row group, as an Arrow table (text checked as UTF-8)."""
     import pyarrow as pa
 
     try:
         table = parquet.read_row_group(partition.row_group, columns=columns)
+    except MemoryError as exc:
+        raise ScoredSetError(f"{partition.file}: row group {partition.row_group} needs more memory than this process "
+                             f"may use ({exc}); write the file with smaller row groups") from exc
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(
             f"{partition.file}: row group {partition.row_group} cannot be read as Parquet ({exc})"
@@ -284,6 +364,7 @@ def _read(parquet: Any, partition: Partition, columns: list[str]) -> Any:
     if table.num_rows != partition.n_rows:
         raise _changed(partition, f"row group {partition.row_group} now holds {table.num_rows} rows, "
                                   f"{partition.n_rows} when the set was opened")
+    checked_text(table, partition.file)
     return table
 
 
@@ -296,19 +377,6 @@ def _changed(partition: Partition, what: str) -> ScoredSetError:
                           "that are not being written)")
 
 
-def _value_block(table: Any, columns: list[str]) -> NDArray[Any]:
-    """The value columns as one (n, K) array: one copy, in the columns' float type when they
-    share one (float32 stays float32); else as numpy stacks them (the validation parses)."""
-    arrays = [table.column(name).to_numpy() for name in columns]
-    dtypes = {array.dtype for array in arrays}
-    if len(dtypes) == 1 and next(iter(dtypes)) in (np.float32, np.float64):
-        block = np.empty((table.num_rows, len(columns)), dtype=next(iter(dtypes)))
-        for k, array in enumerate(arrays):
-            block[:, k] = array
-        return block
-    return np.column_stack(arrays)
-
-
 def _streamed_block(parquet: Any, partition: Partition) -> NDArray[Any]:
     """The value columns read :data:`_COLUMNS_PER_READ` at a time into one (n, K) array, so
     that only the array and a few columns' Arrow buffers are ever held (not the whole table
@@ -319,7 +387,7 @@ def _streamed_block(parquet: Any, partition: Partition) -> NDArray[Any]:
     schema = parquet.schema_arrow
     types = {schema.field(name).type for name in columns}
     if len(types) != 1 or not pa.types.is_floating(next(iter(types))) or pa.types.is_float16(next(iter(types))):
-        return _value_block(_read(parquet, partition, columns), columns)
+        return value_block(_read(parquet, partition, columns), columns)
     block = np.empty((partition.n_rows, len(columns)), dtype=next(iter(types)).to_pandas_dtype())
     for start in range(0, len(columns), _COLUMNS_PER_READ):
         names = columns[start : start + _COLUMNS_PER_READ]
@@ -340,7 +408,7 @@ def read_partition(partition: Partition) -> ScoredSet:
     """
     columns = ["id", "label", *(["group"] if partition.has_groups else []), *partition.value_columns]
     table = _read_row_group(partition, columns)
-    block = _value_block(table, partition.value_columns)
+    block = value_block(table, partition.value_columns)
     return _validate(
         block,
         table.column("label").to_numpy(),
@@ -352,15 +420,17 @@ def read_partition(partition: Partition) -> ScoredSet:
 
 
 def _plain_text(column: Any, *, unique: bool) -> bool:
-    """Whether an Arrow column is text with no null, no empty string (and, ``unique``, no
-    repeat): the reader's rules on ids and groups, checked without building Python strings.
-    False leaves the verdict (and its message) to the reader."""
+    """Whether an Arrow column is text with no null, no empty string, none longer than
+    :data:`MAX_TEXT_LENGTH` characters (and, ``unique``, no repeat): the reader's rules on ids
+    and groups, checked without building Python strings. False leaves the verdict (and its
+    message) to the reader."""
     import pyarrow as pa
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) or column.null_count:
         return False
-    if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
+    if len(column) and (pc.min(pc.binary_length(column)).as_py() == 0
+                        or pc.max(pc.utf8_length(column)).as_py() > MAX_TEXT_LENGTH):
         return False
     if unique and len(column) > 1:
         ordered = pc.take(column, pc.sort_indices(column))
@@ -378,7 +448,7 @@ def _hash_ids(ids: Any) -> NDArray[np.uint64]:
     if isinstance(ids, (pa.ChunkedArray, pa.Array)):
         column = ids if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) else ids.cast(pa.string())
     else:
-        column = pa.array(np.asarray(ids).astype(str))
+        column = pa.array(text_array(np.asarray(ids)), pa.string())
     hashes = np.empty(len(column), dtype=np.uint64)
     for start in range(0, len(column), _HASH_ROWS):
         piece = column.slice(start, _HASH_ROWS).to_numpy(zero_copy_only=False)
@@ -392,7 +462,7 @@ class _Valid:
 
     logits: NDArray[np.floating[Any]]
     labels: NDArray[np.intp]
-    groups: NDArray[np.str_] | None
+    groups: NDArray[np.object_] | None
     id_hashes: NDArray[np.uint64]
 
 
@@ -413,7 +483,7 @@ def _validated(partition: Partition, *, with_groups: bool = False) -> _Valid:
     hashes.sort()
     groups = None
     if with_groups and partition.has_groups:
-        groups = np.asarray(keys.column("group").to_numpy(zero_copy_only=False)).astype(str)
+        groups = text_array(np.asarray(keys.column("group").to_numpy(zero_copy_only=False)))
     del keys
     block = _streamed_block(parquet, partition)
     labels = _read(parquet, partition, ["label"]).column("label").to_numpy()
@@ -427,7 +497,7 @@ def _validated(partition: Partition, *, with_groups: bool = False) -> _Valid:
 
 def _read_values(
     partition: Partition, *, with_groups: bool = False
-) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp], NDArray[np.str_] | None]:
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp], NDArray[np.object_] | None]:
     """Logits, labels (and groups) of a partition validated before, by an earlier map: no ids
     read, and only what a pass could not survive checked again."""
     parquet = _open(partition)
@@ -437,7 +507,7 @@ def _read_values(
         logits, labels = _checked_values(block, table.column("label").to_numpy(), partition.layout, None)
     except ScoredSetError as exc:
         raise _changed(partition, str(exc).removeprefix(f"{partition.file}: ")) from exc
-    groups = np.asarray(table.column("group").to_numpy(zero_copy_only=False)).astype(str) if with_groups else None
+    groups = text_array(np.asarray(table.column("group").to_numpy(zero_copy_only=False))) if with_groups else None
     return logits, labels, groups
 
 

@@ -15,9 +15,14 @@ File formats
     keys (e.g. ``source``) are ignored. Arrays are read with ``allow_pickle=False``.
 ``.parquet`` and ``.csv``
     Columns ``id``, ``label``, optional ``group``, and ``logit_0`` ... ``logit_{K-1}`` (or
-    ``prob_0`` ... ``prob_{K-1}``), in any order. Other columns are ignored. CSV is UTF-8
-    with a header line; every field is read as text first so that ids such as ``"007"`` or
-    ``"NA"`` stay what they are.
+    ``prob_0`` ... ``prob_{K-1}``), in any order, each once. Other columns are ignored (their
+    names may repeat). CSV is UTF-8 with a header line; every field is read as text first so
+    that ids such as ``"007"`` or ``"NA"`` stay what they are. Parquet is read with Arrow
+    (pandas metadata in the file is not used).
+
+Ids and groups are read as Python strings (an object array: each as long as it is, never
+numpy's fixed-width text, where one 100,000-character id among 10,000 rows took 4 GB), at
+most :data:`MAX_TEXT_LENGTH` (1,000) characters each.
 
 Writing always stores logits (the ``logits`` key or ``logit_`` columns). Reading what was
 written gives back the same ids, labels, groups and logits exactly: ``.npz`` and
@@ -30,19 +35,24 @@ Bad input raises :class:`ScoredSetError` (a ``ValueError``) whose message starts
 file (or the ``source`` given to :meth:`ScoredSet.from_arrays`) and names the row and the
 column or key, the rule, and what to do. Rows are counted from 0 over the data rows (the
 CSV header is not a row). Refused: an unknown extension, a missing or unreadable file,
-missing keys or columns, both logits and probabilities, ``logit_`` columns numbered with
-gaps, an empty set, K < 2, more than ``max_classes`` classes (default
-:data:`MAX_CLASSES`, 100,000; checked on the CSV header line, the Parquet schema or the
-``.npy`` header, before any row is read), mismatched lengths, missing, empty or duplicate
-ids, labels that are not integers or lie outside [0, K), non-finite logits, a row whose
+anything but a regular file (a FIFO, a device, a link to one: checked before it is opened),
+missing keys or columns, a read column that appears twice, both logits and probabilities,
+``logit_`` columns numbered with gaps, an empty set, K < 2, more than ``max_classes``
+classes (default :data:`MAX_CLASSES`, 100,000; checked on the CSV header line, the Parquet
+schema or the ``.npy`` header, before any row is read), a CSV header line longer than 16 Mi
+characters, mismatched lengths, missing, empty, duplicate or over-long ids (and groups),
+labels that are not integers or lie outside [0, K), non-finite logits, a row whose
 logits span more than 1e100 (max − min; see :data:`calibration._kernels.MAX_LOGIT_SPREAD`),
 probabilities that are not finite, ≤ 0, or whose row does not sum to 1 within 1e-4.
 A Parquet column of a type that cannot hold its values (decimal, binary, list, ... logits;
-binary or nested ids) is refused by name from the schema. An ``.npz`` is read member by
-member after its ``.npy`` headers are checked: an array whose header declares more bytes
-than its member holds (a crafted or corrupt file) or than this machine's memory is refused
-before anything is allocated, and a file that is not a zip of ``.npy`` arrays is refused
-as such (nothing is ever unpickled). Writing validates first and then
+binary or nested ids), or text that is not UTF-8, is refused by name. What a file declares
+is checked before anything is inflated or allocated (:mod:`calibration._file_limits`): the
+rows × columns of a Parquet footer and the ``.npy`` headers of an ``.npz`` must fit in the
+memory this process may use and, beyond 64 MiB, in 100 times the bytes the file stores them
+in (real scored data does not compress that much: a file that does is a compression bomb);
+an ``.npy`` header must not declare more bytes than its member holds, and a member must be
+stored, deflated, bzip2 or lzma, unencrypted. A file that is not a zip of ``.npy`` arrays is
+refused as such (nothing is ever unpickled). Writing validates first and then
 writes atomically (a temporary file in the same folder, then ``os.replace``): a refused
 set leaves nothing behind.
 """
@@ -51,13 +61,14 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import re
 import uuid
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -67,8 +78,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from ._defaults import MAX_CLASSES
+from ._file_limits import expansion_refusal, memory_limit, memory_refusal, not_a_regular_file
 from ._kernels import first_nonfinite_row, first_refused_row
-from ._validation import MAX_LOGIT_SPREAD, check_labels, check_logits, logit_spread_refusal
+from ._validation import MAX_LOGIT_SPREAD, check_labels, check_logits, logit_spread_refusal, text_array
 
 __all__ = [
     "ScoredSet",
@@ -80,10 +92,14 @@ __all__ = [
     "validated_set",
     "SCORED_SET_FORMATS",
     "MAX_CLASSES",
+    "MAX_TEXT_LENGTH",
 ]
 
 #: File extensions a scored set reads from and writes to.
 SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
+#: The longest id or group key read, in characters: far above any request id, hash or path
+#: in use; an id of 100,000 characters is not a name but a payload (or an attack).
+MAX_TEXT_LENGTH = 1_000
 
 # Probabilities from float32 softmax outputs sum to 1 only to about 1e-6 per row; 1e-4 leaves
 # room for rounding while still catching logits stored under prob_ names.
@@ -101,6 +117,13 @@ _NPZ_EXPECTED = "a scored .npz needs keys 'logits' (or 'probs') and 'labels', op
 _NPZ_KEYS = ("logits", "probs", "labels", "ids", "groups")
 _ZIP_MAGIC = b"PK"
 _NPY_MAGIC = b"\x93NUMPY"
+# The zip methods Python reads (numpy.savez writes the first two); others (6 implode, 99 AES
+# ...) are refused by name before a member is opened.
+_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated", zipfile.ZIP_BZIP2: "bzip2",
+                zipfile.ZIP_LZMA: "lzma"}
+# The CSV header line is read before anything else, at most this many characters: a file
+# without a line end (or a device) must not be read whole to find its first line.
+_MAX_HEADER_CHARACTERS = 16 * 2**20
 
 
 class ScoredSetError(ValueError):
@@ -120,14 +143,16 @@ class ScoredSet:
 
     Attributes
     ----------
-    ids : array of str of shape (n_samples,)
-        Unique, non-empty example ids.
+    ids : object array of str of shape (n_samples,)
+        Unique, non-empty example ids of at most :data:`MAX_TEXT_LENGTH` characters, as
+        Python strings (each as long as it is: never numpy's fixed-width text, in which one
+        long id would make every row as long).
     logits : array of float of shape (n_samples, n_classes)
         Finite logits, float32 or float64 as given.
     labels : array of int of shape (n_samples,)
         True classes in ``[0, n_classes)``.
-    groups : array of str of shape (n_samples,) or None
-        Optional group key per row.
+    groups : object array of str of shape (n_samples,) or None
+        Optional group key per row (Python strings, as ``ids``).
 
     Examples
     --------
@@ -136,10 +161,10 @@ class ScoredSet:
     (2, 2, ['0', '1'])
     """
 
-    ids: NDArray[np.str_]
+    ids: NDArray[np.object_]
     logits: NDArray[np.floating[Any]]
     labels: NDArray[np.intp]
-    groups: NDArray[np.str_] | None = None
+    groups: NDArray[np.object_] | None = None
     # Set by the one validation (_validate) and by nothing else: a set built field by field
     # or by dataclasses.replace starts unvalidated.
     _validated: bool = field(default=False, init=False, repr=False, compare=False)
@@ -333,7 +358,7 @@ class _Layout:
     # Rows are named from here: a partition of a file names the file's rows, not its own.
     first_row: int = 0
 
-    def row(self, row: int, ids: NDArray[np.str_] | None = None) -> str:
+    def row(self, row: int, ids: NDArray[np.object_] | None = None) -> str:
         """``row N`` (with the id when known), N counted in the file or arrays the user sees."""
         shown = self.first_row + row
         return f"row {shown}" if ids is None else f"row {shown} (id {str(ids[row])!r})"
@@ -408,7 +433,7 @@ def _validate(
 
 
 def _checked_values(
-    block: NDArray[Any], labels: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None
+    block: NDArray[Any], labels: NDArray[Any], layout: _Layout, ids: NDArray[np.object_] | None
 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp]]:
     """The logits (from probabilities when ``layout.probs``) and integer labels of a block whose
     shapes were checked: every rule on values and labels, ids only named in messages."""
@@ -425,7 +450,7 @@ def _checked_values(
 
 
 def _refuse_row(
-    values: NDArray[np.floating[Any]], refused: int, layout: _Layout, ids: NDArray[np.str_] | None
+    values: NDArray[np.floating[Any]], refused: int, layout: _Layout, ids: NDArray[np.object_] | None
 ) -> None:
     """Raise for the first refused row of ``values``: a non-finite value anywhere is named
     before a row that spans too much (only runs on the error path)."""
@@ -448,45 +473,54 @@ def _freeze(array: NDArray[Any], *, copy: bool) -> NDArray[Any]:
     return out
 
 
-def _as_strings(raw: ArrayLike | None, n_samples: int, layout: _Layout, name: Literal["ids", "groups"]) -> NDArray[np.str_]:
+def _as_strings(raw: ArrayLike | None, n_samples: int, layout: _Layout, name: Literal["ids", "groups"]) -> NDArray[np.object_]:
     array = np.asarray(raw)
     if array.ndim != 1 or array.shape[0] != n_samples:
         raise layout.error(
             f"{layout.field(name)} has shape {array.shape}; expected ({n_samples},), one entry per row "
             f"of {layout.matrix}"
         )
-    if array.dtype.kind == "S":
-        try:
-            array = np.char.decode(array, "utf-8")
-        except UnicodeDecodeError as exc:
-            raise layout.error(f"{layout.field(name)} is not valid UTF-8 text: {exc}") from exc
     missing = np.asarray(pd.isna(array), dtype=bool) if array.dtype.kind in "Of" else np.zeros(n_samples, bool)
-    strings = array.astype(str)
-    absent = missing | (strings == "")
+    try:
+        strings = text_array(array)
+    except UnicodeDecodeError as exc:
+        raise layout.error(f"{layout.field(name)} is not valid UTF-8 text: {exc}") from exc
+    entry = "id" if name == "ids" else "group"
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n_samples)
+    absent = missing | (lengths == 0)
     if absent.any():
         row = int(np.argmax(absent))
-        entry = "id" if name == "ids" else "group"
         rule = "a unique, non-empty id" if name == "ids" else "a non-empty group"
         raise layout.error(
             f"{layout.row(row)}, {layout.field(name)}: the {entry} is {'missing' if missing[row] else 'empty'}; "
             f"every row needs {rule} (fill it in or drop the row)"
         )
+    if n_samples and int(lengths.max()) > MAX_TEXT_LENGTH:
+        row = int(np.argmax(lengths > MAX_TEXT_LENGTH))
+        raise layout.error(
+            f"{layout.row(row)}, {layout.field(name)}: the {entry} is {int(lengths[row]):,} characters long "
+            f"({strings[row][:20]!r}...); {entry}s must be at most {MAX_TEXT_LENGTH:,} characters (shorten it, "
+            "e.g. to a hash of it)"
+        )
     return strings
 
 
-def _as_ids(raw: ArrayLike | None, n_samples: int, layout: _Layout) -> NDArray[np.str_]:
+def _as_ids(raw: ArrayLike | None, n_samples: int, layout: _Layout) -> NDArray[np.object_]:
     if raw is None:
-        return np.arange(n_samples).astype(str)
+        return text_array(np.arange(n_samples))
     ids = _as_strings(raw, n_samples, layout, "ids")
-    order = np.argsort(ids, kind="stable")
-    ordered = ids[order]
-    repeated = ordered[1:] == ordered[:-1]
+    # 64-bit hashes of the ids, sorted: a quarter of the time of sorting the strings; the ids
+    # themselves are compared only when two hashes agree.
+    hashes = np.sort(pd.util.hash_array(ids, categorize=False))
+    if not (hashes[1:] == hashes[:-1]).any():
+        return ids
+    repeated = pd.Series(ids, dtype=object, copy=False).duplicated().to_numpy()
     if repeated.any():
         # Report the duplicate whose second occurrence comes first in the file.
-        second = int(order[1:][repeated].min())
+        second = int(np.argmax(repeated))
         duplicate = str(ids[second])
         first = int(np.flatnonzero(ids == duplicate)[0])
-        n_duplicated = int(np.unique(ordered[1:][repeated]).size)
+        n_duplicated = int(pd.unique(ids[repeated]).size)
         more = f" ({n_duplicated - 1} more ids are duplicated)" if n_duplicated > 1 else ""
         raise layout.error(
             f"{layout.field('ids')}: id {duplicate!r} appears in {layout.row(first)} and {layout.row(second)}{more}; "
@@ -496,7 +530,7 @@ def _as_ids(raw: ArrayLike | None, n_samples: int, layout: _Layout) -> NDArray[n
 
 
 def _as_labels(
-    labels: NDArray[Any], n_classes: int, layout: _Layout, ids: NDArray[np.str_] | None
+    labels: NDArray[Any], n_classes: int, layout: _Layout, ids: NDArray[np.object_] | None
 ) -> NDArray[np.intp]:
     rule = f"labels must be integers in [0, {n_classes})"
     kind = labels.dtype.kind
@@ -530,7 +564,7 @@ def _as_labels(
     return values.astype(np.intp)
 
 
-def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None) -> NDArray[np.floating[Any]]:
+def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.object_] | None) -> NDArray[np.floating[Any]]:
     kind = block.dtype.kind
     if kind == "f":
         return block if block.dtype in (np.float32, np.float64) else block.astype(np.float64)
@@ -544,7 +578,7 @@ def _as_float_block(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] 
     raise layout.error(f"{layout.matrix}: dtype {block.dtype} found; logits must be numbers")
 
 
-def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[np.str_] | None) -> None:
+def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[np.object_] | None) -> None:
     """Name the first cell that does not parse as a number (only runs on the error path)."""
     frame = pd.DataFrame(block)
     parsed = frame.apply(lambda column: pd.to_numeric(column, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
@@ -561,7 +595,7 @@ def _raise_first_non_number(block: NDArray[Any], layout: _Layout, ids: NDArray[n
 
 
 def _logits_from_probs(
-    probs: NDArray[np.floating[Any]], layout: _Layout, ids: NDArray[np.str_] | None
+    probs: NDArray[np.floating[Any]], layout: _Layout, ids: NDArray[np.object_] | None
 ) -> NDArray[np.floating[Any]]:
     positive = probs > 0
     if not positive.all():
@@ -641,11 +675,22 @@ def read_scored_set(path: str | Path, *, max_classes: int = MAX_CLASSES) -> Scor
         raise ScoredSetError(f"{file}: file not found; give the path of a scored set ({', '.join(SCORED_SET_FORMATS)})")
     if file.is_dir():
         raise ScoredSetError(f"{file}: is a folder; give the path of a scored-set file")
+    refusal = not_a_regular_file(file)
+    if refusal is not None:  # before anything opens it: a FIFO blocks open(), a device never ends
+        raise ScoredSetError(f"{file}: {refusal}; a scored set is read from a regular {suffix} file")
     limit = int(max_classes)
-    if suffix == ".npz":
-        return _read_npz(file, limit)
-    frame, found = _read_csv(file, limit) if suffix == ".csv" else _read_parquet(file, limit)
-    return _from_frame(frame, str(file), found)
+    try:
+        if suffix == ".npz":
+            return _read_npz(file, limit)
+        if suffix == ".parquet":
+            return _read_parquet(file, limit)
+        frame, found = _read_csv(file, limit)
+        return _from_frame(frame, str(file), found)
+    except MemoryError as exc:  # what the declared sizes could not tell: more rows than memory
+        raise ScoredSetError(
+            f"{file}: needs more memory than this process may use ({exc or 'out of memory'}); split the set into "
+            "smaller files, or read it as a partitioned set (a folder of Parquet files)"
+        ) from exc
 
 
 def _too_many_classes(source: str, n_classes: int, where: str, max_classes: int) -> ScoredSetError:
@@ -656,25 +701,32 @@ def _too_many_classes(source: str, n_classes: int, where: str, max_classes: int)
     )
 
 
-def _check_table_classes(columns: list[str], source: str, max_classes: int) -> None:
-    """Refuse a header or schema with more than ``max_classes`` logit_ (or prob_) columns."""
+def read_columns(columns: list[str], source: str, max_classes: int) -> list[int]:
+    """The positions of the columns a table reader reads, from its header or schema (every
+    column named): refuses more than ``max_classes`` logit_ (or prob_) columns, and a read
+    column that appears more than once (which one would be read?). Repeated names of ignored
+    columns are no concern."""
     for prefix in ("logit", "prob"):
         count = sum(1 for name in columns if name.startswith(prefix + "_"))
         if count > max_classes:
             raise _too_many_classes(source, count, f"{count:,} {prefix}_ columns", max_classes)
+    positions: dict[str, list[int]] = {}
+    for position, name in enumerate(columns):
+        if _is_read(name):
+            positions.setdefault(name, []).append(position)
+    for name, where in positions.items():
+        if len(where) > 1:
+            shown = ", ".join(str(p) for p in where[:-1]) + f" and {where[-1]}"
+            raise ScoredSetError(
+                f"{source}: column {name!r} appears {len(where)} times (positions {shown}, counted from 0); each of "
+                "id, label, group and the logit_/prob_ columns must appear once (rename or drop the copies)"
+            )
+    return sorted(where[0] for where in positions.values())
 
 
 def _is_read(name: str) -> bool:
     """Whether a table column is read at all (other columns are ignored unparsed)."""
     return name in ("id", "label", "group") or name.startswith(("logit_", "prob_"))
-
-
-def _memory_bytes() -> int | None:
-    """This machine's physical memory in bytes, or None where the OS does not say."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        return None
 
 
 def _read_npz(file: Path, max_classes: int) -> ScoredSet:
@@ -700,13 +752,20 @@ def _read_npz(file: Path, max_classes: int) -> ScoredSet:
                     f"{file}: missing key(s) {', '.join(missing)}; {_NPZ_EXPECTED}; found keys: {sorted(keys) or 'none'}"
                 )
             wanted = [key for key in _NPZ_KEYS if key in keys]
-            # Every header first: nothing is allocated until all the declared sizes are sane.
+            # Every member and header first: nothing is inflated or allocated until all the
+            # declared sizes are sane, alone and together.
             for key in wanted:
-                _check_npy_header(archive, members[key], file, key, max_classes)
+                _check_npz_member(members[key], file)
+            declared = sum(_check_npy_header(archive, members[key], file, key, max_classes) for key in wanted)
+            refusal = expansion_refusal(declared, sum(members[key].compress_size for key in wanted),
+                                        f"keys {', '.join(repr(key) for key in wanted)}")
+            if refusal is not None:
+                raise ScoredSetError(f"{file}: {refusal}")
             arrays = {key: _read_npy_member(archive, members[key]) for key in wanted}
     except ScoredSetError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+    # NotImplementedError: zip features zipfile lacks (a newer zip version than it reads).
+    except (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
         raise ScoredSetError(f"{file}: cannot be read as .npz ({exc}); {_NPZ_EXPECTED}") from exc
     probs = "probs" in arrays
     layout = _Layout(source=str(file), kind="npz", probs=probs)
@@ -720,11 +779,27 @@ def _read_npz(file: Path, max_classes: int) -> ScoredSet:
     )
 
 
-def _check_npy_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: Path, key: str, max_classes: int) -> None:
-    """Refuse a member whose ``.npy`` header is not an array of numbers or text of a size that
-    its member holds and this machine can hold (read from the header only: nothing allocated)."""
-    with archive.open(member) as handle:
-        try:
+def _check_npz_member(member: zipfile.ZipInfo, file: Path) -> None:
+    """Refuse a member that zipfile would not inflate (a traceback, or an exit of 3, before)."""
+    if member.flag_bits & 0x1:
+        raise ScoredSetError(
+            f"{file}: member {member.filename!r} is encrypted; numpy cannot read encrypted archives (write the arrays "
+            "again with numpy.savez, without a password)"
+        )
+    if member.compress_type not in _ZIP_METHODS:
+        raise ScoredSetError(
+            f"{file}: member {member.filename!r} uses compression method {member.compress_type}, which cannot be read "
+            f"(methods {', '.join(f'{number} {name}' for number, name in _ZIP_METHODS.items())} can); "
+            f"{_NPZ_EXPECTED}, as numpy.savez writes them"
+        )
+
+
+def _check_npy_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: Path, key: str, max_classes: int) -> int:
+    """The bytes a member's array declares; refuses a member whose ``.npy`` header is not an
+    array of numbers or text of a size that its member holds and this process can hold (read
+    from the header only: nothing allocated)."""
+    try:
+        with archive.open(member) as handle:
             version = np.lib.format.read_magic(handle)
             # Versions 2 and 3 share the layout (3 only allows UTF-8 field names).
             read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
@@ -732,10 +807,14 @@ def _check_npy_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: P
                 raise ValueError(f"unsupported .npy format version {version}")
             shape, _, dtype = read_header(handle)
             header_bytes = handle.tell()
-        except ValueError as exc:
-            raise ScoredSetError(
-                f"{file}: key {key!r} is not a numpy array ({exc}); {_NPZ_EXPECTED}, as numpy.savez writes them"
-            ) from exc
+    except NotImplementedError as exc:  # zip features zipfile lacks: compressed patched data
+        raise ScoredSetError(
+            f"{file}: member {member.filename!r} cannot be read ({exc}); {_NPZ_EXPECTED}, as numpy.savez writes them"
+        ) from exc
+    except ValueError as exc:
+        raise ScoredSetError(
+            f"{file}: key {key!r} is not a numpy array ({exc}); {_NPZ_EXPECTED}, as numpy.savez writes them"
+        ) from exc
     if dtype.hasobject:
         raise ScoredSetError(
             f"{file}: key {key!r} cannot be read: it holds Python objects (dtype {dtype}), which are never "
@@ -753,12 +832,13 @@ def _check_npy_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, file: P
             f"bytes) but its member holds {max(held, 0):,} bytes; the file is corrupt or was not written by "
             f"numpy (write it again with numpy.savez)"
         )
-    memory = _memory_bytes()
+    memory = memory_limit()
     if memory is not None and declared > memory:
         raise ScoredSetError(
             f"{file}: key {key!r} has shape {tuple(shape)} of {dtype} ({declared:,} bytes), more than this "
-            f"machine's memory ({memory:,} bytes); split the set into smaller files"
+            f"process may use ({memory:,} bytes); split the set into smaller files"
         )
+    return int(declared)
 
 
 def _read_npy_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> NDArray[Any]:
@@ -767,43 +847,172 @@ def _read_npy_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> NDArr
     return array
 
 
+def _header_lines(handle: IO[str], file: Path) -> Iterator[str]:
+    """The lines of ``handle`` for the CSV header record, at most :data:`_MAX_HEADER_CHARACTERS`
+    characters in all: a line is never read whole before its length is known."""
+    left = _MAX_HEADER_CHARACTERS
+    while line := handle.readline(left + 1):
+        left -= len(line)
+        if left < 0:
+            raise ScoredSetError(
+                f"{file}: the header line is longer than {_MAX_HEADER_CHARACTERS:,} characters (no line end found); "
+                f"{_TABLE_EXPECTED}, on a first line of column names"
+            )
+        yield line
+
+
+class _NumberedHeader(io.TextIOBase):
+    """A CSV's text after its header line, behind a header of the column positions
+    (``0,1,...``): pandas reads the rows as under the real header, without parsing a header
+    whose repeated names it would de-duplicate in quadratic time."""
+
+    def __init__(self, n_columns: int, rest: IO[str]) -> None:
+        self._head, self._rest = ",".join(map(str, range(n_columns))) + "\n", rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> str:
+        if not self._head:
+            return self._rest.read(-1 if size is None else size)
+        if size is None or size < 0:
+            head, self._head = self._head, ""
+            return head + self._rest.read()
+        head, self._head = self._head[:size], self._head[size:]
+        return head
+
+
 def _read_csv(file: Path, max_classes: int) -> tuple[pd.DataFrame, list[str]]:
     try:
-        # The header line alone first: K is known before a single row is parsed.
         with file.open(newline="", encoding="utf-8-sig") as handle:
-            header = next(csv.reader(handle), [])
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ScoredSetError(f"{file}: cannot be read as CSV ({exc}); {_TABLE_EXPECTED}") from exc
-    _check_table_classes(header, str(file), max_classes)
-    try:
-        # Everything as text: ids like "007" or "NA" must not become numbers or missing values.
-        frame = pd.read_csv(
-            file, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig", usecols=_is_read
-        )
+            # The header line alone first: K is known before a single row is parsed.
+            header = next(csv.reader(_header_lines(handle, file)), [])
+            if not header:
+                raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line")
+            wanted = {str(position) for position in read_columns(header, str(file), max_classes)}
+            # Everything as text: ids like "007" or "NA" must not become numbers or missing
+            # values. index_col=False: a row with an extra field never shifts the columns.
+            frame = pd.read_csv(
+                _NumberedHeader(len(header), handle), dtype=str, keep_default_na=False, na_filter=False,
+                index_col=False, usecols=lambda position: position in wanted,
+            )
+    except ScoredSetError:
+        raise
     except pd.errors.EmptyDataError as exc:
         raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line") from exc
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, csv.Error) as exc:  # UnicodeDecodeError is a ValueError
         raise ScoredSetError(f"{file}: cannot be read as CSV ({exc}); {_TABLE_EXPECTED}") from exc
+    frame.columns = pd.Index([header[int(position)] for position in frame.columns])
     return frame, header
 
 
-def _read_parquet(file: Path, max_classes: int) -> tuple[pd.DataFrame, list[str]]:
+@dataclass(frozen=True, slots=True)
+class ParquetColumns:
+    """What a Parquet file's footer says of its scored table, before a row is read.
+
+    ``read``: the columns read, in file order; ``value_columns``: ``logit_0`` ... (or
+    ``prob_0`` ...) by class; ``row_bytes``: the least a row of them takes in memory.
+    """
+
+    read: list[str]
+    value_columns: list[str]
+    probs: bool
+    row_bytes: int
+
+    def size_refusal(self, rows: int, stored: int, *, at_once: int | None = None) -> str | None:
+        """Why ``rows`` rows of these columns, stored in ``stored`` bytes and read ``at_once``
+        rows at a time (default: all of them), cannot be read; None when they can."""
+        what = f"{rows:,} rows of {len(self.read)} read columns"
+        if at_once is None:
+            return memory_refusal(rows * self.row_bytes, what) or \
+                expansion_refusal(rows * self.row_bytes, stored, what)
+        return memory_refusal(at_once * self.row_bytes, f"its largest row group, {at_once:,} rows of "
+                                                        f"{len(self.read)} read columns,") or \
+            expansion_refusal(rows * self.row_bytes, stored, what)
+
+
+def parquet_columns(parquet: Any, source: str, max_classes: int) -> ParquetColumns:
+    """The scored table's columns of a Parquet file (a :class:`pyarrow.parquet.ParquetFile`),
+    from its footer; refuses a schema that is not a scored table's (too many classes, a read
+    column repeated, missing or of a wrong type)."""
     import pyarrow as pa  # type: ignore[import-untyped]
+
+    try:
+        schema = parquet.schema_arrow
+    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+        raise ScoredSetError(f"{source}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+    names = [str(name) for name in schema.names]
+    positions = read_columns(names, source, max_classes)
+    row_bytes = 0
+    for position in positions:
+        arrow_type = schema.field(position).type
+        _check_parquet_type(Path(source), names[position], arrow_type)
+        value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+        # What a row takes once read, at the least: text a pointer and a short string;
+        # integers and floats other than float32 8 bytes (float64 logits, intp labels).
+        numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
+        row_bytes += 4 if pa.types.is_float32(value_type) else 8 if numeric else 16
+    read = [names[position] for position in positions]
+    value_columns, probs = table_columns(read, source, names)
+    return ParquetColumns(read, value_columns, probs, row_bytes)
+
+
+def checked_text(table: Any, source: str) -> None:
+    """Refuse a text column of an Arrow table that is not valid UTF-8 (Parquet does not check)."""
+    import pyarrow as pa
+
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as exc:
+                raise ScoredSetError(f"{source}: column {name!r} holds text that is not valid UTF-8 ({exc}); "
+                                     "write text columns as UTF-8 strings") from exc
+
+
+def value_block(table: Any, columns: list[str]) -> NDArray[Any]:
+    """The value columns of an Arrow table as one (n, K) array: one copy, in the columns'
+    float type when they share one (float32 stays float32); else as numpy stacks them (the
+    validation parses)."""
+    arrays = [table.column(name).to_numpy() for name in columns]
+    dtypes = {array.dtype for array in arrays}
+    if len(dtypes) == 1 and next(iter(dtypes)) in (np.float32, np.float64):
+        block = np.empty((table.num_rows, len(columns)), dtype=next(iter(dtypes)))
+        for k, array in enumerate(arrays):
+            block[:, k] = array
+        return block
+    return np.column_stack(arrays)
+
+
+def _read_parquet(file: Path, max_classes: int) -> ScoredSet:
+    import pyarrow as pa
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     try:
-        schema = pq.read_schema(file)
+        parquet = pq.ParquetFile(file)
+        metadata = parquet.metadata
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
-    names = [str(name) for name in schema.names]
-    _check_table_classes(names, str(file), max_classes)
-    read = [name for name in dict.fromkeys(names) if _is_read(name)]
-    for name in read:
-        _check_parquet_type(file, name, schema.field(name).type)
-    try:
-        return pd.read_parquet(file, columns=read), names
-    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
-        raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+    with parquet:
+        columns = parquet_columns(parquet, str(file), max_classes)
+        # The footer's rows, before any is read: a 49 kB file may declare 3 million.
+        rows = max(metadata.num_rows, sum(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)))
+        refusal = columns.size_refusal(rows, file.stat().st_size)
+        if refusal is not None:
+            raise ScoredSetError(f"{file}: {refusal}")
+        try:
+            # Arrow, not pandas: no pandas metadata is trusted (a corrupt one raised KeyError).
+            table = parquet.read(columns=columns.read, use_pandas_metadata=False)
+        except MemoryError:
+            raise
+        except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+            raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
+    checked_text(table, str(file))
+    ids, groups = (table.column(name).to_numpy(zero_copy_only=False) if name in columns.read else None
+                   for name in ("id", "group"))
+    return _validate(value_block(table, columns.value_columns), table.column("label").to_numpy(), ids, groups,
+                     _Layout(source=str(file), kind="table", probs=columns.probs), copy=False)
 
 
 def _check_parquet_type(file: Path, name: str, arrow_type: Any) -> None:
@@ -848,11 +1057,15 @@ def _numbered_columns(columns: list[str], prefix: str, pattern: re.Pattern[str],
         numbered[int(match.group(1))] = name
     if not numbered:
         return []
-    absent = [f"{prefix}_{k}" for k in range(max(numbered) + 1) if k not in numbered]
-    if absent:
+    if len(numbered) != max(numbered) + 1:
+        # The first 12 gaps: a column logit_9999999999999 must not make a list of them all.
+        gaps = (f"{prefix}_{k}" for k in range(max(numbered) + 1) if k not in numbered)
+        absent = list(itertools.islice(gaps, 12))
         found = [numbered[k] for k in sorted(numbered)]
+        more = max(numbered) + 1 - len(numbered) - 12
+        shown = ", ".join(absent) + (f", ... ({more} more)" if more > 0 else "")
         raise ScoredSetError(
-            f"{source}: the {prefix}_ columns must be numbered 0 ... K-1 without gaps; missing {_listing(absent)} "
+            f"{source}: the {prefix}_ columns must be numbered 0 ... K-1 without gaps; missing {shown} "
             f"(found {_listing(found)})"
         )
     return [numbered[k] for k in range(len(numbered))]
@@ -964,13 +1177,15 @@ def _write_atomically(file: Path, write: Callable[[IO[bytes]], None]) -> None:
 
 
 def _write_npz(scored: ScoredSet, handle: IO[bytes]) -> None:
+    # .npy has no variable-width text but numpy's fixed width: every id as long as the
+    # longest (at most MAX_TEXT_LENGTH characters, 4 bytes each).
     arrays: dict[str, NDArray[Any]] = {
-        "ids": scored.ids,
+        "ids": scored.ids.astype(str),
         "logits": scored.logits,
         "labels": scored.labels.astype(np.int64),
     }
     if scored.groups is not None:
-        arrays["groups"] = scored.groups
+        arrays["groups"] = scored.groups.astype(str)
     np.savez(handle, allow_pickle=False, **arrays)
 
 

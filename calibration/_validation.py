@@ -28,6 +28,8 @@ __all__ = [
     "logit_spread_refusal",
     "SCHEMES",
     "MAX_LOGIT_SPREAD",
+    "TEMPERATURE_LIMITS",
+    "text_array",
 ]
 
 SCHEMES = ("equal-width", "equal-mass")
@@ -35,6 +37,11 @@ SCHEMES = ("equal-width", "equal-mass")
 # reliability table of more than 100,000 bins, or more than 1,000,000 resamples, has no use.
 MAX_BINS = 100_000
 MAX_RESAMPLES = 1_000_000
+#: The temperatures anything is computed at (T, and the search bounds of a fit): ten orders
+#: of magnitude beyond any T in use (fits search [0.05, 20]), near enough to 1 that 1/T is a
+#: normal float, a logit spread of up to :data:`MAX_LOGIT_SPREAD` divided by T stays finite,
+#: and the fit's steps in 1/T cannot overflow. A denormal T (1e-320) has no finite 1/T.
+TEMPERATURE_LIMITS = (1e-10, 1e10)
 
 
 def check_logits(logits: ArrayLike, *, name: str = "logits", check_finite: bool = True) -> NDArray[np.floating[Any]]:
@@ -176,7 +183,8 @@ def check_temperature(temperature: float, *, name: str = "temperature") -> float
     Raises
     ------
     ValueError
-        If T is not finite or not > 0.
+        If T is not finite or not > 0, or lies outside :data:`TEMPERATURE_LIMITS`
+        ([1e-10, 1e10]: a denormal T such as 1e-320 has no finite 1/T).
     TypeError
         If T is not a number.
 
@@ -188,6 +196,10 @@ def check_temperature(temperature: float, *, name: str = "temperature") -> float
     Traceback (most recent call last):
     ...
     ValueError: temperature must be finite and > 0; got 0.0
+    >>> check_temperature(1e-320)
+    Traceback (most recent call last):
+    ...
+    ValueError: temperature must be between 1e-10 and 1e+10 (a normal float whose inverse is one too); got 1e-320
     """
     try:
         value = float(temperature)
@@ -195,26 +207,63 @@ def check_temperature(temperature: float, *, name: str = "temperature") -> float
         raise TypeError(f"{name} must be a positive number; got {temperature!r}") from exc
     if not np.isfinite(value) or value <= 0.0:
         raise ValueError(f"{name} must be finite and > 0; got {value}")
+    low, high = TEMPERATURE_LIMITS
+    if not low <= value <= high:
+        raise ValueError(
+            f"{name} must be between {low:g} and {high:g} (a normal float whose inverse is one too); got {value!r}"
+        )
     return value
 
 
 def check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
-    """Return ``(lower, upper)`` temperature bounds, or raise unless 0 < lower < upper < inf."""
+    """Return ``(lower, upper)`` temperature bounds, or raise unless 0 < lower < upper < inf,
+    both within :data:`TEMPERATURE_LIMITS`.
+
+    >>> check_bounds((1e-320, 20.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: bounds must satisfy 1e-10 <= lower < upper <= 1e+10; got (1e-320, 20.0)
+    """
     try:
         lower, upper = (float(b) for b in bounds)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"bounds must be a pair (lower, upper) of positive numbers; got {bounds!r}") from exc
     if not (np.isfinite(lower) and np.isfinite(upper) and 0.0 < lower < upper):
         raise ValueError(f"bounds must satisfy 0 < lower < upper < inf; got ({lower}, {upper})")
+    low, high = TEMPERATURE_LIMITS
+    if not low <= lower < upper <= high:
+        raise ValueError(f"bounds must satisfy {low:g} <= lower < upper <= {high:g}; got ({lower!r}, {upper!r})")
     return lower, upper
 
 
-def check_groups(groups: ArrayLike, n_samples: int, *, name: str = "groups") -> NDArray[np.str_]:
-    """Return ``groups`` as a 1-D array of strings of length ``n_samples``."""
+def check_groups(groups: ArrayLike, n_samples: int, *, name: str = "groups") -> NDArray[np.object_]:
+    """Return ``groups`` as a 1-D array of Python strings of length ``n_samples``."""
     array = np.asarray(groups)
     if array.ndim != 1 or array.shape[0] != n_samples:
         raise ValueError(f"{name} must be 1-D with {n_samples} entries (one per row); got shape {array.shape}")
-    return array.astype(str)
+    return text_array(array)
+
+
+def text_array(array: NDArray[Any]) -> NDArray[np.object_]:
+    """``array``'s values as Python strings in an object array: each as long as it is.
+
+    Never numpy's fixed-width text (``<U...``), in which every value takes the bytes of the
+    longest: one 100,000-character id among 10,000 rows would take 4 GB. Bytes are decoded as
+    UTF-8 (:class:`UnicodeDecodeError` when they are not).
+
+    >>> text_array(np.array(["a", "bb"])).tolist(), text_array(np.array([7, 8])).dtype
+    (['a', 'bb'], dtype('O'))
+    """
+    kind = array.dtype.kind
+    if kind == "O":
+        # str() of each value in one C loop: str values stay the same objects.
+        return np.asarray(np.frompyfunc(str, 1, 1)(array), dtype=object)
+    if kind == "S":
+        return np.fromiter((value.decode("utf-8") for value in array.tolist()), dtype=object, count=array.shape[0])
+    if kind == "U":
+        return array.astype(object)
+    # Numbers: their text is short, so the fixed-width step costs nothing.
+    return array.astype(str).astype(object)
 
 
 def check_count(value: int, *, name: str, minimum: int = 1, maximum: int | None = None) -> int:

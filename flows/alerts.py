@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ from prefect.settings import PREFECT_API_URL
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
 from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from monitoring import mask_url, redact_credentials
 
 __all__ = [
     "ALERTS",
@@ -90,6 +92,8 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_NAME: Final = "thermostat-alerts"
+# Prefect's rule for a block document's name (prefect.types.names.BlockDocumentName), checked before saving.
+_BLOCK_NAME: Final = re.compile(r"[a-z0-9-]+")
 # Prefect's events on a flow run's state changes (prefect.flow-run.<state name>).
 FLOW_RUN_CRASHED_EVENT: Final = "prefect.flow-run.Crashed"
 FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
@@ -348,7 +352,8 @@ class InstalledAutomation:
 
 @dataclass(frozen=True, slots=True)
 class InstallResult:
-    """What :func:`install_alerts` did: the block the notifications go through, the automations."""
+    """What :func:`install_alerts` did: the block the notifications go through, the automations.
+    ``api_url`` is the Prefect API with its credentials masked."""
 
     api_url: str
     block: str
@@ -395,14 +400,23 @@ def webhook_block(url: str) -> CustomWebhookNotificationBlock:
                                           headers=None, cookies=None, timeout=10)
 
 
-def _api_url() -> str:
+def _api_url() -> tuple[str, str]:
+    """``PREFECT_API_URL`` as set (to redact from messages) and as shown (its credentials masked)."""
     url = PREFECT_API_URL.value()
     if not url:
         raise AlertsConfigurationError(
             "PREFECT_API_URL is not set: point it at the Prefect server the worker uses, e.g. "
             "export PREFECT_API_URL=http://127.0.0.1:4200/api (without it the automations would go to a "
             "temporary server that disappears with this command)")
-    return str(url)
+    url, shown = str(url), mask_url(str(url))
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise AlertsConfigurationError(
+            f"PREFECT_API_URL {shown} is not a URL the Prefect client can read ({redact_credentials(str(error), url)}); "
+            "percent-encode the reserved characters of its password (/ as %2F, # as %23, ? as %3F, @ as %40)"
+        ) from None
+    return url, shown
 
 
 def _find_block(client: SyncPrefectClient, reference: str) -> tuple[str, UUID]:
@@ -453,27 +467,30 @@ def install_alerts(
         to this URL, and send the alerts through it.
     block : instead, send them through a notification block already saved on the server,
         ``TYPE/NAME`` (``slack-webhook/ops``) or a ``NAME`` unique among notification blocks.
-    block_name : the name of the webhook block (default ``thermostat-alerts``).
+    block_name : the name of the webhook block (default ``thermostat-alerts``): lower-case letters,
+        digits and dashes, as Prefect names blocks.
 
     Raises
     ------
     AlertsConfigurationError
-        Neither or both of ``webhook_url`` and ``block``, a bad URL, an unknown block,
-        ``PREFECT_API_URL`` not set.
+        Neither or both of ``webhook_url`` and ``block``, a bad URL or block name, an unknown
+        block, ``PREFECT_API_URL`` not set or not readable. Messages never show its credentials.
     AlertsServerError
         The Prefect API cannot be reached or refuses a request.
     """
     if (webhook_url is None) == (block is None):
         raise AlertsConfigurationError("give exactly one of --webhook-url URL and --block NAME")
     destination = _check_webhook_url(webhook_url) if webhook_url is not None else None
-    if webhook_url is not None and not block_name.strip():
-        raise AlertsConfigurationError("--block-name must not be empty")
-    api_url = _api_url()
+    if webhook_url is not None and not _BLOCK_NAME.fullmatch(block_name):
+        raise AlertsConfigurationError(f"--block-name {block_name!r} is not a Prefect block name: use lower-case "
+                                       f"letters, digits and dashes, e.g. {DEFAULT_BLOCK_NAME}")
+    api_url, shown = _api_url()
     try:
         with get_client(sync_client=True) as client:
             unhealthy = client.api_healthcheck()
             if unhealthy is not None:
-                raise AlertsServerError(f"the Prefect API at {api_url} cannot be reached: {unhealthy}")
+                raise AlertsServerError(f"the Prefect API at {shown} cannot be reached: "
+                                        f"{redact_credentials(str(unhealthy), api_url)}")
             status: Literal["saved", "existing"]
             if webhook_url is not None:
                 # Block.save is sync here (called outside an event loop): it returns the document's id.
@@ -498,12 +515,13 @@ def install_alerts(
                     created = client.create_automation(automation)
                     installed.append(InstalledAutomation(alert.key, alert.name, alert.event, str(created), "created"))
     except httpx.HTTPStatusError as error:
-        detail = error.response.text[:500]
-        raise AlertsServerError(f"the Prefect API at {api_url} refused a request: {error.response.status_code} "
+        detail = redact_credentials(error.response.text[:500], api_url)
+        raise AlertsServerError(f"the Prefect API at {shown} refused a request: {error.response.status_code} "
                                 f"{detail}") from error
     except (httpx.HTTPError, OSError) as error:
-        raise AlertsServerError(f"the Prefect API at {api_url} cannot be reached: {error}") from error
-    return InstallResult(api_url=api_url, block=reference, block_id=str(block_id), block_status=status,
+        raise AlertsServerError(f"the Prefect API at {shown} cannot be reached: "
+                                f"{redact_credentials(str(error), api_url)}") from error
+    return InstallResult(api_url=shown, block=reference, block_id=str(block_id), block_status=status,
                          destination=destination, automations=tuple(installed))
 
 
@@ -532,9 +550,9 @@ _EPILOG = """\
 --json keys: api_url, block, block_id, block_status (saved|existing), destination,
 automations [{key, name, event, id, status (created|updated), removed_duplicates}].
 
-exit status: 0 installed; 2 bad input (a URL, an unknown block, PREFECT_API_URL not set), the
-message on stderr names the flag or variable; 3 the Prefect server cannot be reached or
-refused a request."""
+exit status: 0 installed; 2 bad input (a URL, a block name, an unknown block, PREFECT_API_URL
+not set or unreadable), the message on stderr names the flag or variable; 3 the Prefect server
+cannot be reached or refused a request. PREFECT_API_URL is shown with its credentials masked."""
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -549,7 +567,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     target.add_argument("--block", metavar="[TYPE/]NAME",
                         help="send the alerts through this saved notification block (any notification type)")
     install.add_argument("--block-name", default=DEFAULT_BLOCK_NAME, metavar="NAME",
-                         help=f"with --webhook-url: the name of the custom-webhook block (default {DEFAULT_BLOCK_NAME})")
+                         help=f"with --webhook-url: the name of the custom-webhook block, lower-case letters, digits "
+                              f"and dashes (default {DEFAULT_BLOCK_NAME})")
     install.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 

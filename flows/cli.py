@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
 from calibration import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
-from flows.engines import DEFAULT_CONNECT_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
+from flows.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
 from flows.json_keys import JSON_KEYS
 from flows.local_only import stay_local
@@ -260,9 +260,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--dask-workers", type=int, metavar="N",
                          help=f"with --engine dask and no address: workers of the temporary local cluster "
                               f"(default {DEFAULT_DASK_WORKERS})")
-        sub.add_argument("--dask-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
-                         help=f"with --dask-address: how long to wait for the scheduler and a worker "
-                              f"(default {DEFAULT_CONNECT_TIMEOUT:g})")
+        sub.add_argument("--dask-timeout", type=float, default=DEFAULT_DASK_TIMEOUT, metavar="SECONDS",
+                         help=f"with --engine dask: how long to wait for the scheduler at --dask-address and its "
+                              f"first worker, and for a worker whenever the cluster has none while tasks wait "
+                              f"(then exit 3) (default {DEFAULT_DASK_TIMEOUT:g})")
 
     def json_flag(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -428,15 +429,14 @@ def main(argv: list[str] | None = None) -> int:
         command = COMMANDS[args.command]
         options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
                    getattr(args, "dask_workers", None))
+        # The options are checked here, before any data is read; the engine starts below.
+        engine = engine_from_options(*options, timeout=getattr(args, "dask_timeout", DEFAULT_DASK_TIMEOUT))
         with _Progress() as args.progress:
             sets = {name: _read(getattr(args, name), args, partitioned=command.partitioned)
                     for name in command.data if getattr(args, name) is not None}
             if options[0] == "dask":
                 args.progress.stage("starting the Dask engine" if options[1] is None else f"connecting to {options[1]}")
-            timeout = getattr(args, "dask_timeout", DEFAULT_CONNECT_TIMEOUT)
-            if not timeout > 0:
-                raise ValueError(f"--dask-timeout must be a positive number of seconds; got {timeout:g}")
-            with engine_from_options(*options, connect_timeout=timeout) as args.engine_runner:
+            with engine as args.engine_runner:
                 outcome: Outcome = command.run(sets, args)
         rendered = json.dumps(json_safe(outcome.payload), allow_nan=False, indent=2) if args.json else outcome.text
     except (ScoredSetError, ValueError, TypeError) as exc:

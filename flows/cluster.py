@@ -10,12 +10,15 @@ summaries added in partition order in the flow. The tasks run in the subflow
 process), so the Prefect UI shows every partition's task under the check that needed it.
 
 The workers read the partitions by path: with a remote scheduler the export folder must be
-at the same path on every worker (a shared file system or a mounted bucket).
+at the same path on every worker (a shared file system or a mounted bucket). A cluster left
+without any worker for ``THERMOSTAT_DASK_TIMEOUT`` seconds (default 30) while the tasks wait
+fails the check with a message that says so, instead of holding it forever.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +27,7 @@ from typing import Any, TypeVar
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from flows.engines import dask_task_runner
+from flows.engines import WorkerWatch, dask_task_runner
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLogExport, WindowSummary, summarise_export
 
@@ -42,25 +45,40 @@ def _run_on_partition(fn: Callable[[Any], Any], partition: Any) -> Any:
 @dataclass(frozen=True, slots=True)
 class TaskEngine:
     """An engine (:class:`calibration.Engine`) whose map is one Prefect task per item, run by
-    the calling flow's task runner; the results come back in the items' order.
-    ``n_workers`` is what was asked for (a remote scheduler has its own)."""
+    the calling flow's Dask task runner; the results come back in the items' order.
+    ``n_workers`` is what was asked for (a remote scheduler has its own). When the cluster has
+    had no worker for ``timeout`` seconds while tasks wait, they are cancelled and the map
+    raises a :class:`RuntimeError` that says so (:class:`flows.engines.WorkerWatch`)."""
 
     n_workers: int
+    timeout: float
     name: str = "dask"
 
     def map(self, fn: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
+        from prefect_dask.task_runners import PrefectDaskFuture  # the extra is there: the runner runs on it
+
         futures = _run_on_partition.map(unmapped(fn), list(items))
-        return [future.result() for future in futures]
+        on_dask = [future.wrapped_future for future in futures if isinstance(future, PrefectDaskFuture)]
+        with WorkerWatch(on_dask, self.timeout) as watch:
+            results = []
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except CancelledError:
+                    if watch.reason is not None:
+                        raise RuntimeError(watch.reason) from None
+                    raise
+            return results
 
 
 @flow(name="summarise-export")
 def _summarise_export(
     export_path: Path, model_name: str, model_version: str, temperature: float, start: datetime, end: datetime,
-    n_bins: int, threshold: float | None, n_workers: int,
+    n_bins: int, threshold: float | None, n_workers: int, timeout: float,
 ) -> WindowSummary:
     export = PredictionLogExport(export_path)
     summary = summarise_export(export, model_name, model_version, temperature=temperature, start=start, end=end,
-                               n_bins=n_bins, threshold=threshold, engine=TaskEngine(n_workers))
+                               n_bins=n_bins, threshold=threshold, engine=TaskEngine(n_workers, timeout))
     get_run_logger().info("%s v%s: %d labelled rows from %d partition(s) of %s on Dask", model_name, model_version,
                           summary.n, summary.n_chunks, export_path)
     return summary
@@ -83,6 +101,6 @@ def summarise_export_on_dask(
     # DaskTaskRunner is a TaskRunner of PrefectDaskFutures; Prefect's annotation is invariant.
     summary: WindowSummary = _summarise_export.with_options(task_runner=runner)(  # type: ignore[arg-type]
         settings.export_path, model_name, model_version, temperature, start, end, n_bins, threshold,
-        settings.dask_workers,
+        settings.dask_workers, settings.dask_timeout,
     )
     return summary

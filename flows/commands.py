@@ -67,6 +67,13 @@ _FLAG_WORDING = (
     (re.compile(r"\bbounds must satisfy\b"), "--lower and --upper must satisfy"),
     (re.compile(r"\bpass max_classes= to read_scored_set\b"), "pass --max-classes"),
     (re.compile(r"\bmax_classes\b"), "--max-classes"),
+    # The drift decision's arguments (monitoring.decide_drift) and the temperature's check.
+    (re.compile(r"\bmin_window\b"), "--min-window"),
+    (re.compile(r"\bmin_group_size\b"), "--min-group-size"),
+    (re.compile(r"\bp_threshold\b"), "--level"),
+    (re.compile(r"\bece_tolerance\b"), "--tolerance"),
+    (re.compile(r"\btemperature_margin\b"), "--margin"),
+    (re.compile(r"^temperature must be\b"), "--temperature must be"),
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # the drift command's window has no time of its own
 _SWEEP_COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
@@ -531,7 +538,7 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     reference_sums = reference_scores.temperature_stats()
     group_reference: dict[str, Any] = {}
     if args.groups and reference.groups is not None:
-        keys, codes = np.unique(reference.groups.astype(str), return_inverse=True)
+        keys, codes = np.unique(reference.groups, return_inverse=True)
         for key, sums in zip(keys.tolist(), reference_scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
             if sums.n >= args.min_group_size:  # a smaller group's own T is too noisy to stand for it
                 group_reference[key] = sums

@@ -15,9 +15,12 @@ to that state through an administrator's connection and changes only what differ
 
 It never touches the server's own names or a privileged role: the names ``postgres``,
 ``template0``, ``template1`` and ``pg_*`` are refused as bad input, and an existing role that is
-a superuser, has ``CREATEROLE``, ``REPLICATION`` or ``BYPASSRLS``, or is the administrator's
-own role is refused (exit 3) before anything is changed — setting its password would change
-who can administer the server.
+a superuser, has ``CREATEROLE``, ``CREATEDB``, ``REPLICATION`` or ``BYPASSRLS``, is a member —
+directly or through other roles (``pg_has_role(..., 'MEMBER')``: it can ``SET ROLE``) — of a
+role with one of those, or of ``pg_execute_server_program``, ``pg_read_server_files``,
+``pg_write_server_files``, ``pg_read_all_data`` or ``pg_write_all_data``, or is the
+administrator's own role is refused (exit 3) before anything is changed — giving it a password
+and ``LOGIN`` would hand out the right to administer the server (or to run programs on its host).
 
 The administrator is a superuser, or a role with ``CREATEROLE`` and ``CREATEDB``. ``CREATE
 DATABASE ... OWNER role`` needs the latter to be a member of the role (PostgreSQL 15 and
@@ -28,7 +31,9 @@ role, which a ``CREATEROLE`` administrator holds on the roles it created itself.
 
 Passwords reach the server only as verifiers computed by libpq (never as plain text in SQL,
 so a statement log cannot show them), and every URL printed has its password masked
-(:func:`monitoring.mask_url`). Exit status as the command line's contract (:mod:`flows.cli`):
+(:func:`monitoring.mask_url`). The administrator's password is read up to the URL's last
+``@`` (so it may hold ``/``, ``?``, ``#``, ``@`` or ``:`` unencoded) and is taken out of every
+message printed, libpq's and the server's included (:func:`monitoring.redact_credentials`). Exit status as the command line's contract (:mod:`flows.cli`):
 0 the roles and databases are in place (whether or not anything changed; the report says
 which); 2 bad input (an option, a missing password, a reserved name, the driver not
 installed), the message on stderr naming the flag; 3 the database failed (unreachable, a
@@ -52,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
-from monitoring import mask_url
+from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,8 +68,13 @@ __all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "main", "setup_database
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # The server's own databases and roles (pg_* is reserved for its predefined roles).
 _RESERVED = ("postgres", "template0", "template1")
-# Role attributes that make a role an administrator: setup-db never sets such a role's password.
-_PRIVILEGES = ("SUPERUSER", "CREATEROLE", "REPLICATION", "BYPASSRLS")
+# Role attributes that make a role an administrator: setup-db never sets such a role's password,
+# nor that of a role that can SET ROLE to one (a member of it, directly or not).
+_PRIVILEGES = ("SUPERUSER", "CREATEROLE", "CREATEDB", "REPLICATION", "BYPASSRLS")
+# Predefined roles whose members read or write any file or run any program on the database host,
+# or read or write every table: administrators too.
+_SERVER_ROLES = ("pg_execute_server_program", "pg_read_server_files", "pg_write_server_files", "pg_read_all_data",
+                 "pg_write_all_data")
 _UNCOMPARED = "password set again (cannot be compared without a superuser: only one can read pg_authid)"
 _DRIVER_URL = "postgresql+psycopg://{role}:{password}@{host}/{database}"
 
@@ -168,21 +178,30 @@ def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> Databa
         If ``admin_url`` is not a PostgreSQL URL.
     SetupError
         If the server cannot be reached or refuses a step, a database is owned by another role,
-        or a role exists with administrative attributes (superuser, ``CREATEROLE``,
-        ``REPLICATION``, ``BYPASSRLS``) or is the administrator's own; the last is checked for
-        every role before anything is changed.
+        or a role exists with administrative attributes (superuser, ``CREATEROLE``, ``CREATEDB``,
+        ``REPLICATION``, ``BYPASSRLS``), is a member (directly or not) of a role with one or of a
+        predefined role that reaches the server's files or every table, or is the
+        administrator's own; the last is checked for every role before anything is changed.
+        No message holds the administrator's password.
     ImportError
         If the PostgreSQL driver ``psycopg`` is not installed.
     """
     import psycopg
 
-    conninfo = _libpq_url(admin_url)
+    # The password read up to the last "@", as the masked URL shows it, and percent-encoded: libpq
+    # would end it at its first "/" or "@" and quote the rest back as a host name or a port.
+    conninfo = encode_credentials(_libpq_url(admin_url))
+    shown = mask_url(admin_url)
+
+    def said(exc: Exception) -> str:  # a driver's or the server's message, the admin password taken out
+        return redact_credentials(str(exc), admin_url, conninfo).rstrip()
+
     try:
         connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
     except psycopg.ProgrammingError as exc:  # libpq could not parse it
-        raise ValueError(f"--admin-url {mask_url(admin_url)} is not a PostgreSQL URL libpq accepts: {exc}") from exc
+        raise ValueError(f"--admin-url {shown} is not a PostgreSQL URL libpq accepts: {said(exc)}") from None
     except psycopg.Error as exc:
-        raise SetupError(f"could not connect to {mask_url(admin_url)}: {exc}") from exc
+        raise SetupError(f"could not connect to {shown}: {said(exc)}") from None
     steps: list[SetupStep] = []
     urls: dict[str, str] = {}
     with connection:
@@ -190,14 +209,13 @@ def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> Databa
         try:
             _refuse_privileged_roles(connection, databases)
         except psycopg.Error as exc:
-            raise SetupError(f"on {mask_url(admin_url)}, reading the existing roles failed: {exc}".rstrip()) from exc
+            raise SetupError(f"on {shown}, reading the existing roles failed: {said(exc)}") from None
         for spec in databases:
             try:
                 steps.append(_ensure_role(connection, spec))
                 steps.append(_ensure_database(connection, spec))
             except psycopg.Error as exc:
-                raise SetupError(f"on {mask_url(admin_url)}, setting up {spec.purpose} ({spec.name!r}) failed: "
-                                 f"{exc}".rstrip()) from exc
+                raise SetupError(f"on {shown}, setting up {spec.purpose} ({spec.name!r}) failed: {said(exc)}") from None
             urls[spec.url_variable] = mask_url(_DRIVER_URL.format(
                 role=spec.name, password=quote(spec.password, safe=""), host=host, database=spec.name))
     return DatabaseSetup(steps=tuple(steps), urls=urls)
@@ -221,20 +239,30 @@ def _host_for_urls(connection: psycopg.Connection[Any]) -> str:
 
 
 def _refuse_privileged_roles(connection: psycopg.Connection[Any], databases: Sequence[DatabaseSpec]) -> None:
-    """:class:`PrivilegedRoleError` if a role to set up exists as an administrator or is ``current_user``."""
+    """:class:`PrivilegedRoleError` if a role to set up exists as an administrator, is a member
+    (directly or not: ``pg_has_role(..., 'MEMBER')``, the right to ``SET ROLE``) of one or of a
+    predefined role that reaches the server's files or every table, or is ``current_user``."""
+    # Every role each existing role to set up is a member of, itself included.
     rows = connection.execute(
-        "SELECT rolname, rolsuper, rolcreaterole, rolreplication, rolbypassrls, rolname = current_user "
-        "FROM pg_roles WHERE rolname = ANY(%s)", [[spec.name for spec in databases]]).fetchall()
-    purposes = {spec.name: spec.purpose for spec in databases}
-    for name, *attributes, is_admin in rows:
+        "SELECT r.rolname, r.rolname = current_user, g.rolname, g.rolsuper, g.rolcreaterole, g.rolcreatedb, "
+        "g.rolreplication, g.rolbypassrls FROM pg_roles r JOIN pg_roles g ON pg_has_role(r.oid, g.oid, 'MEMBER') "
+        "WHERE r.rolname = ANY(%s) ORDER BY r.rolname, g.rolname = r.rolname DESC, g.rolname",
+        [[spec.name for spec in databases]]).fetchall()
+    reasons: dict[str, list[str]] = {}
+    for name, is_admin, group, *attributes in rows:
+        found = reasons.setdefault(name, ["is the administrator's own role (the --admin-url user)"] if is_admin else [])
         held = [privilege for privilege, has in zip(_PRIVILEGES, attributes, strict=True) if has]
-        if held or is_admin:
-            what = ("is the administrator's own role (the --admin-url user)" if is_admin
-                    else f"exists with {', '.join(held)}")
+        if group == name and held:
+            found.append(f"exists with {', '.join(held)}")
+        elif group != name and (held or group in _SERVER_ROLES):
+            found.append(f"is a member of {group!r}" + (f" ({', '.join(held)})" if held else ""))
+    purposes = {spec.name: spec.purpose for spec in databases}
+    for spec in databases:
+        if reasons.get(spec.name):
             raise PrivilegedRoleError(
-                name, f"role {name!r} (for {purposes[name]}) {what}; setup-db sets the password of the role it "
-                      "gives a database to and will not do that to a role that can administer the server; "
-                      "nothing was changed")
+                spec.name, f"role {spec.name!r} (for {purposes[spec.name]}) {'; '.join(reasons[spec.name])}; "
+                           "setup-db sets the password of the role it gives a database to and will not do that "
+                           "to a role that can administer the server; nothing was changed")
 
 
 def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> SetupStep:
@@ -355,8 +383,10 @@ administrator's connection (a superuser, or a role with CREATEROLE and CREATEDB)
 Idempotent: through a superuser a re-run changes nothing and says so, and a changed password
 is set again; a non-superuser administrator cannot read the stored passwords, so it sets them
 again on every run and says so ("password set again"). The server's own names (postgres,
-template0, template1, pg_*) and existing privileged roles (superuser, CREATEROLE, REPLICATION,
-BYPASSRLS, or the administrator itself) are refused before anything changes. Passwords
+template0, template1, pg_*) and existing privileged roles (superuser, CREATEROLE, CREATEDB,
+REPLICATION, BYPASSRLS, a member of such a role or of pg_execute_server_program,
+pg_read_server_files, pg_write_server_files, pg_read_all_data or pg_write_all_data, directly or
+not, or the administrator itself) are refused before anything changes. Passwords
 come from the flags or, better (a command line is visible to every user of the machine), from
 the environment variables MLFLOW_DB_PASSWORD and THERMOSTAT_DB_PASSWORD. The URLs to put in
 the deployment's environment are printed with the passwords masked as ***."""

@@ -16,6 +16,10 @@ Dask is the optional ``distributed`` extra. Importing this module imports neithe
 Prefect; asking for the Dask engine without the extra raises a :class:`RuntimeError` that
 says how to install it.
 
+A cluster whose workers are all gone does not hang a computation: when it has had no worker for
+the engine's timeout (``--dask-timeout``, default :data:`DEFAULT_DASK_TIMEOUT`) while tasks
+wait, the tasks are cancelled and the map raises a :class:`RuntimeError` that says so.
+
 A temporary cluster stays on this machine: its scheduler, nannies and workers listen on
 127.0.0.1 only and no dashboard is served. Dask logs at ``WARNING``: a lost or restarted
 worker is worth a line, routine start-up chatter is not. Its workers are separate
@@ -30,7 +34,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import math
 import re
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
@@ -45,11 +52,13 @@ if TYPE_CHECKING:
     from prefect_dask.task_runners import DaskTaskRunner
 
 __all__ = [
-    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_DASK_TIMEOUT",
     "DEFAULT_DASK_WORKERS",
     "ENGINES",
+    "MAX_DASK_TIMEOUT",
     "MISSING_EXTRA",
     "DaskEngine",
+    "WorkerWatch",
     "dask_task_runner",
     "engine_from_options",
 ]
@@ -60,8 +69,13 @@ ENGINES = ("local", "dask")
 DEFAULT_DASK_WORKERS = 2
 """Workers of the temporary local cluster when ``--dask-workers`` is not given."""
 
-DEFAULT_CONNECT_TIMEOUT = 30.0
-"""Seconds to wait for an existing scheduler to answer, then again for its first worker."""
+DEFAULT_DASK_TIMEOUT = 30.0
+"""Seconds to wait for an existing scheduler to answer, then again for its first worker; and, on
+any cluster, how long tasks may wait while the cluster has no worker at all (a nanny restarting
+a killed worker takes a few seconds) before the computation is stopped."""
+
+MAX_DASK_TIMEOUT = 86_400.0
+"""The longest wait ``--dask-timeout`` accepts: a day."""
 
 MISSING_EXTRA = "the Dask engine needs the 'distributed' extra: pip install 'thermostat[distributed]'"
 """The message when Dask or prefect-dask is not installed."""
@@ -177,14 +191,16 @@ class DaskEngine:
     n_workers
         Worker processes of the temporary local cluster; unused with ``address`` (the
         scheduler's own workers run the map).
-    connect_timeout
-        With ``address``: seconds to wait for the scheduler to answer, then again for it to
-        have at least one worker.
+    timeout
+        Seconds, in (0, :data:`MAX_DASK_TIMEOUT`]. With ``address``: how long to wait for the
+        scheduler to answer, then again for it to have at least one worker. On any cluster: how
+        long :meth:`map`'s tasks may wait while the cluster has no worker at all before they are
+        cancelled and :meth:`map` raises.
 
     Raises
     ------
     ValueError
-        ``n_workers`` below 1 or ``connect_timeout`` not positive.
+        ``n_workers`` below 1, or ``timeout`` not a number of seconds in (0, :data:`MAX_DASK_TIMEOUT`].
     RuntimeError
         Dask is not installed (:data:`MISSING_EXTRA`).
 
@@ -193,7 +209,10 @@ class DaskEngine:
     A worker that dies during :meth:`map` loses its tasks; the scheduler runs them again on
     the other workers, and a local cluster's nanny starts a replacement worker. A task that
     has been on three workers that died is given up with ``distributed.KilledWorker`` (Dask's
-    ``distributed.scheduler.allowed-failures``).
+    ``distributed.scheduler.allowed-failures``). When the cluster has no worker left at all (the
+    workers of an existing cluster killed, and nothing to restart them), the tasks would wait
+    for one forever: after ``timeout`` seconds without a worker they are cancelled and
+    :meth:`map` raises a :class:`RuntimeError` naming the cluster and the wait.
 
     Examples
     --------
@@ -207,16 +226,15 @@ class DaskEngine:
         address: str | None = None,
         n_workers: int = DEFAULT_DASK_WORKERS,
         *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        timeout: float = DEFAULT_DASK_TIMEOUT,
     ) -> None:
         if n_workers < 1:
             raise ValueError(f"n_workers must be at least 1, not {n_workers}")
-        if not connect_timeout > 0:
-            raise ValueError(f"connect_timeout must be a positive number of seconds, not {connect_timeout}")
+        _check_timeout(timeout, "timeout")
         _load_extra("distributed")
         self._requested_address = address
         self._requested_workers = n_workers
-        self._connect_timeout = connect_timeout
+        self._timeout = float(timeout)
         self._connection: _Connection | None = None
         self._resources = ExitStack()
 
@@ -254,7 +272,7 @@ class DaskEngine:
     def _connect(self, resources: ExitStack, address: str) -> _Connection:
         from distributed import Client
 
-        timeout = self._connect_timeout
+        timeout = self._timeout
         _check_scheduler(address, timeout)
         client = Client(address, timeout=timeout, set_as_default=False)  # type: ignore[no-untyped-call]
         resources.enter_context(client)
@@ -300,7 +318,8 @@ class DaskEngine:
         finishes and its future released at once, so a worker holds the results of the tasks
         still being fetched, not of every task it ran (which would grow with the data). If
         ``fn`` raises, the same exception (type and message) is raised here and the items
-        still running or waiting are cancelled.
+        still running or waiting are cancelled. If the cluster has no worker for the engine's
+        ``timeout`` while items wait, they are cancelled and a :class:`RuntimeError` says so.
 
         Parameters
         ----------
@@ -313,6 +332,11 @@ class DaskEngine:
         -------
         list
             ``fn(item)`` for each item, in order.
+
+        Raises
+        ------
+        RuntimeError
+            The cluster had no worker for ``timeout`` seconds while items waited.
         """
         from distributed import as_completed
 
@@ -321,15 +345,86 @@ class DaskEngine:
         position = {future.key: index for index, future in enumerate(futures)}
         results: list[Any] = [None] * len(futures)
         try:
-            for future, result in as_completed(futures, loop=client.loop, with_results=True):  # type: ignore[no-untyped-call]
-                results[position[future.key]] = result
-                future.release()
+            with WorkerWatch(futures, self._timeout) as watch:
+                for future, result in as_completed(futures, loop=client.loop, with_results=True):  # type: ignore[no-untyped-call]
+                    watch.raise_if_stopped(future)
+                    results[position[future.key]] = result
+                    future.release()
         except BaseException:
             client.cancel(futures)  # type: ignore[no-untyped-call]
             raise
         finally:
             del futures
         return results
+
+
+class WorkerWatch:
+    """A context manager that stops ``futures`` (``distributed.Future``) when their cluster has had
+    no worker for ``timeout`` seconds, instead of letting them wait for one forever.
+
+    While the block runs, a thread asks the scheduler for its workers about once a second (more
+    often for a short ``timeout``); once the cluster has had none for ``timeout`` seconds, it
+    records why (:attr:`reason`) and cancels the futures. The block, waiting on them, sees them
+    cancelled: :meth:`raise_if_stopped` turns that into a :class:`RuntimeError` naming the
+    cluster (its scheduler's address), the wait and what to do.
+
+    Parameters
+    ----------
+    futures
+        The tasks to watch, all of one client.
+    timeout
+        Seconds without any worker before the tasks are cancelled.
+    """
+
+    def __init__(self, futures: Sequence[Any], timeout: float) -> None:
+        self._futures = list(futures)
+        self._timeout = timeout
+        self._where = str(self._futures[0].client.scheduler.address) if self._futures else "(no task)"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="thermostat-dask-worker-watch", daemon=True)
+        self.reason: str | None = None
+
+    def __enter__(self) -> WorkerWatch:
+        if self._futures:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def raise_if_stopped(self, future: Any) -> None:
+        """Raise the watch's :class:`RuntimeError` if ``future`` was cancelled by it."""
+        if future.cancelled():
+            raise RuntimeError(self.reason or f"a task on the Dask cluster at {self._where} was cancelled")
+
+    def _workers(self, client: Any) -> int:
+        try:
+            return len(client.nthreads())
+        except Exception:  # noqa: BLE001 - a scheduler that cannot say has no worker to offer either
+            return 0
+
+    def _watch(self) -> None:
+        client = self._futures[0].client
+        interval = min(1.0, self._timeout / 4)
+        without_since: float | None = None
+        while not self._done.wait(interval):
+            if self._workers(client):
+                without_since = None
+                continue
+            now = time.monotonic()
+            without_since = now if without_since is None else without_since
+            if now - without_since >= self._timeout:
+                waiting = sum(not future.done() for future in self._futures)
+                self.reason = (
+                    f"the Dask cluster at {self._where} has had no worker for {self._timeout:g} s with {waiting} of "
+                    f"{len(self._futures)} tasks not done; the computation was stopped. Start workers "
+                    f"(`dask worker {self._where}`), or wait longer for them (--dask-timeout; THERMOSTAT_DASK_TIMEOUT "
+                    "for the flows)"
+                )
+                client.cancel(self._futures)
+                return
 
 
 def _check_address(address: str) -> str:
@@ -342,6 +437,16 @@ def _check_address(address: str) -> str:
     return address
 
 
+def _check_timeout(timeout: float, name: str) -> float:
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if not (number and math.isfinite(timeout) and 0 < timeout <= MAX_DASK_TIMEOUT):
+        raise ValueError(
+            f"{name}: {f'{timeout:g}' if number else repr(timeout)} is not a number of seconds in "
+            f"(0, {MAX_DASK_TIMEOUT:g}]; give a finite wait (default {DEFAULT_DASK_TIMEOUT:g})"
+        )
+    return float(timeout)
+
+
 def _check_workers(n_workers: int) -> int:
     if n_workers < 1:
         raise ValueError(f"--dask-workers: {n_workers} workers; give at least 1")
@@ -349,7 +454,7 @@ def _check_workers(n_workers: int) -> int:
 
 
 def engine_from_options(
-    engine: str, address: str | None, n_workers: int | None, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    engine: str, address: str | None, n_workers: int | None, *, timeout: float = DEFAULT_DASK_TIMEOUT
 ) -> AbstractContextManager[Engine]:
     """The engine chosen on the command line, as a context manager that starts and stops it.
 
@@ -366,8 +471,10 @@ def engine_from_options(
     n_workers
         ``--dask-workers``: workers of that temporary cluster (default
         :data:`DEFAULT_DASK_WORKERS`); ``None`` when not given. Dask without an address only.
-    connect_timeout
-        ``--dask-timeout``: seconds to wait for the scheduler at ``address`` and its first worker.
+    timeout
+        ``--dask-timeout``: seconds to wait for the scheduler at ``address`` and its first worker,
+        and for a worker whenever the cluster has none while tasks wait (Dask only; checked
+        whatever the engine).
 
     Returns
     -------
@@ -378,8 +485,9 @@ def engine_from_options(
     Raises
     ------
     ValueError
-        An unknown engine, a malformed address, fewer than one worker, or an option that does
-        not apply to the chosen engine; the message names the option.
+        An unknown engine, a malformed address, fewer than one worker, a timeout that is not a
+        number of seconds in (0, :data:`MAX_DASK_TIMEOUT`], or an option that does not apply to
+        the chosen engine; the message names the option.
     RuntimeError
         ``"dask"`` without the ``distributed`` extra installed.
 
@@ -395,6 +503,7 @@ def engine_from_options(
     """
     if engine not in ENGINES:
         raise ValueError(f"--engine: unknown engine {engine!r}; choose {' or '.join(ENGINES)}")
+    _check_timeout(timeout, "--dask-timeout")
     if engine == "local":
         if address is not None or n_workers is not None:
             raise ValueError("--dask-address and --dask-workers apply to --engine dask only")
@@ -405,8 +514,9 @@ def engine_from_options(
                 "--dask-workers sizes the temporary cluster; with --dask-address the scheduler's own workers "
                 "run the map: give one or the other"
             )
-        return DaskEngine(_check_address(address), connect_timeout=connect_timeout)
-    return DaskEngine(n_workers=DEFAULT_DASK_WORKERS if n_workers is None else _check_workers(n_workers))
+        return DaskEngine(_check_address(address), timeout=timeout)
+    return DaskEngine(n_workers=DEFAULT_DASK_WORKERS if n_workers is None else _check_workers(n_workers),
+                      timeout=timeout)
 
 
 def dask_task_runner(address: str | None, n_workers: int) -> DaskTaskRunner:

@@ -9,17 +9,36 @@ belong to MLflow's migrations).
 
 A lease cannot outlive its holder:
 
-* a heartbeat thread renews it every ``lease_seconds / 3``; when the holder dies, renewal
-  stops and the lease **expires** after ``lease_seconds`` (default 30 s), after which the next
-  run takes it over;
+* a heartbeat thread renews it every quarter of ``lease_seconds`` (default 30 s); when the
+  holder dies or stops, renewal stops and the lease **expires** after ``lease_seconds``, after
+  which the next run takes it over;
 * the row names the holder's machine (host name, boot id and PID namespace) and process (PID
   and its start time): a run on the **same machine** takes over at once when that process no
-  longer exists (``kill -9``, ``os._exit``, a power cut of the container).
+  longer exists or is a zombie (``kill -9``, ``os._exit``, a power cut of the container).
 
 Every take-over is a compare-and-set on the holder token (``UPDATE ... WHERE holder = :seen``,
 judged by its row count), so two waiting runs never both win: on SQLite the UPDATE holds the
 write lock, on PostgreSQL (READ COMMITTED) the second UPDATE re-reads the row and no longer
 matches. Lease times use the workers' clocks: keep them within a few seconds of each other.
+
+**A lock is a fence, not a flag.** MLflow cannot check a token, so the fence is a check made
+immediately before each write (:meth:`ModelLease.check`, which :class:`flows.registry.MlflowRegistry`
+calls before every attempt of every write once it is ``fenced`` by the lease). It passes only
+while both hold:
+
+* the holder's own clocks (monotonic and wall) say that less than two thirds of the lease have
+  passed since its last successful renewal — a successor can take over only once the whole
+  lease has passed, so a third of it is left as a margin for clock skew and for the write to
+  land; a holder that was paused (a GC pause, a frozen VM, SIGSTOP) or cut off from the lock
+  database fails the check from then on, whether or not it can reach the database;
+* the lock row still names this holder (read just before; when the database cannot be read,
+  the clock alone decides).
+
+A holder that failed a check, or whose renewal found another holder, has **lost** the lease for
+good: it renews it no more and every later check fails (:class:`LockLostError`), so it writes
+nothing more — rollbacks included. What it left is then what a crash would have left, and the
+next holder's recovery finishes or removes it. The window that remains: a write checked just
+before a pause (or a slow network) that lands more than a third of the lease later.
 
 Inspect or clear a model's lock::
 
@@ -51,11 +70,14 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from flows.settings import ThermostatSettings
+from monitoring import mask_url
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
+    "WRITE_BUDGET",
     "LockHolder",
     "LockLostError",
+    "MissingLockStoreError",
     "ModelLease",
     "clear_lock",
     "main",
@@ -65,7 +87,13 @@ __all__ = [
 ]
 
 DEFAULT_LEASE_SECONDS = 30.0
+WRITE_BUDGET = 2.0 / 3.0
+"""The share of the lease a holder may write in after its last successful renewal: the rest is
+the margin a write has to land (and clocks have to disagree) before a successor may take over."""
+_RENEWALS_PER_LEASE = 4  # renewed every quarter of the lease: two chances within the write budget
+_RETRY_FRACTION = 1.0 / 20.0  # a failed renewal is retried after a twentieth of the lease
 _POLL_SECONDS = 0.5
+_CONNECT_TIMEOUT_SECONDS = 10  # a lock database that does not answer must not hang a renewal for minutes
 _logger = logging.getLogger("thermostat")
 
 _metadata = sa.MetaData()
@@ -88,7 +116,12 @@ def model_lock_name(model_name: str) -> str:
 
 
 class LockLostError(RuntimeError):
-    """The lease was taken over while its holder still ran (it could not be renewed in time)."""
+    """The lease is no longer certainly this run's (taken over, cleared, or not renewed within its
+    write budget): nothing more is written under it."""
+
+
+class MissingLockStoreError(LookupError):
+    """The lock database, or its table, does not exist (showing or clearing a lock creates nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +175,14 @@ def _machine() -> str:
 
 
 def _process_started(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux); '' when unknown or gone."""
+    """The process's start time in clock ticks since boot (Linux); '' when unknown, gone, or dead
+    but not yet reaped by its parent (a zombie runs nothing and writes nothing)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat.rsplit(")", 1)[1].split()  # the command name, in parentheses, may hold spaces
+    return "" if fields[0] in ("Z", "X") else fields[19]
 
 
 def _alive(machine: str, pid: int, process_started: str) -> bool | None:
@@ -173,17 +208,33 @@ _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
 
+def _create_engine(url: str) -> Engine:
+    """A connection per use (NullPool): a renewal never reuses a connection that went bad."""
+    parsed = sa.engine.make_url(url)
+    connect_args: dict[str, object] = {}
+    if parsed.get_backend_name() == "sqlite":
+        connect_args["timeout"] = 30  # wait for SQLite's write lock, never fail at once
+    elif parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = _CONNECT_TIMEOUT_SECONDS
+    return sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=connect_args)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
 def _engine(url: str) -> Engine:
+    """The engine of a lock database, created with its table when missing (taking a lock)."""
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
-            kwargs: dict[str, object] = {"poolclass": sa.pool.NullPool}
-            parsed = sa.engine.make_url(url)
-            if parsed.get_backend_name() == "sqlite":
-                kwargs["connect_args"] = {"timeout": 30}  # wait for SQLite's write lock, never fail at once
-                if parsed.database not in (None, "", ":memory:"):
-                    Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            engine = sa.create_engine(url, **kwargs)
+            file = _sqlite_file(url)
+            if file is not None:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            engine = _create_engine(url)
             try:
                 _metadata.create_all(engine, checkfirst=True)
             except sa.exc.DatabaseError:  # another process created the table between the check and CREATE
@@ -203,6 +254,30 @@ def _row_holder(row: sa.Row[tuple[object, ...]] | None, now: float) -> LockHolde
         expired=float(mapping["expires_at"]) < now,
         alive=_alive(str(mapping["machine"]), int(mapping["pid"]), str(mapping["process_started"])),
     )
+
+
+def _existing_store(url: str) -> Engine:
+    """An engine on the lock table at ``url`` that creates nothing (showing or clearing a lock).
+
+    Raises
+    ------
+    MissingLockStoreError
+        Naming the URL, when the SQLite file or the lock table does not exist.
+    """
+    file = _sqlite_file(url)
+    if file is not None and not file.is_file():
+        raise MissingLockStoreError(
+            f"no lock database at {mask_url(url)}: the file does not exist, so no registration has run with these "
+            "settings; check THERMOSTAT_PREDICTION_LOG_URL (or THERMOSTAT_STATE_DIR), which must be the workers'"
+        )
+    engine = _create_engine(url)
+    if not sa.inspect(engine).has_table(_locks.name):
+        engine.dispose()
+        raise MissingLockStoreError(
+            f"no lock table {_locks.name} in {mask_url(url)}: no registration has taken a lock in this database; "
+            "check THERMOSTAT_PREDICTION_LOG_URL, which must be the workers'"
+        )
+    return engine
 
 
 def _read(engine: Engine, name: str) -> LockHolder | None:
@@ -241,42 +316,128 @@ def _try_acquire(engine: Engine, name: str, token: str, description: str, lease_
     return (taken == 1), seen
 
 
-class ModelLease:
-    """A held lock; renewed by a daemon thread until :meth:`release`."""
+@dataclass(frozen=True, slots=True)
+class _Renewal:
+    """When the lease was last written, by this holder's clocks: taken just *before* the write,
+    so that the lease end the database holds (``wall + lease_seconds``) is never earlier."""
 
-    def __init__(self, engine: Engine, name: str, token: str, lease_seconds: float) -> None:
+    monotonic: float
+    wall: float
+
+    @classmethod
+    def now(cls) -> _Renewal:
+        return cls(monotonic=time.monotonic(), wall=_now())
+
+    def elapsed(self) -> float:
+        """Seconds since, by the monotonic clock or the wall clock, whichever says more (the
+        monotonic clock may stand still while a machine is suspended; the wall clock may jump)."""
+        return max(time.monotonic() - self.monotonic, _now() - self.wall)
+
+
+class ModelLease:
+    """A held lock and the fence of every write made under it.
+
+    A daemon thread renews the lease every quarter of ``lease_seconds`` until :meth:`release`.
+    :meth:`check`, called immediately before each write, passes only while this run is certainly
+    the holder (see the module docstring); once it has failed, it fails for good.
+    """
+
+    def __init__(self, engine: Engine, name: str, token: str, lease_seconds: float, renewed: _Renewal) -> None:
         self._engine, self.name, self.token, self.lease_seconds = engine, name, token, lease_seconds
+        self._state = threading.Lock()  # guards _renewed and _lost, shared with the heartbeat thread
+        self._renewed = renewed
+        self._lost: str | None = None  # why the lease was lost; never reset
         self._stop = threading.Event()
-        self._lost = threading.Event()
         self._thread = threading.Thread(target=self._renew_until_released, name=f"lease-{name}", daemon=True)
         self._thread.start()
 
+    # A lease is a handle on a held lock, never copied: Prefect's transaction deep-copies the
+    # values it stores, and the rollback hooks must check this very lease.
+    def __copy__(self) -> ModelLease:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> ModelLease:
+        return self
+
+    @property
+    def write_budget(self) -> float:
+        """Seconds after its last renewal during which this holder may still write."""
+        return self.lease_seconds * WRITE_BUDGET
+
+    def _lose(self, reason: str) -> None:
+        with self._state:
+            first = self._lost is None
+            if first:
+                self._lost = reason
+        self._stop.set()  # renew no more
+        if first and reason != "released":
+            _logger.error("%s: lease lost (%s): nothing more is written under it", self.name, reason)
+
+    def _raise_if_lost(self) -> None:
+        with self._state:
+            lost, elapsed = self._lost, self._renewed.elapsed()
+        if lost is None and elapsed >= self.write_budget:
+            self._lose(f"not renewed for {elapsed:.1f} s, past its write budget of {self.write_budget:.1f} s (paused, "
+                       f"or cut off from the lock database; another run may take the lock over "
+                       f"{self.lease_seconds:.0f} s after the last renewal)")
+        with self._state:
+            lost = self._lost
+        if lost is not None:
+            raise LockLostError(f"{self.name}: the lease is lost: {lost}; nothing more is written under it (the "
+                                "next run of the model finishes or removes what this run left)")
+
     def _renew_until_released(self) -> None:
-        while not self._stop.wait(self.lease_seconds / 3):
+        wait = self.lease_seconds / _RENEWALS_PER_LEASE
+        while not self._stop.wait(wait):
+            try:
+                self._raise_if_lost()  # lost, or past the write budget: renew no more
+            except LockLostError:
+                return
+            attempt = _Renewal.now()
             try:
                 with self._engine.begin() as connection:
                     renewed = connection.execute(
                         sa.update(_locks).where(_locks.c.name == self.name, _locks.c.holder == self.token)
-                        .values(expires_at=_now() + self.lease_seconds)
+                        .values(expires_at=attempt.wall + self.lease_seconds)
                     ).rowcount
-            except Exception as error:  # a blip: the next beat tries again, well before the lease ends
-                _logger.warning("could not renew the lease of %s (%s: %s); retrying", self.name,
-                                type(error).__name__, error)
+            except Exception as error:  # a blip: retried soon; the write budget runs on meanwhile
+                wait = self.lease_seconds * _RETRY_FRACTION
+                _logger.warning("could not renew the lease of %s (%s: %s); retrying in %.1f s (writes under it stop "
+                                "%.1f s after its last renewal)", self.name, type(error).__name__, error, wait,
+                                self.write_budget)
                 continue
             if renewed != 1:
-                self._lost.set()
-                _logger.error("the lease of %s was taken over by another run", self.name)
+                self._lose("its renewal found the row no longer its own (taken over by another run, or cleared "
+                           "by hand)")
                 return
+            with self._state:
+                if self._lost is None:
+                    self._renewed = attempt
+            wait = self.lease_seconds / _RENEWALS_PER_LEASE
 
     def check(self) -> None:
-        """Raise :class:`LockLostError` if another run took the lock over."""
-        if self._lost.is_set():
-            raise LockLostError(f"{self.name}: the lease was taken over by another run (it could not be renewed "
-                                f"within {self.lease_seconds:.0f} s); nothing more is written under it")
+        """Raise :class:`LockLostError` unless this run certainly still holds the lock; call it
+        immediately before each write made under the lock (the fence of
+        :meth:`flows.registry.MlflowRegistry.fenced`)."""
+        self._raise_if_lost()
+        try:
+            with self._engine.connect() as connection:
+                row = connection.execute(
+                    sa.select(_locks.c.holder, _locks.c.description).where(_locks.c.name == self.name)
+                ).first()
+        except Exception as error:  # the database unreachable: the write budget alone decides (below)
+            _logger.debug("could not read the lock row of %s (%s: %s)", self.name, type(error).__name__, error)
+        else:
+            if row is None:
+                self._lose("its row is gone (cleared by hand, or taken over and released)")
+            elif row.holder != self.token:
+                self._lose(f"taken over by {row.description}")
+        self._raise_if_lost()  # the clock again, right before the write
 
     def release(self) -> None:
         self._stop.set()
         self._thread.join()
+        self._lose("released")
         try:
             with self._engine.begin() as connection:
                 connection.execute(sa.delete(_locks).where(_locks.c.name == self.name, _locks.c.holder == self.token))
@@ -308,6 +469,7 @@ def model_lock(
     who = description or f"{Path(sys.argv[0]).name or 'python'} pid {os.getpid()}"
     deadline = time.monotonic() + timeout_seconds
     while True:
+        attempt = _Renewal.now()
         acquired, seen = _try_acquire(engine, name, token, who, lease_seconds)
         if acquired:
             if seen is not None:
@@ -321,7 +483,7 @@ def model_lock(
                 f"if that holder is dead, its lease expires by itself, or run `thermostat lock clear {model_name}`"
             )
         time.sleep(_POLL_SECONDS)
-    lease = ModelLease(engine, name, token, lease_seconds)
+    lease = ModelLease(engine, name, token, lease_seconds, attempt)
     try:
         yield lease
     finally:
@@ -329,30 +491,49 @@ def model_lock(
 
 
 def show_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | None:
-    """Who holds ``model_name``'s lock now (None: free)."""
-    return _read(_engine(settings.resolved_prediction_log_url()), model_lock_name(model_name))
+    """Who holds ``model_name``'s lock now (None: free). Creates nothing.
+
+    Raises
+    ------
+    MissingLockStoreError
+        When the lock database or its table does not exist (naming the URL).
+    """
+    engine = _existing_store(settings.resolved_prediction_log_url())
+    try:
+        return _read(engine, model_lock_name(model_name))
+    finally:
+        engine.dispose()
 
 
 def clear_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | None:
     """Remove ``model_name``'s lock whoever holds it; returns the holder removed (None: it was free).
 
-    Only for a holder known to be dead: a live holder notices at its next renewal and stops
-    (:class:`LockLostError`), but a write it was making may already be under way.
+    Only for a holder known to be dead: a live holder's next check fails (:class:`LockLostError`)
+    and it writes nothing more, but a write it had already checked may still land.
+
+    Raises
+    ------
+    MissingLockStoreError
+        When the lock database or its table does not exist (naming the URL); nothing is created.
     """
-    engine = _engine(settings.resolved_prediction_log_url())
+    engine = _existing_store(settings.resolved_prediction_log_url())
     name = model_lock_name(model_name)
-    seen = _read(engine, name)
-    if seen is not None:
-        with engine.begin() as connection:
-            connection.execute(sa.delete(_locks).where(_locks.c.name == name, _locks.c.holder == seen.holder))
-    return seen
+    try:
+        seen = _read(engine, name)
+        if seen is not None:
+            with engine.begin() as connection:
+                connection.execute(sa.delete(_locks).where(_locks.c.name == name, _locks.c.holder == seen.holder))
+        return seen
+    finally:
+        engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.locks") -> int:
     """``python -m flows.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
 
     Reads the ``THERMOSTAT_*`` settings from the environment, like the worker. Returns 0; 2 on
-    bad arguments or settings; 3 when the database cannot be read (the message on stderr).
+    bad arguments or settings, or when they name no lock database (nothing is created); 3 when
+    the database cannot be read (the message on stderr).
     """
     import json
 
@@ -368,12 +549,17 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.lock
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
         settings = ThermostatSettings()
+        url = settings.resolved_prediction_log_url()
+    except ValueError as error:  # pydantic's ValidationError is one
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    try:
         holder = (show_lock if args.action == "show" else clear_lock)(args.model_name, settings)
-    except ValueError as error:  # the settings (pydantic's ValidationError is one) or the name
+    except (ValueError, MissingLockStoreError) as error:  # the URL or the name; no such store
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     except (sa.exc.SQLAlchemyError, OSError) as error:
-        print(f"{prog}: error: the lock table could not be read: {error}", file=sys.stderr)
+        print(f"{prog}: error: the lock table at {mask_url(url)} could not be read: {error}", file=sys.stderr)
         return 3
     if args.json:
         print(json.dumps({"action": args.action, "model_name": args.model_name,

@@ -222,6 +222,7 @@ def post_finetune(
                     lease_seconds=settings.lock_lease_seconds,
                     description=f"post-finetune of {checkpoint_uri}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-") as tmp:
+        registry = registry.fenced(lease)  # every write under the lock checks the lease right before it
         repairs = recover_interrupted(registry, model_name)
         workdir = Path(tmp)
         files = fetch_checkpoint(checkpoint_uri, workdir, registry)
@@ -238,4 +239,4 @@ def post_finetune(
         calibrated = calibrate(accepted, settings, references)
         gated = gate(calibrated, settings)
         return register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                        lease=lease, repairs=repairs)
+                        repairs=repairs)

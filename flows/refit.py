@@ -52,7 +52,7 @@ from calibration import json_safe
 from flows.checkpoint import CheckpointFiles
 from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
 from flows.holdout import read_ids
-from flows.locks import ModelLease, model_lock
+from flows.locks import model_lock
 from flows.registration import Registration, recover_interrupted, register
 from flows.registry import MlflowRegistry, validate_model_name
 from flows.run_records import DriftCause, RefitLink, RefitRecord, current_flow_run_id, model_slug
@@ -476,7 +476,7 @@ def refit(
                     description=f"refit of {model_name} @{alias}") as lease, \
             tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
         outcome = _refit_under_lock(
-            registry, settings, lease, Path(tmp), source, model_name=model_name, model_version=model_version,
+            registry.fenced(lease), settings, Path(tmp), source, model_name=model_name, model_version=model_version,
             alias=alias, start=start, end=end, training_ids=training_ids, cause=cause,
         )
     if cause.run_id is not None:
@@ -492,11 +492,12 @@ def refit(
 
 
 def _refit_under_lock(
-    registry: MlflowRegistry, settings: ThermostatSettings, lease: ModelLease, tmp: Path, source: LabelledSource, *,
+    registry: MlflowRegistry, settings: ThermostatSettings, tmp: Path, source: LabelledSource, *,
     model_name: str, model_version: str | None, alias: str, start: datetime, end: datetime,
     training_ids: NDArray[np.str_] | None, cause: DriftCause,
 ) -> RefitOutcome:
-    """The refit's steps, under the model's lock (see the module docstring)."""
+    """The refit's steps, under the model's lock (see the module docstring); ``registry`` is fenced by its
+    lease, so a refit that lost the lease writes nothing more (its failure record neither)."""
     repairs = recover_interrupted(registry, model_name)
     parent, holder = resolve_parent(registry, model_name, model_version, alias)
     if holder != parent.version:
@@ -537,7 +538,7 @@ def _refit_under_lock(
                        escalate=verification.escalate, start=start, end=end, cause=cause, verification=verification,
                        repairs=repairs)
     registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                            verification=verification, lease=lease, repairs=repairs)
+                            verification=verification, repairs=repairs)
     status: Status = "registered" if registration.created else "already_registered"
     reason = (
         f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "

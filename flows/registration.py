@@ -16,6 +16,13 @@ When a step finally fails, the rollback hooks put the alias back, delete the ver
 the run FAILED. A transient error is retried in place by the MLflow adapter, inside the step
 (Prefect runs the rollback hooks *before* a task's own retries, so task retries would roll back
 first and then retry on a deleted version).
+
+Every write — the steps', the undo of a failed step's own part and the rollback hooks' — goes
+through the adapter fenced by the model's lease (:meth:`flows.registry.MlflowRegistry.fenced`):
+a run that lost the lease (paused or cut off past its write budget, or taken over) writes
+nothing more, not even its rollback, which would undo the work of the run that holds the model
+now. It is left as a crash leaves it, and that run's :func:`recover_interrupted` finishes or
+removes it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from prefect.logging import get_logger
 from prefect.transactions import Transaction, get_transaction, transaction
 
 from flows.checkpoint import CheckpointFiles, digest_directory
-from flows.locks import ModelLease
+from flows.locks import LockLostError
 from flows.registry import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
 from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause
 from flows.reports import (
@@ -121,9 +128,11 @@ def _pending_verdict(registry: MlflowRegistry, version: ModelVersion, aliases: l
 def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str, ...]:
     """Finish or remove what interrupted registrations of ``model_name`` left; say what was done.
 
-    Called under the model's lock, so no registration of the model is live: every ``pending``
-    version and every registration run still RUNNING was left by a run that died (a crash, a
-    killed worker, an MLflow server that went away after committing). For each pending version:
+    Called under the model's lock, with ``registry`` fenced by its lease, so no other registration
+    of the model can write: every ``pending`` version and every registration run still RUNNING
+    was left by a run that died (a crash, a killed worker, an MLflow server that went away after
+    committing) or lost its lease (paused or cut off past its write budget: it writes nothing
+    more, not even its rollback). For each pending version:
 
     * an alias points at it → **completed**: its run is closed FINISHED and it is marked
       complete (the alias move was the last step before those two; the version's tags and
@@ -175,6 +184,15 @@ ALIAS_TAG = "thermostat.alias"
 PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
 
+def _undo_unless_lost(undo: Callable[[], object], what: str) -> None:
+    """Run a rollback's ``undo``; with the lease lost it writes nothing (the fenced adapter refuses)
+    and this says so, since the run that holds the model now owns what this run left."""
+    try:
+        undo()
+    except LockLostError as error:
+        get_logger("thermostat").warning("%s not rolled back: %s", what, error)
+
+
 @contextmanager
 def _undone_on_failure(undo: Callable[[], object], what: str) -> Iterator[None]:
     """Undo a step's own partial work when the step fails, then re-raise.
@@ -189,7 +207,7 @@ def _undone_on_failure(undo: Callable[[], object], what: str) -> Iterator[None]:
         yield
     except BaseException:
         try:
-            undo()
+            _undo_unless_lost(undo, what)
         except Exception:  # noqa: BLE001 - the original error is the one to raise
             get_logger("thermostat").warning("could not undo %s; the next run of the model finishes it", what,
                                              exc_info=True)
@@ -209,8 +227,9 @@ def _give_alias_back(registry: MlflowRegistry, name: str, tags: Mapping[str, str
 
 
 def _hook_registry(txn: Transaction) -> MlflowRegistry:
+    """The adapter of a rollback hook, fenced like the step's (the same lease)."""
     tracking_uri, registry_uri = txn.get("tracking_uri"), txn.get("registry_uri")
-    return MlflowRegistry(tracking_uri, registry_uri=registry_uri)
+    return MlflowRegistry(tracking_uri, registry_uri=registry_uri, fence=txn.get("fence"))
 
 
 def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
@@ -219,6 +238,7 @@ def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
         return
     txn.set("tracking_uri", registry.tracking_uri)
     txn.set("registry_uri", registry.registry_uri)
+    txn.set("fence", registry.fence)  # the lease itself: it is never copied (ModelLease.__deepcopy__)
     txn.set("context", context)
     for key, value in values.items():
         txn.set(key, value)
@@ -252,8 +272,12 @@ def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, 
 
 @open_run.on_rollback
 def _fail_run(txn: Transaction) -> None:
-    _hook_registry(txn).end_run(txn.get("run_id"), failed=True)
-    get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", txn.get("context"), txn.get("run_id"))
+    def undo() -> None:
+        _hook_registry(txn).end_run(txn.get("run_id"), failed=True)
+        get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", txn.get("context"),
+                                         txn.get("run_id"))
+
+    _undo_unless_lost(undo, f"{txn.get('context')} MLflow run {txn.get('run_id')}")
 
 
 @step_task(name="record-evidence")
@@ -322,7 +346,9 @@ def _delete_pending(registry: MlflowRegistry, name: str, key: str, context: str,
 
 @create_version.on_rollback
 def _delete_version(txn: Transaction) -> None:
-    _delete_pending(_hook_registry(txn), txn.get("model_name"), txn.get("key"), txn.get("context"), txn.get("version"))
+    _undo_unless_lost(lambda: _delete_pending(_hook_registry(txn), txn.get("model_name"), txn.get("key"),
+                                              txn.get("context"), txn.get("version")),
+                      f"{txn.get('context')} {txn.get('model_name')} version {txn.get('version')}")
 
 
 @step_task(name="move-alias")
@@ -348,8 +374,9 @@ def _put_alias_back(registry: MlflowRegistry, name: str, alias: str, previous: s
 
 @move_alias.on_rollback
 def _restore_alias(txn: Transaction) -> None:
-    _put_alias_back(_hook_registry(txn), txn.get("model_name"), txn.get("alias"), txn.get("previous_version"),
-                    txn.get("context"))
+    _undo_unless_lost(lambda: _put_alias_back(_hook_registry(txn), txn.get("model_name"), txn.get("alias"),
+                                              txn.get("previous_version"), txn.get("context")),
+                      f"{txn.get('context')} {txn.get('model_name')}@{txn.get('alias')}")
 
 
 @step_task(name="close-run")
@@ -366,16 +393,16 @@ def mark_complete(registry: MlflowRegistry, model_name: str, version: str, conte
 
 def register(
     gated: GatedCheckpoint, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
-    settings: ThermostatSettings, verification: RefitVerification | None = None, lease: ModelLease | None = None,
-    repairs: tuple[str, ...] = (),
+    settings: ThermostatSettings, verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
 ) -> Registration:
     """Step 4: register ``gated`` as a new version and move ``alias`` — all or nothing.
 
     Only a :class:`GatedCheckpoint` is accepted, and its digest chain is re-verified against
     the checkpoint files being packaged. A repeat (same idempotency key) registers nothing.
     A refit passes its ``verification``: its version's record then carries the refit's provenance.
-    Call it under the model's lock (``lease``, checked before every write) after
-    :func:`recover_interrupted`, whose ``repairs`` the result reports.
+    Call it under the model's lock, with ``registry`` fenced by its lease (``registry.fenced(lease)``:
+    checked right before every write, rollbacks included), after :func:`recover_interrupted`,
+    whose ``repairs`` the result reports.
     """
     if not isinstance(gated, GatedCheckpoint):
         raise TypeError(
@@ -397,23 +424,14 @@ def register(
         return _registration(gated, model_name, existing, alias, created=False, alias_moved=False,
                              run_id=version.run_id, tags=dict(version.tags),
                              outcome="completed" if completed_now else "already_registered", repairs=repairs)
-    def still_held() -> None:  # before every write: a lease taken over means another run owns the model now
-        if lease is not None:
-            lease.check()
-
-    still_held()
     with transaction():
         run_id = open_run(registry, gated, model_name, key)
         record = version_record(gated, idempotency_key=key, run_id=run_id, verification=verification)
-        still_held()
         record_evidence(registry, run_id, gated, record)
-        still_held()
         origin = gated.accepted.refit_of
         version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name,
                                     alias, DriftCause() if origin is None else origin.cause)
-        still_held()
         move_alias(registry, model_name, alias, version_id, context)
-        still_held()
         close_run(registry, run_id)
         mark_complete(registry, model_name, version_id, context)
     tags = dict(registry.get_version(model_name, version_id).tags)

@@ -9,6 +9,10 @@ Prefect transaction, whose rollback hooks run *before* a task's own retries. Cre
 a version is not repeated here; MLflow's HTTP layer may still repeat those POSTs, which the
 registration reconciles (see :mod:`flows.registration`).
 
+Under a model's lock the adapter is **fenced** (:meth:`MlflowRegistry.fenced`): the lease is
+checked immediately before every attempt of every write (a retry too), so a run that lost the
+lease writes nothing more (:mod:`flows.locks`). Reads are not fenced.
+
 Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
 value put into a search filter is quoted by :func:`filter_literal`.
 """
@@ -26,7 +30,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import mlflow
 import mlflow.artifacts
@@ -54,6 +58,7 @@ __all__ = [
     "REGISTRATION_PENDING",
     "REGISTRATION_TAG",
     "MlflowRegistry",
+    "WriteFence",
     "calibrated_signature",
     "filter_literal",
     "is_transient",
@@ -79,6 +84,13 @@ _logger = logging.getLogger("thermostat")
 TRANSIENT_MLFLOW_CODES = frozenset(
     {"TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "REQUEST_LIMIT_EXCEEDED", "DEADLINE_EXCEEDED"}
 )
+
+
+class WriteFence(Protocol):
+    """What must hold for a write to be made: :meth:`check` raises, and nothing is written, when
+    it does not (:class:`flows.locks.ModelLease`: this run still holds the model's lock)."""
+
+    def check(self) -> None: ...
 
 
 def is_transient(error: BaseException) -> bool:
@@ -245,12 +257,13 @@ class MlflowRegistry:
 
     def __init__(
         self, tracking_uri: str, *, registry_uri: str | None = None, artifact_location: str | None = None,
-        experiment_name: str = "thermostat",
+        experiment_name: str = "thermostat", fence: WriteFence | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
         self.registry_uri = registry_uri or tracking_uri
         self.artifact_location = artifact_location
         self.experiment_name = experiment_name
+        self.fence = fence
         if mask_url(self.tracking_uri) != self.tracking_uri or mask_url(self.registry_uri) != self.registry_uri:
             # MLflow prints "View run ... at: <tracking URI>/#/..." to stdout when a run ends, password
             # included, and a worker's stdout is stored in its logs: never with credentials in the URI.
@@ -266,6 +279,23 @@ class MlflowRegistry:
             artifact_location=settings.resolved_artifact_location(), experiment_name=settings.experiment_name,
         )
 
+    def fenced(self, fence: WriteFence) -> MlflowRegistry:
+        """This adapter with ``fence`` checked immediately before every attempt of every write
+        (e.g. the model's lease: :class:`flows.locks.ModelLease`)."""
+        return MlflowRegistry(self.tracking_uri, registry_uri=self.registry_uri,
+                              artifact_location=self.artifact_location, experiment_name=self.experiment_name, fence=fence)
+
+    def _write(self, call: Callable[[], _T], *, what: str, repeatable: bool = True) -> _T:
+        """Make a write: the fence, if any, is checked right before each attempt; a write that is
+        safe to repeat is retried in place on a transient error (:func:`retry_transient`)."""
+
+        def attempt() -> _T:
+            if self.fence is not None:
+                self.fence.check()
+            return call()
+
+        return retry_transient(attempt, what=what) if repeatable else attempt()
+
     # Runs -------------------------------------------------------------------------------
 
     def experiment_id(self, name: str | None = None) -> str:
@@ -275,7 +305,9 @@ class MlflowRegistry:
         if experiment is not None:
             return str(experiment.experiment_id)
         try:
-            return str(self._client.create_experiment(name, artifact_location=self._artifact_location(name)))
+            location = self._artifact_location(name)
+            return str(self._write(lambda: self._client.create_experiment(name, artifact_location=location),
+                                   what=f"creating experiment {name}", repeatable=False))
         except MlflowException:  # created concurrently by another run
             found = self._client.get_experiment_by_name(name)
             if found is None:
@@ -293,10 +325,10 @@ class MlflowRegistry:
         start_time: datetime | None = None,
     ) -> str:
         """A new run (never the fluent active run); ``start_time`` e.g. the checked window's end."""
-        run = self._client.create_run(
-            self.experiment_id(experiment_name), run_name=run_name, tags=tags,
-            start_time=None if start_time is None else _millis(start_time),
-        )
+        experiment = self.experiment_id(experiment_name)
+        run = self._write(lambda: self._client.create_run(
+            experiment, run_name=run_name, tags=tags, start_time=None if start_time is None else _millis(start_time),
+        ), what=f"creating a run {run_name!r}", repeatable=False)
         return str(run.info.run_id)
 
     def run_url(self, run_id: str, ui_url: str | None) -> str | None:
@@ -309,7 +341,7 @@ class MlflowRegistry:
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         """Close the run FINISHED (or FAILED); repeating it is harmless, so it is retried in place."""
         status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
-        retry_transient(lambda: self._client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
+        self._write(lambda: self._client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
 
     def run_state(self, run_id: str) -> RunState:
         """The run's status, or ``MISSING`` when it does not exist (or was deleted)."""
@@ -338,14 +370,14 @@ class MlflowRegistry:
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]
-        retry_transient(lambda: self._client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
+        self._write(lambda: self._client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], *, timestamp: datetime | None = None) -> None:
         """Log metrics at step 0, stamped ``timestamp`` (default now): a check's window end, so
         charts over time place each value at the time it describes."""
         stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
         entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
-        retry_transient(lambda: self._client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
+        self._write(lambda: self._client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
 
     def set_run_tags(self, run_id: str, tags: Mapping[str, str]) -> bool:
         """Tag an existing run, finished or not (e.g. the check a refit answers, with that refit).
@@ -354,7 +386,7 @@ class MlflowRegistry:
         """
         entries = [RunTag(key, value) for key, value in tags.items()]
         try:
-            retry_transient(lambda: self._client.log_batch(run_id, tags=entries), what=f"tagging run {run_id}")
+            self._write(lambda: self._client.log_batch(run_id, tags=entries), what=f"tagging run {run_id}")
         except MlflowException as error:
             if _is_missing(error):
                 return False
@@ -375,24 +407,22 @@ class MlflowRegistry:
 
     # An artifact upload overwrites the same path: repeating it is harmless.
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
-        retry_transient(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
+        self._write(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
 
     def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
-        text = json.dumps(payload, indent=2, sort_keys=True)
-        retry_transient(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
+        self.log_text(run_id, json.dumps(payload, indent=2, sort_keys=True), artifact_file)
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False)
-        retry_transient(lambda: self._client.log_text(run_id, buffer.getvalue(), artifact_file),
-                        what=f"uploading {artifact_file}")
+        self.log_text(run_id, buffer.getvalue(), artifact_file)
 
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
-        retry_transient(lambda: self._client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
+        self._write(lambda: self._client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
 
     def log_run_files(self, run_id: str, folder: Path, artifact_path: str) -> None:
-        retry_transient(lambda: self._client.log_artifacts(run_id, str(folder), artifact_path),
-                        what=f"uploading {artifact_path}")
+        self._write(lambda: self._client.log_artifacts(run_id, str(folder), artifact_path),
+                    what=f"uploading {artifact_path}")
 
     # The calibrated model ---------------------------------------------------------------
 
@@ -403,8 +433,7 @@ class MlflowRegistry:
         with tempfile.TemporaryDirectory() as workdir:
             path = Path(workdir) / MODEL_ARTIFACT_PATH
             save_calibrated_model(path, checkpoint_dir=checkpoint_dir, model_config=model_config, n_classes=n_classes)
-            retry_transient(lambda: self._client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH),
-                            what=f"uploading {MODEL_ARTIFACT_PATH}")
+            self.log_run_files(run_id, path, MODEL_ARTIFACT_PATH)
         return f"runs:/{run_id}/{MODEL_ARTIFACT_PATH}"
 
     def load_version_model(self, name: str, version: str, destination: Path) -> PyFuncModel:
@@ -434,7 +463,9 @@ class MlflowRegistry:
             if not _is_missing(error):
                 raise
             try:
-                self._client.create_registered_model(name, description="Calibrated checkpoints registered by Thermostat.")
+                self._write(lambda: self._client.create_registered_model(
+                    name, description="Calibrated checkpoints registered by Thermostat."),
+                    what=f"creating registered model {name}", repeatable=False)
             except MlflowException:  # created concurrently
                 self._client.get_registered_model(name)
 
@@ -447,8 +478,9 @@ class MlflowRegistry:
         with the same idempotency key afterwards (:meth:`versions_with_key`).
         """
         self.ensure_registered_model(name)
-        return self._client.create_model_version(name, source, run_id=run_id,
-                                                tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING})
+        return self._write(lambda: self._client.create_model_version(
+            name, source, run_id=run_id, tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING}),
+            what=f"creating a version of {name}", repeatable=False)
 
     def mark_complete(self, name: str, version: str) -> None:
         """The last write of a registration: from now on the version answers idempotency look-ups."""
@@ -457,7 +489,8 @@ class MlflowRegistry:
     def delete_version(self, name: str, version: str) -> bool:
         """Delete a version; False when it was already gone (a repeated delete is harmless)."""
         try:
-            retry_transient(lambda: self._client.delete_model_version(name, version), what=f"deleting {name} version {version}")
+            self._write(lambda: self._client.delete_model_version(name, version),
+                        what=f"deleting {name} version {version}")
         except MlflowException as error:
             if _is_missing(error):
                 return False
@@ -512,15 +545,15 @@ class MlflowRegistry:
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
         """Registration state and monitoring metadata on a version (never its T, threshold or
         evidence: those are immutable)."""
-        retry_transient(lambda: self._client.set_model_version_tag(name, version, key, value),
-                        what=f"tagging {name} version {version} {key}={value}")
+        self._write(lambda: self._client.set_model_version_tag(name, version, key, value),
+                    what=f"tagging {name} version {version} {key}={value}")
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
-        retry_transient(lambda: self._client.set_registered_model_alias(name, alias, version),
-                        what=f"pointing {name}@{alias} at version {version}")
+        self._write(lambda: self._client.set_registered_model_alias(name, alias, version),
+                    what=f"pointing {name}@{alias} at version {version}")
 
     def delete_alias(self, name: str, alias: str) -> None:
-        retry_transient(lambda: self._client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")
+        self._write(lambda: self._client.delete_registered_model_alias(name, alias), what=f"deleting {name}@{alias}")
 
     # Read-only views (the dashboard) -----------------------------------------------------
     # Nothing below creates or changes anything: the dashboard reads a live store.

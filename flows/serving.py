@@ -11,9 +11,14 @@ logits z, the predicted class, the confidence and the T in force
 The helper asks the wrapped :class:`flows.model.CalibratedCheckpointModel` for the logits it
 computes the probabilities from, and builds the response with the same
 :func:`flows.model.served_frame` (the calibrated columns, then ``request_id``,
-``model_version`` and ``temperature``). It logs synchronously (a batch is in the log when the
-call returns, or the call raises); the pyfunc served by ``mlflow models serve`` logs by itself,
-in batches from a background thread (:mod:`flows.model`, docs/deployment.md section 5).
+``model_version`` and ``temperature``). It logs synchronously, through a
+:class:`monitoring.SynchronousLogWriter`: a batch is in the log when the call returns, unless
+it could not be written. Like the pyfunc served by ``mlflow models serve`` (which logs by
+itself, in batches from a background thread: :mod:`flows.model`, docs/deployment.md section 5),
+it never fails a prediction because of the log: a batch that cannot be written (the database
+down, a request id already logged) is counted lost in :attr:`ServedModel.prediction_log_stats`
+and reported on the ``thermostat.serving`` logger, and the log is written to again once the
+database is back.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -33,7 +38,7 @@ from mlflow.pyfunc import PyFuncModel
 
 from flows.model import served_frame
 from flows.registry import MlflowRegistry
-from monitoring import PredictionLog, log_predictions, mask_url
+from monitoring import LogWriterStats, PredictionLog, SynchronousLogWriter, mask_url
 
 __all__ = ["CalibratedModel", "ServedModel", "parse_model_uri", "predict_and_log"]
 
@@ -78,13 +83,21 @@ class CalibratedModel(Protocol):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ServedModel:
-    """One registered version, loaded for serving; logs every prediction it makes."""
+    """One registered version, loaded for serving; logs every prediction it makes.
+
+    ``log_writer`` counts what was logged and what was lost (:attr:`prediction_log_stats`).
+    """
 
     model_name: str
     version: str
     alias: str | None
     model: PyFuncModel
     calibrated: CalibratedModel
+    log_writer: SynchronousLogWriter = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        writer = SynchronousLogWriter(self.model_name, self.version, self.calibrated.temperature)
+        object.__setattr__(self, "log_writer", writer)  # frozen: set once, here
 
     @classmethod
     def load(cls, model_uri: str, *, registry: MlflowRegistry, cache_dir: Path | None = None) -> ServedModel:
@@ -114,6 +127,11 @@ class ServedModel:
     def temperature(self) -> float:
         return self.calibrated.temperature
 
+    @property
+    def prediction_log_stats(self) -> LogWriterStats:
+        """What :meth:`predict_and_log` logged and lost so far (``rows_dropped`` is the loss)."""
+        return self.log_writer.stats
+
     def predict_and_log(
         self,
         model_input: Any,
@@ -127,17 +145,26 @@ class ServedModel:
         """Predict (same frame as the pyfunc's ``predict`` given these request ids) and append the
         batch to ``log``.
 
-        The batch is logged all or nothing; a refused batch (duplicate request id, ...) raises
-        :class:`monitoring.PredictionRowError` and no response is returned for it.
+        The batch is logged all or nothing, and the response is returned either way: a batch that
+        cannot be written (the database unreachable, a request id already in the log, ...) is
+        counted lost in :attr:`prediction_log_stats` and reported on the ``thermostat.serving``
+        logger (the first loss and every tenth), as the served pyfunc does.
+
+        Raises
+        ------
+        ValueError
+            If ``request_ids`` does not hold one id per row of the model's output (no response
+            can name its rows).
         """
         logits = np.asarray(self.calibrated.raw_logits(model_input), dtype=np.float64)
+        ids = [request_ids] if isinstance(request_ids, str) else list(request_ids)
+        if len(ids) != logits.shape[0]:
+            raise ValueError(
+                f"request_ids has {len(ids)} entries but the model answered {logits.shape[0]} rows; give one id per row"
+            )
         frame = served_frame(logits, self.calibrated.temperature, self.calibrated.gate_threshold,
-                             request_ids=[request_ids] if isinstance(request_ids, str) else list(request_ids),
-                             model_version=self.version)
-        log_predictions(
-            log, self.model_name, self.version, self.calibrated.temperature, logits, request_ids,
-            groups=groups, time=time, labels=labels,
-        )
+                             request_ids=ids, model_version=self.version)
+        self.log_writer.write(log, logits, ids, groups=groups, time_served=time, labels=labels)
         return frame
 
 

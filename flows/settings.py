@@ -5,7 +5,7 @@ Every field reads from an environment variable with the ``THERMOSTAT_`` prefix
 MLflow's SQLite store and artifacts under a local state folder, so nothing has to run first.
 
 Credentials: the URL fields (tracking and registry URI, artifact location, prediction log URL,
-MLflow UI URL) may carry ``user:password@``. Their JSON form — what Prefect stores as the
+MLflow UI URL) may carry ``user:password@`` (or a web URL a token as its user). Their JSON form — what Prefect stores as the
 flow run's parameters when settings are passed to a flow — has the password masked
 (``***``), and a URL with a masked password is refused on the way in: a worker reads the real
 secrets from its own environment (``THERMOSTAT_*``), never from a flow parameter.
@@ -20,7 +20,8 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from monitoring import URL_MASK, mask_url
+from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
+from monitoring import URL_MASK, holds_masked_credentials, mask_url
 
 __all__ = ["ThermostatSettings"]
 
@@ -91,8 +92,9 @@ class ThermostatSettings(BaseSettings):
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
     lock_lease_seconds: float = Field(
-        default=30.0, ge=3.0, description="the lock's lease, renewed every third of it; a dead holder elsewhere "
-        "loses the lock once it expires (workers' clocks must agree to well within it)",
+        default=30.0, ge=3.0, description="the lock's lease, renewed every quarter of it; a dead holder elsewhere "
+        "loses the lock once it expires, and a holder writes only within two thirds of it after its last renewal "
+        "(workers' clocks must agree to well within the last third)",
     )
 
     # The embedded Prefect API (no PREFECT_API_URL): Prefect's own default gives up after 20 s, which
@@ -184,6 +186,11 @@ class ThermostatSettings(BaseSettings):
         default=None, description="a running Dask scheduler, tcp://HOST:PORT (default: a temporary local cluster)"
     )
     dask_workers: int = Field(default=2, ge=1, description="workers of the temporary local Dask cluster")
+    dask_timeout: float = Field(
+        default=DEFAULT_DASK_TIMEOUT, gt=0, le=MAX_DASK_TIMEOUT, allow_inf_nan=False,
+        description="seconds the per-partition tasks may wait while the Dask cluster has no worker at all; then "
+        "they are cancelled and the check fails, naming the cause",
+    )
 
     # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(
@@ -226,12 +233,12 @@ class ThermostatSettings(BaseSettings):
     @field_validator(*_URL_FIELDS)
     @classmethod
     def _refuse_masked_credentials(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None and (f":{URL_MASK}@" in value or f"={URL_MASK}" in value):
+        if value is not None and holds_masked_credentials(value):
             variable = f"THERMOSTAT_{(info.field_name or '').upper()}"
             raise ValueError(
-                f"{info.field_name} {value!r} holds a masked password ({URL_MASK}): the stored form of settings never "
-                f"carries credentials; leave settings out of the flow's parameters and set {variable} in the "
-                "worker's environment"
+                f"{info.field_name} {value!r} holds a masked password or token ({URL_MASK}): the stored form of "
+                "settings never carries credentials; leave settings out of the flow's parameters and set "
+                f"{variable} in the worker's environment"
             )
         return value
 

@@ -99,7 +99,7 @@ class DigestMismatchError(StepRefused):
         super().__init__("register", message)
 
 
-def data_version(ids: NDArray[np.str_]) -> str:
+def data_version(ids: NDArray[np.object_]) -> str:
     """A version of a data set: SHA-256 (first 16 hex digits) of its ids, sorted, one per line."""
     return hashlib.sha256("\n".join(sorted(ids.tolist())).encode()).hexdigest()[:16]
 
@@ -168,8 +168,8 @@ class CalibratedCheckpoint:
     accepted: AcceptedCheckpoint
     checkpoint_digest: str
     fit: TemperatureFit
-    calibration_ids: NDArray[np.str_]
-    evaluation_ids: NDArray[np.str_]
+    calibration_ids: NDArray[np.object_]
+    evaluation_ids: NDArray[np.object_]
     calibration_data_version: str
     qualification: QualificationReport
     reference: TemperatureStats

@@ -5,7 +5,8 @@ The pieces, in the order a monitor uses them:
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
   default); :func:`log_predictions` lets a serving wrapper feed it;
   :class:`PredictionLogWriter` does it in batches from a background thread (the served
-  pyfunc's logging: bounded queue, losses counted, never raised).
+  pyfunc's logging: bounded queue, losses counted, never raised), :class:`SynchronousLogWriter`
+  request by request in the caller's thread (in-process serving), with the same counts.
 * :func:`summarise_window` — a version's labelled traffic in a time window, read in chunks
   from any :class:`LabelledSource`, merged into mergeable statistics overall and per group,
   plus the gate's counts; :func:`merge_summaries` adds up parts of one window.
@@ -22,7 +23,10 @@ The pieces, in the order a monitor uses them:
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
   :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
-* :func:`mask_url` — a URL as it may be shown or stored (its password masked).
+* :func:`mask_url` — a URL as it may be shown or stored (its password masked);
+  :func:`redact_credentials` — text that may quote a URL, its secrets taken out;
+  :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with;
+  :func:`encode_credentials` — a URL whose password other parsers read whole.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ if _typing.TYPE_CHECKING:
         summarise_export,
         summarise_partition,
     )
-    from .log_writer import LogWriterStats, PredictionLogWriter
+    from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
     from .prediction_log import (
         MAX_NAME_LENGTH,
         LabelAttachReport,
@@ -84,7 +88,7 @@ if _typing.TYPE_CHECKING:
         SequentialState,
         update_sequential,
     )
-    from .urls import URL_MASK, mask_url
+    from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
     from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
 
@@ -120,6 +124,7 @@ __all__ = [
     "SequentialState",
     "ServedChunk",
     "ServedSource",
+    "SynchronousLogWriter",
     "Verdict",
     "WindowSummary",
     "confidence_profile",
@@ -129,11 +134,14 @@ __all__ = [
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
+    "encode_credentials",
     "export_partitions",
     "export_prediction_log",
+    "holds_masked_credentials",
     "log_predictions",
     "mask_url",
     "merge_summaries",
+    "redact_credentials",
     "reliability_figure",
     "summarise_arrays",
     "summarise_export",
@@ -159,7 +167,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ExportPartition", "ExportResult", "PredictionLogExport", "export_partitions", "export_prediction_log",
         "summarise_export", "summarise_partition"
     ),
-    "log_writer": ("LogWriterStats", "PredictionLogWriter"),
+    "log_writer": ("LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"),
     "prediction_log": (
         "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledChunk", "LabelledFingerprint",
         "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "ServedChunk", "log_predictions"
@@ -169,7 +177,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CUSUM_REFERENCE", "CUSUM_THRESHOLD", "MIN_INCREMENT_ROWS", "SequentialCheck", "SequentialState",
         "update_sequential"
     ),
-    "urls": ("URL_MASK", "mask_url"),
+    "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
     "window": (
         "GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"
     ),

@@ -26,6 +26,12 @@ from one background thread:
   lost whole — the writer does not retry, it counts. :attr:`~PredictionLogWriter.stats`
   holds the counts (``rows_dropped`` is the loss) and the last error; a warning with the
   counts is logged at the first loss, then at every ``report_every``-th, and at close.
+* **Back after a restart.** A database that comes back is written to again: the log replaces
+  a pooled connection that died with the server (:meth:`PredictionLog.append`), so the first
+  batch after a restart is not lost to it.
+
+:class:`SynchronousLogWriter` is the same contract in the caller's thread, request by request
+(no queue, no thread): what a process that serves in-process uses (``flows.serving``).
 """
 
 from __future__ import annotations
@@ -36,17 +42,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .prediction_log import PredictionLog, _check_name, log_predictions
 from .urls import mask_url
 
-__all__ = ["LogWriterStats", "PredictionLogWriter"]
+__all__ = ["LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"]
 
 _logger: Final = logging.getLogger("thermostat.serving")
 
@@ -137,25 +144,22 @@ class PredictionLogWriter:
         report_every: int = 10,
         close_timeout: float = 10.0,
     ) -> None:
-        self._model_name = _check_name(model_name, name="model_name")
-        self._model_version = _check_name(model_version, name="model_version")
-        if not (isinstance(temperature, (int, float)) and np.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a finite T > 0; got {temperature!r}")
-        for name, value in (("batch_rows", batch_rows), ("max_pending_rows", max_pending_rows),
-                            ("report_every", report_every)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        self._model_name, self._model_version, self._temperature = _check_served_version(
+            model_name, model_version, temperature
+        )
+        for name, value in (("batch_rows", batch_rows), ("max_pending_rows", max_pending_rows)):
+            _check_count(value, name)
         if not flush_interval > 0 or not close_timeout >= 0:
             raise ValueError(f"flush_interval must be > 0 and close_timeout >= 0; got {flush_interval}, {close_timeout}")
         self._log = log
-        self._temperature = float(temperature)
         self._batch_rows = batch_rows
         self._flush_interval = float(flush_interval)
         self._max_pending_rows = max_pending_rows
-        self._report_every = report_every
         self._close_timeout = float(close_timeout)
 
         self._cond = threading.Condition()
+        # The counts change under self._cond, with the queue they add up with.
+        self._ledger = _Ledger(self._model_name, self._model_version, report_every, self._cond)
         self._pending: deque[_Submission] = deque()
         self._pending_rows = 0
         self._in_flight_rows = 0
@@ -164,13 +168,6 @@ class PredictionLogWriter:
         self._closed = False
         self._draining = False
         self._created = False
-        # Counters (under self._cond).
-        self._submitted = 0
-        self._written = 0
-        self._dropped = 0
-        self._batches = 0
-        self._loss_events = 0
-        self._last_error: str | None = None
 
         self._thread = threading.Thread(target=self._run, name="thermostat-prediction-log", daemon=True)
         self._thread.start()
@@ -196,11 +193,7 @@ class PredictionLogWriter:
     def stats(self) -> LogWriterStats:
         """The counts so far (a snapshot)."""
         with self._cond:
-            return LogWriterStats(
-                rows_submitted=self._submitted, rows_written=self._written, rows_dropped=self._dropped,
-                pending_rows=self._pending_rows + self._in_flight_rows, batches_written=self._batches,
-                loss_events=self._loss_events, last_error=self._last_error, closed=self._closed,
-            )  # fmt: skip
+            return self._ledger.stats(pending_rows=self._pending_rows + self._in_flight_rows, closed=self._closed)
 
     # -- the request path ------------------------------------------------------------------
 
@@ -226,13 +219,12 @@ class PredictionLogWriter:
             item = _Submission(logits, request_ids, groups, time_served or datetime.now(UTC), time.monotonic())
         except Exception as error:  # a malformed submission is a loss, never an error of the request
             n_rows = len(request_ids) if hasattr(request_ids, "__len__") else 0
-            with self._cond:
-                self._submitted += n_rows
-            self._lose(n_rows, f"submission refused: {type(error).__name__}: {error}")
+            self._ledger.submitted(n_rows)
+            self._ledger.lose(n_rows, f"submission refused: {type(error).__name__}: {error}")
             return False
         reason: str | None = None
         with self._cond:
-            self._submitted += n_rows
+            self._ledger.submitted(n_rows)
             if self._closing:
                 reason = "the writer is closed"
             elif self._pending_rows + n_rows > self._max_pending_rows:
@@ -246,7 +238,7 @@ class PredictionLogWriter:
                     self._cond.notify_all()
             draining = self._draining
         if reason is not None:
-            self._lose(n_rows, reason)
+            self._ledger.lose(n_rows, reason)
             return False
         if draining:  # shutting down: the request returns once its rows are written
             self.flush(self._close_timeout)
@@ -299,7 +291,7 @@ class PredictionLogWriter:
             self._pending_rows = 0
             self._closed = True
         if left:
-            self._lose(left, f"still pending at close after {self._close_timeout if timeout is None else timeout} s")
+            self._ledger.lose(left, f"still pending at close after {self._close_timeout if timeout is None else timeout} s")
         atexit.unregister(self.close)
         if not self._thread.is_alive():
             try:
@@ -363,9 +355,7 @@ class PredictionLogWriter:
             times.extend([item.time] * item.n_rows)
         log_predictions(self._log, self._model_name, self._model_version, self._temperature, logits, ids,
                         groups=groups, time=times)
-        with self._cond:
-            self._written += len(ids)
-            self._batches += 1
+        self._ledger.wrote(len(ids))
 
     def _write(self, batch: Sequence[_Submission]) -> None:
         try:
@@ -374,24 +364,153 @@ class PredictionLogWriter:
             # A row was refused (duplicate request id, bad group, ...): nothing of the batch was
             # written. Retry request by request, so only the offending submission is lost.
             if len(batch) == 1:
-                self._lose(batch[0].n_rows, f"{type(error).__name__}: {error}")
+                self._ledger.lose(batch[0].n_rows, _reason(error))
                 return
             for item in batch:
                 try:
                     self._append([item])
                 except Exception as item_error:
-                    self._lose(item.n_rows, f"{type(item_error).__name__}: {item_error}")
+                    self._ledger.lose(item.n_rows, _reason(item_error))
         except Exception as error:  # the database is unreachable, a disk is full, ...: the batch is lost
-            self._lose(sum(item.n_rows for item in batch), f"{type(error).__name__}: {error}")
+            self._ledger.lose(sum(item.n_rows for item in batch), _reason(error))
 
-    def _lose(self, n_rows: int, reason: str) -> None:
+
+class SynchronousLogWriter:
+    """Writes what one model version serves to a prediction log in the caller's thread, request by
+    request; a failed write is counted and reported, never raised.
+
+    The in-process counterpart of :class:`PredictionLogWriter` (what
+    ``flows.serving.ServedModel`` logs through): a request's rows are in the log when
+    :meth:`write` returns True. When they cannot be written — the database is down, a request id
+    is already in the log, a group is too long — :meth:`write` returns False, the rows are
+    counted lost in :attr:`stats` (``rows_dropped``, ``last_error``) and a warning is logged at
+    the first loss and every ``report_every``-th, exactly as the background writer does; the
+    prediction is answered either way. A database that comes back is written to again: a
+    connection that died with it is replaced (:meth:`PredictionLog.append`).
+
+    Parameters
+    ----------
+    model_name, model_version : str
+        The served version every row is logged under.
+    temperature : float
+        The T in force, logged with every row.
+    report_every : int, default=10
+        Log a warning at the first loss and then at every ``report_every``-th.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from monitoring import PredictionLog
+    >>> writer = SynchronousLogWriter("digits", "3", 1.5)
+    >>> log = PredictionLog("sqlite://"); log.create()
+    >>> writer.write(log, np.array([[2.0, 0.0]]), ["a"]), writer.write(log, np.array([[0.0, 1.0]]), ["a"])
+    (True, False)
+    >>> writer.stats.rows_written, writer.stats.rows_dropped, log.count_rows()
+    (1, 1, 1)
+    """
+
+    def __init__(self, model_name: str, model_version: str, temperature: float, *, report_every: int = 10) -> None:
+        self._model_name, self._model_version, self._temperature = _check_served_version(
+            model_name, model_version, temperature
+        )
+        self._ledger = _Ledger(self._model_name, self._model_version, report_every, threading.RLock())
+
+    def __repr__(self) -> str:
+        return f"SynchronousLogWriter({self._model_name!r} v{self._model_version}, T={self._temperature})"
+
+    @property
+    def stats(self) -> LogWriterStats:
+        """The counts so far (a snapshot; nothing is ever pending)."""
+        with self._ledger.lock:
+            return self._ledger.stats(pending_rows=0, closed=False)
+
+    def write(
+        self,
+        log: PredictionLog,
+        logits: ArrayLike,
+        request_ids: Sequence[str],
+        *,
+        groups: Sequence[str | None] | str | None = None,
+        time_served: datetime | Sequence[datetime] | None = None,
+        labels: ArrayLike | None = None,
+    ) -> bool:
+        """Write one request's rows (:func:`log_predictions`); True if written, False if lost
+        (counted and reported). Never raises."""
+        n_rows = len(request_ids) if isinstance(request_ids, Sequence) and not isinstance(request_ids, str) else 1
+        try:
+            log_predictions(log, self._model_name, self._model_version, self._temperature, logits, request_ids,
+                            groups=groups, time=time_served, labels=labels)
+        except Exception as error:  # a prediction never fails because of its log
+            with self._ledger.lock:  # submitted and lost at once: the counts always add up
+                self._ledger.submitted(n_rows)
+                self._ledger.lose(n_rows, _reason(error))
+            return False
+        with self._ledger.lock:
+            self._ledger.submitted(n_rows)
+            self._ledger.wrote(n_rows)
+        return True
+
+
+def _check_served_version(model_name: str, model_version: str, temperature: float) -> tuple[str, str, float]:
+    name = _check_name(model_name, name="model_name")
+    version = _check_name(model_version, name="model_version")
+    if not (isinstance(temperature, (int, float)) and np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite T > 0; got {temperature!r}")
+    return name, version, float(temperature)
+
+
+def _check_count(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+    return value
+
+
+def _reason(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+class _Ledger:
+    """A writer's counts and its loss warnings (at the first loss, then every ``report_every``-th).
+
+    Every count changes under ``lock`` (re-entrant), which the owner may share with state of its
+    own that must add up with the counts (the background writer's queue).
+    """
+
+    def __init__(self, model_name: str, model_version: str, report_every: int,
+                 lock: AbstractContextManager[Any]) -> None:  # fmt: skip
+        self.model_name = model_name
+        self.model_version = model_version
+        self.report_every = _check_count(report_every, "report_every")
+        self.lock = lock
+        self.rows_submitted = self.rows_written = self.rows_dropped = 0
+        self.batches_written = self.loss_events = 0
+        self.last_error: str | None = None
+
+    def stats(self, *, pending_rows: int, closed: bool) -> LogWriterStats:
+        """A snapshot; call it holding ``lock``."""
+        return LogWriterStats(
+            rows_submitted=self.rows_submitted, rows_written=self.rows_written, rows_dropped=self.rows_dropped,
+            pending_rows=pending_rows, batches_written=self.batches_written, loss_events=self.loss_events,
+            last_error=self.last_error, closed=closed,
+        )  # fmt: skip
+
+    def submitted(self, n_rows: int) -> None:
+        with self.lock:
+            self.rows_submitted += n_rows
+
+    def wrote(self, n_rows: int) -> None:
+        with self.lock:
+            self.rows_written += n_rows
+            self.batches_written += 1
+
+    def lose(self, n_rows: int, reason: str) -> None:
         reason = " ".join(reason.split())  # one line in the server's log (database errors span several)
-        with self._cond:
-            self._dropped += n_rows
-            self._loss_events += 1
-            self._last_error = reason[:2000]
-            events, dropped = self._loss_events, self._dropped
-        if events == 1 or events % self._report_every == 0:
+        with self.lock:
+            self.rows_dropped += n_rows
+            self.loss_events += 1
+            self.last_error = reason[:2000]
+            events, dropped = self.loss_events, self.rows_dropped
+        if events == 1 or events % self.report_every == 0:
             _logger.warning("prediction log of %s v%s: %d row(s) not logged (%s); %d row(s) lost in %d event(s) "
-                            "since start", self._model_name, self._model_version, n_rows, reason[:500], dropped,
+                            "since start", self.model_name, self.model_version, n_rows, reason[:500], dropped,
                             events)

@@ -42,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from random import uniform
+from time import sleep
 from typing import Any, Final
 
 import numpy as np
@@ -101,6 +103,14 @@ MAX_NAME_LENGTH: Final = 255
 
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
+
+# A batch aborted by the database to break a lock cycle is written again up to this many times,
+# after about 0.1, 0.2, 0.4 s (doubling, with jitter).
+_LOCK_CONFLICT_RETRIES: Final = 3
+_LOCK_CONFLICT_BACKOFF: Final = 0.05
+# SQLSTATEs of a transaction the database rolled back whole and that may simply run again:
+# serialization_failure and deadlock_detected.
+_LOCK_CONFLICT_STATES: Final = frozenset({"40001", "40P01"})
 
 
 # --------------------------------------------------------------------------- schema
@@ -567,6 +577,13 @@ def _records_to_columns(records: Sequence[PredictionRecord], now: datetime) -> _
 # --------------------------------------------------------------------------- the log
 
 
+def _is_lock_conflict(error: DBAPIError) -> bool:
+    """True when the database rolled the transaction back to break a deadlock or a serialization
+    conflict (the driver's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2)."""
+    state = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
+    return state in _LOCK_CONFLICT_STATES
+
+
 def _enable_sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the monitor read while the serving wrapper writes; busy_timeout waits for the
     # writer lock instead of failing at once.
@@ -707,42 +724,69 @@ class PredictionLog:
         return self._insert(_records_to_columns(records, datetime.now(UTC)))
 
     def _insert(self, columns: _Columns) -> int:
-        table, versions = self._table, self._versions
+        """Write a validated batch in one transaction, run again when the database says that is safe.
+
+        PostgreSQL aborts one of two transactions that wait for each other (``deadlock_detected``)
+        or that a serializable snapshot cannot order (``serialization_failure``): nothing of it
+        was written, and the same transaction run again succeeds. A statement that finds its
+        pooled connection dead (the database restarted since it was opened) invalidates the pool,
+        and the batch is written again on a fresh connection, once; a connection lost during the
+        commit is not retried (the batch may have been written).
+        """
         n_rows = len(columns.request_id)
-        try:
-            with self._engine.begin() as conn:
-                # The K of each version: fixed by its first batch, recorded in the same transaction.
-                for (name, version), (k, first_row) in columns.versions.items():
-                    known = self._register_version(conn, name, version, k, columns.time[first_row])
-                    if known != k:
-                        raise _row_error(
-                            first_row, columns.request_id[first_row],
-                            f"logits have {k} classes but {name!r} version {version!r} has {known} in the log; "
-                            "every row of a version must have the same K",
-                            n_rows,
-                        )  # fmt: skip
-                # Request ids already in the log: name the first row that repeats one.
-                existing: set[str] = set()
-                for offset in range(0, n_rows, _IN_CHUNK):
-                    part = columns.request_id[offset : offset + _IN_CHUNK]
-                    existing.update(
-                        conn.execute(select(table.c.request_id).where(table.c.request_id.in_(part))).scalars()
-                    )
-                if existing:
-                    index = next(i for i, rid in enumerate(columns.request_id) if rid in existing)
-                    raise _row_error(
-                        index, columns.request_id[index],
-                        f"request id is already in the log ({len(existing)} of the batch are)", n_rows,
-                    )  # fmt: skip
-                conn.execute(table.insert(), columns.rows())
-        except IntegrityError as exc:
-            # A concurrent writer logged one of the same request ids between the check and the
-            # insert (a version's K cannot clash: it is an upsert): the transaction was rolled back.
-            raise ValueError(
-                f"the batch of {n_rows} rows was refused by the database and nothing was written "
-                f"(a concurrent writer logged the same request id): {exc.orig}"
-            ) from exc
-        return n_rows
+        conflicts = reconnects = 0
+        while True:
+            committing = False
+            try:
+                with self._engine.begin() as conn:
+                    self._write_batch(conn, columns)
+                    committing = True  # the block's end commits
+                return n_rows
+            except IntegrityError as exc:
+                # A concurrent writer logged one of the same request ids between the check and the
+                # insert (a version's K cannot clash: it is an upsert): the transaction was rolled back.
+                raise ValueError(
+                    f"the batch of {n_rows} rows was refused by the database and nothing was written "
+                    f"(a concurrent writer logged the same request id): {exc.orig}"
+                ) from exc
+            except DBAPIError as exc:
+                if _is_lock_conflict(exc) and conflicts < _LOCK_CONFLICT_RETRIES:
+                    conflicts += 1
+                    # Apart, so that the writers that met do not meet again at the same instant.
+                    sleep(uniform(0.5, 1.0) * _LOCK_CONFLICT_BACKOFF * 2**conflicts)
+                elif exc.connection_invalidated and not committing and reconnects < 1:
+                    reconnects += 1
+                else:
+                    raise
+
+    def _write_batch(self, conn: Connection, columns: _Columns) -> None:
+        """The statements of :meth:`_insert`'s transaction."""
+        table = self._table
+        n_rows = len(columns.request_id)
+        # The K of each version: fixed by its first batch, recorded in the same transaction. In
+        # sorted order: two batches that bring the same new versions take their rows in the same
+        # order, so neither holds one the other waits for while waiting for one the other holds.
+        for (name, version), (k, first_row) in sorted(columns.versions.items()):
+            known = self._register_version(conn, name, version, k, columns.time[first_row])
+            if known != k:
+                raise _row_error(
+                    first_row, columns.request_id[first_row],
+                    f"logits have {k} classes but {name!r} version {version!r} has {known} in the log; "
+                    "every row of a version must have the same K",
+                    n_rows,
+                )  # fmt: skip
+        # Request ids already in the log: name the first row that repeats one.
+        existing: set[str] = set()
+        for offset in range(0, n_rows, _IN_CHUNK):
+            part = columns.request_id[offset : offset + _IN_CHUNK]
+            existing.update(conn.execute(select(table.c.request_id).where(table.c.request_id.in_(part))).scalars())
+        if existing:
+            index = next(i for i, rid in enumerate(columns.request_id) if rid in existing)
+            raise _row_error(
+                index, columns.request_id[index],
+                f"request id is already in the log ({len(existing)} of the batch are)", n_rows,
+            )  # fmt: skip
+        conn.execute(table.insert(), columns.rows())
 
     def _register_version(self, conn: Connection, name: str, version: str, k: int, first_logged_at: datetime) -> int:
         """The K of a version in the log, recording ``k`` as its K when it has none yet.

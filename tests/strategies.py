@@ -49,3 +49,11 @@ def sample_labels(rng: np.random.Generator, logits: NDArray[Any]) -> NDArray[np.
     uniform = rng.random((logits.shape[0], 1))
     labels = (probabilities.cumsum(axis=1) < uniform).sum(axis=1)
     return np.minimum(labels, logits.shape[1] - 1).astype(np.intp)
+
+# Generated credentials: letters and digits with the characters that end a URL's parts
+# ("/", "?", "#"), separate its credentials ("@", ":"), or are percent-escapes ("%").
+RESERVED_IN_URLS = "/?#@:%&;=+!$'()*,[] "
+generated_password = st.text(
+    alphabet=st.sampled_from("abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789" + RESERVED_IN_URLS),
+    min_size=8, max_size=32,
+).filter(lambda password: any(c in RESERVED_IN_URLS for c in password))

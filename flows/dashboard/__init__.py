@@ -7,9 +7,11 @@ Three layers, each a module:
   (:class:`~flows.dashboard.data.DashboardState`, with its open alerts);
 * :mod:`flows.dashboard.svg`, :mod:`flows.dashboard.page`, :mod:`flows.dashboard.metrics` —
   rendering: inline SVG charts, the HTML page, the Prometheus exposition, pure functions of
-  the state;
+  the state (names shown through :mod:`flows.dashboard.text`: escaped, invisible characters
+  spelled out);
 * :mod:`flows.dashboard.server` — serving: a Starlette app run by uvicorn, on loopback by
-  default, and the ``thermostat dashboard`` command.
+  default (a Host allow-list, a bound on the time to send a request), and the ``thermostat
+  dashboard`` command.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from flows.registry import MlflowRegistry
 from flows.run_records import KIND_TAG, PREFECT_FLOW_RUN_TAG, REFIT_KIND, RefitRecord
 from flows.settings import ThermostatSettings
 from flows.versions import registered_version
-from monitoring import PredictionLog, mask_url
+from monitoring import PredictionLog, mask_url, redact_credentials
 
 __all__ = [
     "REGISTRATION_DIAGRAM",
@@ -68,6 +68,10 @@ REGISTRATION_DIAGRAM: Final = "evidence/reliability_diagram.png"
 """A registration run's before/after reliability diagram on the evaluation part of the holdout."""
 _REPORT_JSON = "check/report.json"
 _GROUP_PREFIX = "ece.group."
+# The times a record may hold: a check, a run or a version outside them is unreadable (a chart
+# cannot place it; MLflow's start times are set by whoever writes the run).
+_EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
 
 AlertKind = Literal["drift", "refit_refused", "insufficient_data"]
 
@@ -241,6 +245,14 @@ class ModelState(_Serialisable):
     refits: tuple[Refit, ...]
     alias_moves: tuple[AliasMove, ...]
     alias_views: tuple[AliasView, ...]
+    problem: str | None = None
+    """Why the model could not be read (then it has nothing else); None if it could."""
+
+    @classmethod
+    def unreadable(cls, name: str, problem: str) -> ModelState:
+        """A model shown by name only, with why it could not be read."""
+        return cls(name=name, aliases={}, versions=(), checks=(), refits=(), alias_moves=(), alias_views=(),
+                   problem=problem)
 
     def version(self, number: str) -> VersionInfo | None:
         return next((v for v in self.versions if v.version == number), None)
@@ -329,18 +341,32 @@ def prefect_ui_url(settings: ThermostatSettings) -> str | None:
     return None if not found else mask_url(str(found).rstrip("/"))
 
 
-def _time(text: str | None) -> datetime | None:
+def _in_range(moment: datetime, what: str, written: object) -> datetime:
+    if not _EARLIEST <= moment < _LATEST:
+        raise ValueError(f"{what} {written} is not between {_EARLIEST:%Y-%m-%d} and {_LATEST:%Y-%m-%d}")
+    return moment
+
+
+def _time(text: str | None, what: str) -> datetime | None:
+    """The time an ISO 8601 tag holds (UTC); None when there is none; ValueError naming ``what``
+    when it is not a time or lies outside the years a chart can show."""
     if not text:
         return None
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{what} {text!r} is not an ISO 8601 time") from None
+    return _in_range(moment, what, repr(text))
 
 
-def _millis(value: int | None) -> datetime:
-    return datetime.fromtimestamp((value or 0) / 1000.0, tz=UTC)
+def _millis(value: int | None, what: str) -> datetime:
+    """The time of MLflow's milliseconds since the epoch; ValueError naming ``what`` outside the chartable years."""
+    try:
+        moment = datetime.fromtimestamp((value or 0) / 1000.0, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"{what} {value} ms is not a time") from None
+    return _in_range(moment, what, f"{moment.isoformat()} ({value} ms)")
 
 
 def _float(text: str | None) -> float | None:
@@ -372,8 +398,9 @@ def _check(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Check | N
         run_id=run.info.run_id, model_name=tags["thermostat.model_name"],
         version=tags.get("thermostat.model_version", "?"),
         aliases=tuple(a for a in tags.get("thermostat.aliases", "").split(",") if a),
-        verdict=tags["thermostat.verdict"], window_start=_time(tags.get("thermostat.window_start")),
-        window_end=_time(tags.get("thermostat.window_end")) or _millis(run.info.start_time),
+        verdict=tags["thermostat.verdict"], window_start=_time(tags.get("thermostat.window_start"), "window start"),
+        window_end=(_time(tags.get("thermostat.window_end"), "window end")
+                    or _millis(run.info.start_time, "start time")),
         ece=_metric(metrics, "ece"), nll=_metric(metrics, "nll"), p_value=_metric(metrics, "p_value"),
         drift=_metric(metrics, "drift") == 1.0 or tags["thermostat.verdict"] == "drift",
         refit_recommended=tags.get("thermostat.refit_recommended") == "true",
@@ -400,7 +427,7 @@ def _refused_refit(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> R
         return None
     flow_run = record.prefect_flow_run_id
     return Refit(
-        at=_millis(run.info.start_time), model_name=record.model_name, parent_version=record.parent_version,
+        at=_millis(run.info.start_time, "start time"), model_name=record.model_name, parent_version=record.parent_version,
         alias=record.alias, status=record.status, new_version=record.new_version, step=record.step,
         reason=record.reason, escalation=record.escalation, metrics=dict(record.metrics), run_id=run.info.run_id,
         run_url=_link(mlflow_ui, f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"),
@@ -424,7 +451,7 @@ def _served_traffic(
             select(table.c.temperature).where(where).order_by(table.c.served_at.desc(), table.c.id.desc()).limit(1)
         ).scalar_one_or_none()
     if isinstance(last, str):  # SQLite hands MAX() back as text
-        last = _time(last)
+        last = _time(last, "latest served_at")
     return ServedTraffic(since=since, rows=int(rows), labelled_rows=int(labelled), last_served_at=last,
                          served_temperature=None if latest is None else float(latest))
 
@@ -442,7 +469,7 @@ def _open_prediction_log(settings: ThermostatSettings, notes: list[str]) -> Pred
             log.dispose()
             return None
     except Exception as error:  # noqa: BLE001 - the page shows the rest and says why this is missing
-        notes.append(f"the prediction log {mask_url(url)} cannot be read: {type(error).__name__}: {error}")
+        notes.append(f"the prediction log {mask_url(url)} cannot be read: {_described(error)}")
         return None
     return log
 
@@ -472,7 +499,7 @@ def _version_info(
             url = None
     previous = tags.get("thermostat.alias_previous_version")
     return VersionInfo(
-        model_name=model_name, version=number, aliases=names, registered_at=_millis(version.creation_timestamp),
+        model_name=model_name, version=number, aliases=names, registered_at=_millis(version.creation_timestamp, "creation time"),
         temperature=temperature, temperature_low=interval[0], temperature_high=interval[1],
         baseline_ece=baseline_ece, baseline_nll=baseline_nll,
         gate_threshold=threshold, registered_for_alias=tags.get("thermostat.alias"),
@@ -482,23 +509,63 @@ def _version_info(
     )
 
 
-def _reliability(registry: MlflowRegistry, run_id: str) -> Reliability | None:
-    raw = registry.read_artifact(run_id, _REPORT_JSON)
-    if raw is None:
-        return None
+def _number(value: object, what: str, *, low: float = -math.inf, high: float = math.inf) -> float:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not low <= value <= high):
+        raise ValueError(f"{what} {value!r} is not a finite number in [{low:g}, {high:g}]")
+    return float(value)
+
+
+def _count(value: object, what: str) -> int:
+    number = _number(value, what, low=0.0)
+    if number != int(number):
+        raise ValueError(f"{what} {value!r} is not a whole number")
+    return int(number)
+
+
+def _reliability_bin(row: object, index: int) -> dict[str, Any]:
+    """One row of a reliability table, each number checked (the chart reads these keys)."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"reliability bin {index} is {row!r}, not an object")
+    where = f"reliability bin {index}:"
+    checked: dict[str, Any] = {key: _number(row.get(key), f"{where} {key}", low=0.0, high=1.0)
+                               for key in ("lower", "upper")}
+    for key in ("accuracy", "mean_confidence"):
+        checked[key] = None if row.get(key) is None else _number(row[key], f"{where} {key}", low=0.0, high=1.0)
+    checked["count"] = _count(row.get("count"), f"{where} count")
+    checked["sparse"] = bool(row.get("sparse"))
+    return {str(key): value for key, value in row.items()} | checked
+
+
+def _reliability(raw: bytes) -> Reliability:
+    """A check's ``check/report.json``; ValueError saying what in it cannot be read."""
     try:
         payload = json.loads(raw)
-        bins = tuple(dict(row) for row in payload["reliability"])
-        return Reliability(n=int(payload.get("n") or 0), ece=_float(str(payload.get("ece"))),
-                           n_bins=int(payload.get("n_bins") or len(bins)), scheme=str(payload.get("scheme", "")),
-                           bins=bins)
-    except (ValueError, KeyError, TypeError):
+    except ValueError as error:
+        raise ValueError(f"not JSON ({error})") from None
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("reliability"), list):
+        raise ValueError("it has no list 'reliability'")
+    bins = tuple(_reliability_bin(row, index) for index, row in enumerate(payload["reliability"]))
+    ece = payload.get("ece")
+    return Reliability(
+        n=_count(payload.get("n", 0), "n"), ece=None if ece is None else _number(ece, "ece", low=0.0, high=1.0),
+        n_bins=_count(payload.get("n_bins", len(bins)), "n_bins"), scheme=str(payload.get("scheme", "")), bins=bins,
+    )
+
+
+def _latest_reliability(registry: MlflowRegistry, run_id: str, notes: list[str]) -> Reliability | None:
+    try:
+        raw = registry.read_artifact(run_id, _REPORT_JSON)
+        return None if raw is None else _reliability(raw)
+    except Exception as error:  # noqa: BLE001 - this chart is left out and said so; the rest of the page stands
+        notes.append(f"the reliability table of check run {run_id} ({_REPORT_JSON}) cannot be read: "
+                     f"{_described(error)}")
         return None
 
 
 def _alias_views(
     registry: MlflowRegistry, aliases: Mapping[str, str], checks: Sequence[Check], versions: Sequence[VersionInfo],
-    moves: Sequence[AliasMove],
+    moves: Sequence[AliasMove], notes: list[str],
 ) -> tuple[AliasView, ...]:
     seen = {a for c in checks for a in c.aliases} | set(aliases) | {m.alias for m in moves}
     views = []
@@ -518,7 +585,7 @@ def _alias_views(
         views.append(AliasView(
             alias=alias, version=holder, versions=tuple(ordered),
             latest_check_run_id=None if latest is None else latest.run_id,
-            latest_reliability=None if latest is None else _reliability(registry, latest.run_id),
+            latest_reliability=None if latest is None else _latest_reliability(registry, latest.run_id, notes),
             registration_run_id=None if holder_info is None else holder_info.registration_run_id,
         ))
     return tuple(views)
@@ -542,63 +609,104 @@ def _moves_and_refits(model_name: str, versions: Sequence[VersionInfo]) -> tuple
     return moves, refits
 
 
+def _described(error: Exception) -> str:
+    """An error as a note says it, on one line: our own refusals (ValueError) by their message, others
+    with their type."""
+    text = str(error) if type(error) is ValueError else f"{type(error).__name__}: {error}"
+    return " ".join(text.split())
+
+
+def _monitoring_runs(
+    registry: MlflowRegistry, experiment: str, mlflow_ui: str | None, prefect_ui: str | None, notes: list[str],
+) -> tuple[dict[str, list[Check]], dict[str, list[Refit]]]:
+    """Check runs and refused refits per model, oldest first; a run that cannot be read is named in ``notes``."""
+    checks: dict[str, list[Check]] = {}
+    refused: dict[str, list[Refit]] = {}
+    for run in reversed(registry.runs(experiment)):  # oldest first
+        try:
+            check = _check(run, mlflow_ui, prefect_ui)
+            refit = None if check is not None else _refused_refit(run, mlflow_ui, prefect_ui)
+        except Exception as error:  # noqa: BLE001 - one unreadable run is named; the others are shown
+            tags = run.data.tags
+            of = (f" ({tags.get('thermostat.model_name', '?')} v{tags.get('thermostat.model_version', '?')})"
+                  if "thermostat.model_name" in tags else "")
+            notes.append(f"run {run.info.run_id}{of} of experiment {experiment!r} cannot be read and is not shown: "
+                         f"{_described(error)}")
+            continue
+        if check is not None:
+            checks.setdefault(check.model_name, []).append(check)
+        elif refit is not None:
+            refused.setdefault(refit.model_name, []).append(refit)
+    return checks, refused
+
+
 def gather(
     settings: ThermostatSettings, *, registry: MlflowRegistry | None = None, now: datetime | None = None
 ) -> DashboardState:
     """Read the dashboard's state from the store and the prediction log named by ``settings``.
 
     Read-only: no experiment, run, table or tag is created. Check runs are read newest first,
-    at most 5,000 (the chart's history).
+    at most 5,000 (the chart's history). One record that cannot be read — a run, a version, a
+    check's report, a model (e.g. a name MLflow's search filter cannot quote) — is left out
+    (a model is kept by name with its ``problem``) and named in ``notes``; the rest is read.
+    No note or problem shows the settings' credentials.
     """
     now = now or datetime.now(UTC)
     if registry is None:
         registry = MlflowRegistry(settings.resolved_tracking_uri(), registry_uri=settings.resolved_registry_uri(),
                                   experiment_name=settings.experiment_name)
+    hidden = (settings.resolved_tracking_uri(), settings.resolved_registry_uri(), settings.resolved_prediction_log_url())
     mlflow_ui, prefect_ui = settings.resolved_mlflow_ui_url(), prefect_ui_url(settings)
     notes: list[str] = []
-    checks: dict[str, list[Check]] = {}
-    refused: dict[str, list[Refit]] = {}
-    for run in reversed(registry.runs(settings.monitoring_experiment_name)):  # oldest first
-        check = _check(run, mlflow_ui, prefect_ui)
-        if check is not None:
-            checks.setdefault(check.model_name, []).append(check)
-            continue
-        refit = _refused_refit(run, mlflow_ui, prefect_ui)
-        if refit is not None:
-            refused.setdefault(refit.model_name, []).append(refit)
+    checks, refused = _monitoring_runs(registry, settings.monitoring_experiment_name, mlflow_ui, prefect_ui, notes)
     log = _open_prediction_log(settings, notes)
     since = now - settings.monitor_window
     models = []
     try:
         for name in registry.registered_model_names():
-            aliases = registry.aliases(name)
-            versions = []
-            for version in sorted(registry.versions(name), key=lambda v: int(v.version)):
-                try:
-                    served = _served_traffic(log, name, str(version.version), since)
-                except Exception as error:  # noqa: BLE001 - shown as a note; the rest of the page stands
-                    notes.append(f"the prediction log cannot be read: {type(error).__name__}: {error}")
-                    log, served = None, None
-                versions.append(_version_info(name, version, aliases, registry, mlflow_ui, served))
-            own_checks = sorted(checks.get(name, []), key=lambda c: c.window_end)
-            moves, refits = _moves_and_refits(name, versions)
-            refits = sorted(refits + refused.get(name, []), key=lambda r: r.at)
-            models.append(ModelState(
-                name=name, aliases=aliases, versions=tuple(versions), checks=tuple(own_checks), refits=tuple(refits),
-                alias_moves=tuple(sorted(moves, key=lambda m: m.at)),
-                alias_views=_alias_views(registry, aliases, own_checks, versions, moves),
-            ))
+            try:
+                aliases = registry.aliases(name)
+                versions = []
+                for version in sorted(registry.versions(name), key=lambda v: int(v.version)):
+                    try:
+                        served = _served_traffic(log, name, str(version.version), since)
+                    except Exception as error:  # noqa: BLE001 - shown as a note; the rest of the page stands
+                        notes.append(f"the prediction log cannot be read: {_described(error)}")
+                        log, served = None, None
+                    try:
+                        versions.append(_version_info(name, version, aliases, registry, mlflow_ui, served))
+                    except Exception as error:  # noqa: BLE001 - one unreadable version is named; the others shown
+                        notes.append(f"version {version.version} of model {name!r} cannot be read and is not shown: "
+                                     f"{_described(error)}")
+                own_checks = sorted(checks.get(name, []), key=lambda c: c.window_end)
+                moves, refits = _moves_and_refits(name, versions)
+                refits = sorted(refits + refused.get(name, []), key=lambda r: r.at)
+                models.append(ModelState(
+                    name=name, aliases=aliases, versions=tuple(versions), checks=tuple(own_checks),
+                    refits=tuple(refits), alias_moves=tuple(sorted(moves, key=lambda m: m.at)),
+                    alias_views=_alias_views(registry, aliases, own_checks, versions, moves, notes),
+                ))
+            except Exception as error:  # noqa: BLE001 - the model is shown as unreadable; the others are shown
+                problem = redact_credentials(_described(error), *hidden)
+                notes.append(f"model {name!r} cannot be read: {problem}")
+                models.append(ModelState.unreadable(name, problem))
     finally:
         if log is not None:
             log.dispose()
     thresholds = Thresholds(ece_tolerance=settings.drift_ece_tolerance, p_threshold=settings.drift_p_threshold,
                             min_window=settings.min_window, insufficient_data_streak=settings.insufficient_data_streak)
-    alerts = sorted((a for m in models for a in alerts_for(m, thresholds)), key=lambda a: a.at, reverse=True)
+    alerts = []
+    for model in models:
+        try:
+            alerts += alerts_for(model, thresholds)
+        except Exception as error:  # noqa: BLE001 - this model's alerts are missing and said so
+            notes.append(f"the alerts of model {model.name!r} cannot be computed: {_described(error)}")
     return DashboardState(
         generated_at=now, tracking_uri=mask_url(settings.resolved_tracking_uri()),
         prediction_log_url=mask_url(settings.resolved_prediction_log_url()), mlflow_ui_url=mlflow_ui,
-        prefect_ui_url=prefect_ui, thresholds=thresholds, models=tuple(models), alerts=tuple(alerts),
-        notes=tuple(notes),
+        prefect_ui_url=prefect_ui, thresholds=thresholds, models=tuple(models),
+        alerts=tuple(sorted(alerts, key=lambda a: a.at, reverse=True)),
+        notes=tuple(redact_credentials(note, *hidden) for note in notes),
     )
 
 

@@ -71,6 +71,8 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
     served = gauge("thermostat_served_temperature", "T of the version's latest logged prediction")
     alerts = GaugeMetricFamily("thermostat_open_alerts", "Open alerts of the dashboard", labels=["model", "kind"])
     for model in state.models:
+        if model.problem is not None:  # could not be read: nothing to say about it here (the page says why)
+            continue
         for kind in _ALERT_KINDS:
             alerts.add_metric([model.name, kind],
                               float(sum(1 for a in state.alerts if a.model_name == model.name and a.kind == kind)))

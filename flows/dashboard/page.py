@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from html import escape
 from urllib.parse import quote
 
 from flows.dashboard.data import (
@@ -23,6 +22,7 @@ from flows.dashboard.data import (
     ModelState,
 )
 from flows.dashboard.svg import Annotation, Band, Marker, Point, Reference, Series, reliability_chart, swatch, time_chart
+from flows.dashboard.text import html_text
 
 __all__ = ["render_page"]
 
@@ -69,7 +69,7 @@ ul.legend li { display: flex; align-items: center; gap: 4px; }
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return html_text(value)
 
 
 def _num(value: float | int | None, form: str = ".4f") -> str:
@@ -407,14 +407,30 @@ def _model_section(model: ModelState, state: DashboardState) -> str:
     )
 
 
+def _unreadable_section(model: ModelState, problem: str) -> str:
+    return (f'<section class="model unreadable" id="model-{_e(model.name)}" data-model="{_e(model.name)}">'
+            f'<h2>{_e(model.name)} <small>(cannot be read)</small></h2><p class="notes">{_e(problem)}</p></section>')
+
+
+def _model_or_why_not(model: ModelState, state: DashboardState) -> str:
+    """The model's section; one that cannot be read or drawn says why, and the page shows the others."""
+    if model.problem is not None:
+        return _unreadable_section(model, model.problem)
+    try:
+        return _model_section(model, state)
+    except Exception as error:  # noqa: BLE001 - one model's record must not take the page down
+        return _unreadable_section(model, f"this model cannot be shown: {type(error).__name__}: {error}")
+
+
 def render_page(state: DashboardState) -> str:
-    """The whole page as one HTML document (UTF-8)."""
+    """The whole page as one HTML document (UTF-8). A model whose records cannot be read or
+    drawn is shown by name with the reason; the others are drawn."""
     nav = "".join(f'<a href="#{_e(m.name)}-{_e(v.alias)}">{_e(m.name)}@{_e(v.alias)}</a>'
                   for m in state.models for v in m.alias_views)
     t = state.thresholds
     notes = "" if not state.notes else \
         '<div class="notes">' + "".join(f"<p>{_e(note)}</p>" for note in state.notes) + "</div>"
-    body = "".join(_model_section(m, state) for m in state.models) or \
+    body = "".join(_model_or_why_not(m, state) for m in state.models) or \
         '<p class="none">No registered model in this MLflow store yet.</p>'
     links = (f"MLflow UI: {_e(state.mlflow_ui_url)}" if state.mlflow_ui_url else
              "MLflow run links: set THERMOSTAT_MLFLOW_UI_URL (run ids are shown)")

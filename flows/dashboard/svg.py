@@ -14,9 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from html import escape
 from itertools import count
 from typing import Any, Final, Literal
+
+from flows.dashboard.text import html_text
 
 __all__ = [
     "COLOURS",
@@ -41,7 +42,7 @@ _ids = count(1)
 
 
 def _attrs(values: Mapping[str, str | None]) -> str:
-    return "".join(f' {key}="{escape(value, quote=True)}"' for key, value in values.items() if value is not None)
+    return "".join(f' {key}="{html_text(value)}"' for key, value in values.items() if value is not None)
 
 
 def _colour(style: int) -> str:
@@ -132,7 +133,7 @@ def swatch(style: int, *, label: str, marker: Marker | None = None, width: int =
             f'{_attrs({"stroke-dasharray": _dash(style) or None})}/>')
     shape = "" if marker is None else f'<path d="{marker_path(marker, width / 2, 7)}" {_marker_paint(marker, style)}/>'
     return (f'<svg class="swatch" width="{width}" height="14" viewBox="0 0 {width} 14" role="img" '
-            f'aria-label="{escape(label, quote=True)}">{line}{shape}</svg>')
+            f'aria-label="{html_text(label)}">{line}{shape}</svg>')
 
 
 def _marker_paint(marker: Marker, style: int) -> str:
@@ -174,7 +175,9 @@ def _value_ticks(low: float, high: float, target: int = 5) -> list[float]:
 
 def _time_ticks(start: datetime, end: datetime, target: int = 6) -> tuple[list[datetime], str]:
     span = (end - start).total_seconds()
-    step = next((s for s in _TIME_STEPS if span / s <= target), _TIME_STEPS[-1])
+    step = next((s for s in _TIME_STEPS if span / s <= target), None)
+    if step is None:  # a span of decades: whole numbers of years, at most ``target`` ticks still
+        step = _TIME_STEPS[-1] * math.ceil(span / target / _TIME_STEPS[-1])
     epoch = math.ceil(start.timestamp() / step) * step
     ticks = []
     while epoch <= end.timestamp():
@@ -274,13 +277,13 @@ def time_chart(
     times += [t for t in spans if t is not None]
     values = [p.value for s in series for p in s.points if math.isfinite(p.value)]
     values += [r.value for r in references] + [v for b in bands for v in (b.low, b.high)]
-    head = (f'<svg class="chart {escape(css_class, quote=True)}"{_attrs(dict(attrs or {}))} role="img" '
+    head = (f'<svg class="chart {html_text(css_class)}"{_attrs(dict(attrs or {}))} role="img" '
             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'aria-labelledby="chart-{number}-title" xmlns="http://www.w3.org/2000/svg">'
-            f'<title id="chart-{number}-title">{escape(title)}</title>')
+            f'<title id="chart-{number}-title">{html_text(title)}</title>')
     if not any(s.points for s in series):
         return (head + f'<text class="empty" x="{width / 2}" y="{height / 2}" text-anchor="middle">'
-                f'{escape(empty_text)}</text></svg>')
+                f'{html_text(empty_text)}</text></svg>')
     low = min(values) if y_floor is None else min(y_floor, min(values))
     high = max(values)
     if high - low < 1e-12:
@@ -292,7 +295,7 @@ def time_chart(
     t0, t1 = _time_range(times)
     top = 24 + (12 * min(len(annotations), 3) if annotations else 0)  # annotation labels sit above the plot
     frame = _Frame(width=width, height=height, left=56, right=14, top=top, bottom=38, t0=t0, t1=t1, y0=low, y1=high)
-    parts = [head, f'<text class="chart-title" x="{frame.left}" y="16">{escape(title)}</text>']
+    parts = [head, f'<text class="chart-title" x="{frame.left}" y="16">{html_text(title)}</text>']
     parts.append(_axes(frame, y_label))
     for band in bands:
         x0 = frame.left if band.start is None else frame.x(band.start)
@@ -301,7 +304,7 @@ def time_chart(
         parts.append(
             f'<rect class="band {band.kind}"{_attrs(dict(band.attrs))} x="{x0:.1f}" y="{y_top:.1f}" '
             f'width="{max(x1 - x0, 1):.1f}" height="{max(y_bottom - y_top, 1):.1f}" fill="{_colour(band.style)}" '
-            f'fill-opacity="0.10" stroke="none"><title>{escape(band.label)}</title></rect>'
+            f'fill-opacity="0.10" stroke="none"><title>{html_text(band.label)}</title></rect>'
         )
     for reference in references:
         x0 = frame.left if reference.start is None else frame.x(reference.start)
@@ -315,12 +318,12 @@ def time_chart(
             and abs(frame.y(other.value) - y) < 12 for other in references)
         label = "" if crowded and reference.kind == "baseline" else (
             f'<text x="{x0 + (3 if reference.start is None else 14):.1f}" y="{y + (11 if below else -3):.1f}" '
-            f'class="reference-label">{escape(reference.label)}</text>')
+            f'class="reference-label">{html_text(reference.label)}</text>')
         parts.append(
             f'<g class="reference {reference.kind}"{_attrs(dict(reference.attrs))}>'
             f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{_colour(reference.style)}" '
             f'stroke-width="{1.0 if reference.kind == "baseline" else 1.4}" stroke-dasharray="{dash}" opacity="0.8"/>'
-            f'{label}<title>{escape(reference.label)}: {reference.value:.4g}</title></g>'
+            f'{label}<title>{html_text(reference.label)}: {reference.value:.4g}</title></g>'
         )
     for index, annotation in enumerate(sorted(annotations, key=lambda a: a.at)):
         x = frame.x(annotation.at)
@@ -333,8 +336,8 @@ def time_chart(
             f'<line x1="{x:.1f}" y1="{y_text - 9}" x2="{x:.1f}" y2="{frame.y_end:.1f}" stroke="#444" '
             f'stroke-dasharray="{dash}" stroke-width="1.1"/>'
             f'<text x="{x + shift:.1f}" y="{y_text}" text-anchor="{anchor}" class="annotation-label">'
-            f'{escape(annotation.label)}</text>'
-            f'<title>{escape(annotation.title or annotation.label)}</title></g>'
+            f'{html_text(annotation.label)}</text>'
+            f'<title>{html_text(annotation.title or annotation.label)}</title></g>'
         )
     for one in series:
         parts.append(_series(frame, one))
@@ -360,7 +363,7 @@ def _axes(frame: _Frame, y_label: str) -> str:
         f'<text x="{(frame.left + frame.x_end) / 2:.1f}" y="{frame.height - 4}" text-anchor="middle">'
         f'time (UTC{", " + start.strftime("%Y-%m-%d") if form.startswith("%H") else ""})</text>'
         f'<text transform="translate(12,{(frame.top + frame.y_end) / 2:.1f}) rotate(-90)" text-anchor="middle">'
-        f'{escape(y_label)}</text></g>'
+        f'{html_text(y_label)}</text></g>'
     )
     return "".join(parts)
 
@@ -380,12 +383,12 @@ def _series(frame: _Frame, series: Series) -> str:
         shape = (f'<path class="{css}"{_attrs(dict(point.attrs))} data-verdict="{point.marker}" '
                  f'data-value="{point.value!r}" data-at="{point.at.isoformat()}" '
                  f'd="{marker_path(point.marker, x, y)}" {_marker_paint(point.marker, series.style)}>'
-                 f'<title>{escape(point.title or f"{series.label}: {point.value:.4g}")}</title></path>')
-        parts.append(shape if point.href is None else f'<a href="{escape(point.href, quote=True)}">{shape}</a>')
+                 f'<title>{html_text(point.title or f"{series.label}: {point.value:.4g}")}</title></path>')
+        parts.append(shape if point.href is None else f'<a href="{html_text(point.href)}">{shape}</a>')
     if points:
         last = points[-1]
         parts.append(f'<text class="series-label" x="{frame.x(last.at) + 8:.1f}" y="{frame.y(last.value) + 4:.1f}" '
-                     f'fill="{colour}">{escape(series.label)}</text>')
+                     f'fill="{colour}">{html_text(series.label)}</text>')
     parts.append("</g>")
     return "".join(parts)
 
@@ -420,11 +423,11 @@ def reliability_chart(
     parts = [
         f'<svg class="chart reliability"{_attrs(dict(attrs or {}))} role="img" width="{size}" height="{size}" '
         f'viewBox="0 0 {size} {size}" aria-labelledby="rel-{number}-title" xmlns="http://www.w3.org/2000/svg">'
-        f'<title id="rel-{number}-title">{escape(title)}</title>'
+        f'<title id="rel-{number}-title">{html_text(title)}</title>'
         f'<defs><pattern id="hatch-{number}" width="5" height="5" patternUnits="userSpaceOnUse" '
         f'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#888" stroke-width="1.5"/>'
         f'</pattern></defs>',
-        f'<text class="chart-title" x="4" y="14">{escape(title)}</text>',
+        f'<text class="chart-title" x="4" y="14">{html_text(title)}</text>',
         '<g class="axes" font-size="10">',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -455,7 +458,7 @@ def reliability_chart(
             f'stroke="black" stroke-width="2.2" class="mean-confidence"/>'
             f'<text x="{(x(lower) + x(upper)) / 2:.1f}" y="{y(0) - 3:.1f}" text-anchor="middle" font-size="8" '
             f'transform="rotate(-90 {(x(lower) + x(upper)) / 2:.1f} {y(0) - 3:.1f})" dx="10" dy="3">{n}</text>'
-            f'<title>{escape(tip)}</title></g>'
+            f'<title>{html_text(tip)}</title></g>'
         )
     parts.append("</svg>")
     return "".join(parts)

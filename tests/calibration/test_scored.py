@@ -549,8 +549,8 @@ def test_npz_larger_than_this_machines_memory_is_refused(tmp_path: Path, monkeyp
     from calibration import _scored
 
     path = _npz(tmp_path / "s.npz", logits=np.zeros((100, 2)), labels=np.zeros(100, dtype=np.int64))
-    monkeypatch.setattr(_scored, "_memory_bytes", lambda: 1_000)
-    _refusal(path, "key 'logits' has shape (100, 2) of float64 (1,600 bytes), more than this machine's memory")
+    monkeypatch.setattr(_scored, "memory_limit", lambda: 1_000)
+    _refusal(path, "key 'logits' has shape (100, 2) of float64 (1,600 bytes), more than this process may use (1,000")
 
 
 @pytest.mark.parametrize("content", [np.random.default_rng(0).bytes(1_000), b"PK\x03\x04 truncated"])

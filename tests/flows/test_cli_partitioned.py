@@ -129,6 +129,19 @@ def test_an_unreachable_scheduler_exits_2(sets: dict[str, Path], capsys: pytest.
     assert code == 2 and "--dask-address: no Dask scheduler answered" in err and "within 2 s" in err
 
 
+@pytest.mark.parametrize("timeout", ["inf", "nan", "-1", "0"])
+def test_a_dask_timeout_that_is_not_a_finite_positive_number_of_seconds_exits_2_naming_the_flag(
+    sets: dict[str, Path], capsys: pytest.CaptureFixture[str], unused_port: int, timeout: str
+) -> None:
+    """``--dask-timeout inf`` ended in a KeyError traceback from inside Dask (issue 19)."""
+    code, out, err = run(capsys, "fit", sets["fit"], "--engine", "dask", "--dask-address",
+                         f"tcp://127.0.0.1:{unused_port}", "--dask-timeout", timeout)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"thermostat: error: --dask-timeout: {float(timeout):g} is not a number of seconds in "
+                          "(0, 86400]"), err
+    assert "Traceback" not in err
+
+
 @pytest.fixture
 def unused_port() -> int:
     import socket

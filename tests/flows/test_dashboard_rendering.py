@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import importlib
 from datetime import UTC, datetime, timedelta
@@ -166,7 +167,8 @@ def test_a_chart_without_points_says_so() -> None:
     assert 'class="point registration-point"' in one and "v1" in one
 
 
-@pytest.mark.parametrize("module_name", ["flows.run_records", "flows.dashboard.svg", "flows.dashboard.metrics"])
+@pytest.mark.parametrize("module_name", ["flows.run_records", "flows.dashboard.svg", "flows.dashboard.metrics",
+                                         "flows.dashboard.text", "flows.dashboard.server"])
 def test_docstring_examples(module_name: str) -> None:
     result = doctest.testmod(importlib.import_module(module_name),
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -182,3 +184,47 @@ def test_the_command_refuses_a_missing_store_without_creating_it(tmp_path: Path,
     assert "no MLflow store at" in capsys.readouterr().err
     assert not (tmp_path / "nothing-here").exists()
     assert main(["dashboard", "--port", "70000"]) == 2
+
+
+# --------------------------------------------------------------------------- issue 19, items 15 and 16
+
+
+@pytest.mark.parametrize("refresh", ["nan", "NaN", "inf", "-inf", "0", "-1", "1e9", "86401", "ten", ""])
+def test_refresh_must_be_a_sane_number_of_seconds(refresh: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``--refresh nan`` made every comparison with the cache's age false: 503 for ever."""
+    from flows.cli import main
+
+    monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(tmp_path / "nothing-here"))
+    assert main(["dashboard", f"--refresh={refresh}"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --refresh: must be a number of seconds, more than 0 and at most 86400" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["evil example", "a/b", "-x", "x..y", ""])
+def test_allow_host_takes_host_names_only(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.cli import main
+
+    assert main(["dashboard", f"--allow-host={name}"]) == 2
+    assert "argument --allow-host: " in capsys.readouterr().err
+
+
+def test_invisible_characters_in_names_are_spelled_out_in_the_page_and_its_charts() -> None:
+    name = "bidi\u202egnp.exe\x1b[31m\u200b"
+    checks = [_check("3", "champion", 30, "drift", 0.09, model=name, groups={"eu\u2066west": 0.05})]
+    html = render_page(_state(_model(checks, name=name)))
+    assert not any(c in html for c in "\u202e\x1b\u200b\u2066")
+    assert html.count("bidi\\u202egnp.exe\\x1b[31m\\u200b") >= 5  # heading, nav, charts' titles and attributes
+    assert "eu\\u2066west" in html
+
+
+def test_a_model_that_cannot_be_read_is_named_and_the_others_drawn() -> None:
+    broken = ModelState.unreadable("it's \"odd\"", "cannot be quoted in a search filter")
+    readable = _state(_model(STORY))
+    state = dataclasses.replace(readable, models=(broken, *readable.models))
+    html = render_page(state)
+    assert 'class="model unreadable"' in html and "cannot be quoted in a search filter" in html
+    assert html.count('class="chart ece-chart"') == 2, "the readable model is drawn"
+    families = {f.name: f for f in text_string_to_metric_families(exposition(lambda: state).decode())}
+    assert {s.labels["model"] for s in families["thermostat_open_alerts"].samples} == {"digits"}

@@ -296,3 +296,108 @@ def test_a_createrole_createdb_administrator_sets_up_and_says_what_a_rerun_canno
     actions = {step["subject"]: step["action"] for step in rerun["steps"]}
     assert actions == {f"role {mlflow_db}": "updated", f"database {mlflow_db}": "unchanged",
                        f"role {log_db}": "updated", f"database {log_db}": "unchanged"}
+
+
+# --------------------------------------------------------------------------- the admin password is never echoed
+# (issue 19, item 13): not in the URL shown, not in libpq's or the driver's own messages.
+
+_ADMIN_PASSWORDS = ["Kx7 Vq9", "Kx7%zzVq9", "Kx7@Vq9", "Kx7/Vq9", "Kx7?Vq9#Wz3", "Kx7:Vq9/Wz3@"]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("password", _ADMIN_PASSWORDS)
+@pytest.mark.parametrize("where", ["closed port", "unknown host"])
+def test_no_error_path_echoes_the_admin_password(password: str, where: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    host = f"127.0.0.1:{_closed_port()}" if where == "closed port" else "no-such-host.invalid"
+    url = f"postgresql://postgres:{password}@{host}/postgres"
+    assert main(["setup-db", "--admin-url", url, "--mlflow-password", "a", "--thermostat-password", "b"]) in (2, 3)
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("thermostat setup-db: error: ")
+    assert f"postgresql://postgres:***@{host}/postgres" in err, "the URL is shown, its password masked"
+    for fragment in ("Kx7", "Vq9", "Wz3"):
+        assert fragment not in err, f"{fragment!r} of the admin password is in: {err}"
+
+
+@pytest.mark.integration
+def test_an_admin_password_with_reserved_characters_is_read_whole(
+    admin_url: str, names: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """libpq ends a URL's password at its first "/" or "@"; setup-db reads it up to the last "@",
+    as the masked URL shows it (the throwaway cluster trusts loopback: any password connects)."""
+    url = admin_url.replace("postgres@", "postgres:Kx7/Vq9?Wz3#@x@", 1)
+    assert main(_setup(url, names)) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.count("created") == 4
+    assert not any(fragment in out for fragment in ("Kx7", "Vq9", "Wz3"))
+
+
+# --------------------------------------------------------------------------- privileged through membership
+# (issue 19, item 14): a role that can SET ROLE to an administrator is one.
+
+
+@pytest.fixture
+def groups(admin_url: str) -> Iterator[str]:
+    """A suffix for group roles made by one test, dropped afterwards."""
+    suffix = uuid.uuid4().hex[:8]
+    yield suffix
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        for (name,) in admin.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s", [f"%_{suffix}"]).fetchall():
+            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("grants", "named"), [
+    (["GRANT postgres TO {role}"], "member of 'postgres' (SUPERUSER, "),
+    (["GRANT pg_execute_server_program TO {role}"], "member of 'pg_execute_server_program'"),
+    (["GRANT pg_read_server_files TO {role}"], "member of 'pg_read_server_files'"),
+    (["GRANT pg_write_server_files TO {role}"], "member of 'pg_write_server_files'"),
+    (["GRANT pg_read_all_data TO {role}"], "member of 'pg_read_all_data'"),
+    (["GRANT pg_write_all_data TO {role}"], "member of 'pg_write_all_data'"),
+    (["CREATE ROLE outer_{suffix} NOLOGIN", "CREATE ROLE inner_{suffix} NOLOGIN",  # indirect: two levels down
+      "GRANT pg_execute_server_program TO outer_{suffix}", "GRANT outer_{suffix} TO inner_{suffix}",
+      "GRANT inner_{suffix} TO {role}"], "member of 'pg_execute_server_program'"),
+    (["CREATE ROLE maker_{suffix} NOLOGIN CREATEROLE", "GRANT maker_{suffix} TO {role}"],
+     "member of 'maker_{suffix}' (CREATEROLE)"),
+    (["CREATE ROLE dbmaker_{suffix} NOLOGIN CREATEDB", "GRANT dbmaker_{suffix} TO {role}"],
+     "member of 'dbmaker_{suffix}' (CREATEDB)"),
+    (["ALTER ROLE {role} CREATEDB"], "exists with CREATEDB"),
+])  # fmt: skip
+@pytest.mark.parametrize("which", ["mlflow", "thermostat"])
+def test_a_role_privileged_through_membership_is_refused_before_anything_changes(
+    grants: list[str], named: str, which: str, admin_url: str, names: tuple[str, str], groups: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    role, other = names if which == "mlflow" else names[::-1]
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE \"{role}\" NOLOGIN PASSWORD 'original'")
+        for statement in grants:
+            admin.execute(statement.format(role=f'"{role}"', suffix=groups))
+    assert main(_setup(admin_url, names)) == 3
+    err = capsys.readouterr().err
+    assert f"role {role!r}" in err and named.format(suffix=groups) in err and f"--{which}-database" in err
+    # Nothing changed: the role got neither LOGIN nor a password, nothing else was created.
+    assert verifier_matches(_stored_verifier(admin_url, role), "original", role)
+    with psycopg.connect(admin_url) as admin:
+        row = admin.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+    assert row == (False,)
+    assert not _role_exists(admin_url, other) and not _database_exists(admin_url, role)
+
+
+@pytest.mark.integration
+def test_a_role_that_only_belongs_to_ordinary_groups_is_set_up(
+    admin_url: str, names: tuple[str, str], groups: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlflow_db, _ = names
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE readers_{groups} NOLOGIN")
+        admin.execute(f"CREATE ROLE \"{mlflow_db}\" NOLOGIN IN ROLE readers_{groups}, pg_monitor")
+    assert main(_setup(admin_url, names)) == 0
+    assert "LOGIN granted" in capsys.readouterr().out

@@ -101,8 +101,8 @@ def test_the_text_report_names_each_test(files: Path, capsys: pytest.CaptureFixt
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--margin", "1.5"], "temperature_margin must be in [0, 1)"),
-        (["--temperature", "0"], "temperature must be finite and > 0"),
+        (["--margin", "1.5"], "--margin must be in [0, 1)"),
+        (["--temperature", "0"], "--temperature must be finite and > 0"),
     ],
 )
 def test_bad_options_exit_2(files: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:

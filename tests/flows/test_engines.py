@@ -1,6 +1,8 @@
 """The engines: option checks and the lazy Dask import without a cluster, then a real local
 Dask cluster of two worker processes (started once for the module): order, errors, connecting
-by address, a worker killed in the middle of a map, and Prefect's DaskTaskRunner.
+by address, a worker killed in the middle of a map, and Prefect's DaskTaskRunner. Last, a real
+``dask scheduler`` whose only worker is killed: the map, ``thermostat fit`` and the flows' tasks
+stop after the timeout, naming the cause, instead of waiting for a worker forever.
 
 The functions the workers run are in tests/flows/dask_work.py, which they import by name.
 """
@@ -18,12 +20,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import flows.engines
-from calibration import LOCAL_ENGINE
+from calibration import LOCAL_ENGINE, ScoredSet, write_scored_set
+from flows.cluster import TaskEngine
 from flows.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
 from tests.flows.dask_work import listening_hosts, refuse_negative, slow_square, square_late_first, with_pid
 
@@ -84,6 +89,15 @@ def test_bad_options_are_refused_in_their_own_words(
         engine_from_options(engine, address, n_workers)
 
 
+@pytest.mark.parametrize("timeout", [float("inf"), float("nan"), -1.0, 0.0, 86_400.5, 1e300])
+@pytest.mark.parametrize(("engine", "address"), [("dask", "tcp://127.0.0.1:8786"), ("dask", None), ("local", None)])
+def test_a_timeout_that_is_not_a_finite_positive_number_of_seconds_is_refused_naming_the_flag(
+    engine: str, address: str | None, timeout: float
+) -> None:
+    with pytest.raises(ValueError, match=rf"^--dask-timeout: {re.escape(f'{timeout:g}')} is not a number of seconds in \(0, 86400\]"):
+        engine_from_options(engine, address, None, timeout=timeout)
+
+
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tls://scheduler.example.org:8786", "tcp://[::1]:1"])
 def test_good_addresses_give_a_dask_engine_that_has_not_connected_yet(address: str) -> None:
     engine = engine_from_options("dask", address, None)
@@ -96,8 +110,10 @@ def test_good_addresses_give_a_dask_engine_that_has_not_connected_yet(address: s
 def test_dask_engine_refuses_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"^n_workers must be at least 1, not 0$"):
         DaskEngine(n_workers=0)
-    with pytest.raises(ValueError, match=r"^connect_timeout must be a positive number of seconds, not 0$"):
-        DaskEngine("tcp://127.0.0.1:8786", connect_timeout=0)
+    for timeout in (0, -1.0, float("inf"), float("nan"), 86_401, True):
+        with pytest.raises(ValueError, match=r"^timeout: .* is not a number of seconds in \(0, 86400\]; give a finite "
+                                             r"wait \(default 30\)$"):
+            DaskEngine("tcp://127.0.0.1:8786", timeout=timeout)
 
 
 def test_without_the_extra_the_dask_engine_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +148,7 @@ def test_nothing_listening_is_a_clear_error_within_the_timeout() -> None:
     address = f"tcp://127.0.0.1:{_free_loopback_port()}"
     began = time.monotonic()
     with pytest.raises(ConnectionError, match=rf"^no Dask scheduler answered at {re.escape(address)} within 1 s$"):
-        with DaskEngine(address, connect_timeout=1):
+        with DaskEngine(address, timeout=1):
             pass
     assert time.monotonic() - began < 5
 
@@ -145,7 +161,7 @@ def test_a_server_that_never_answers_is_a_clear_error_within_the_timeout() -> No
         address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
         began = time.monotonic()
         with pytest.raises(ConnectionError, match=rf"^no Dask scheduler answered at {re.escape(address)} within 1 s$"):
-            with DaskEngine(address, connect_timeout=1):
+            with DaskEngine(address, timeout=1):
                 pass
         assert time.monotonic() - began < 5
 
@@ -234,11 +250,19 @@ def test_a_worker_killed_in_the_middle_of_a_map_is_survived(cluster: DaskEngine)
     assert victim not in after and len(after) == 2
 
 
+@pytest.fixture(scope="module")
+def prefect_api() -> Iterator[None]:
+    """A temporary Prefect API for the module's flows."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
 @pytest.mark.integration
 @pytest.mark.slow
-def test_a_prefect_flow_maps_a_task_over_a_temporary_dask_cluster() -> None:
+def test_a_prefect_flow_maps_a_task_over_a_temporary_dask_cluster(prefect_api: None) -> None:
     from prefect import flow, task
-    from prefect.testing.utilities import prefect_test_harness
 
     pid_task = task(with_pid)
 
@@ -246,7 +270,138 @@ def test_a_prefect_flow_maps_a_task_over_a_temporary_dask_cluster() -> None:
     def run_on_dask(items: list[int]) -> list[tuple[int, int]]:
         return [future.result() for future in pid_task.map(items)]
 
-    with prefect_test_harness(server_startup_timeout=60):
-        results = run_on_dask.with_options(task_runner=dask_task_runner(None, 2))(items=[3, 1, 4, 1])
+    results = run_on_dask.with_options(task_runner=dask_task_runner(None, 2))(items=[3, 1, 4, 1])
     assert [item for item, _ in results] == [3, 1, 4, 1]
     assert os.getpid() not in {pid for _, pid in results}, "the tasks ran in this process, not on Dask workers"
+
+
+# --------------------------------------------------------------------------- a cluster whose workers die (issue 19)
+
+
+@dataclass(frozen=True)
+class RemoteCluster:
+    """A real ``dask scheduler`` and one ``dask worker``, each its own process on loopback."""
+
+    address: str
+    worker: subprocess.Popen[bytes]
+
+    def kill_the_worker(self) -> None:
+        """SIGKILL the worker, then wait until the scheduler no longer lists it."""
+        from distributed import Client
+
+        self.worker.kill()
+        self.worker.wait(timeout=30)
+        with Client(self.address, set_as_default=False) as client:  # type: ignore[no-untyped-call]
+            deadline = time.monotonic() + 30
+            while client.nthreads():
+                assert time.monotonic() < deadline, "the scheduler still lists the killed worker"
+                time.sleep(0.1)
+
+
+@pytest.fixture
+def remote_cluster(tmp_path: Path) -> Iterator[RemoteCluster]:
+    """A scheduler with one worker and no nanny (a killed worker stays dead: all the workers are gone).
+
+    Both get the repository on their path: the scheduler and the worker unpickle the functions of
+    tests/flows/dask_work.py by name."""
+    from distributed import Client
+
+    address = f"tcp://127.0.0.1:{_free_loopback_port()}"
+    dask = str(Path(sys.executable).parent / "dask")
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    with (tmp_path / "dask.log").open("wb") as log:
+        scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                      "--no-dashboard"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
+                                   "--no-dashboard"], env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        with Client(address, timeout=60, set_as_default=False) as client:  # type: ignore[no-untyped-call]
+            client.wait_for_workers(1, timeout=60)
+        yield RemoteCluster(address, worker)
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait(timeout=30)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_map_on_a_cluster_whose_workers_are_all_gone_stops_after_the_timeout_naming_the_cause(
+    remote_cluster: RemoteCluster,
+) -> None:
+    """Before, the map waited for a worker forever, without a word."""
+    with DaskEngine(remote_cluster.address, timeout=2) as engine:
+        assert engine.map(slow_square, [3]) == [9]
+        remote_cluster.kill_the_worker()
+        began = time.monotonic()
+        message = (rf"^the Dask cluster at {re.escape(remote_cluster.address)} has had no worker for 2 s with 2 of 2 "
+                   r"tasks not done; the computation was stopped\. Start workers \(`dask worker ")  # fmt: skip
+        with pytest.raises(RuntimeError, match=message):
+            engine.map(slow_square, [1, 2])
+        assert time.monotonic() - began < 2 + 10
+
+
+def _partitions(folder: Path, n_partitions: int, rows: int) -> Path:
+    rng = np.random.default_rng(0)
+    for part in range(n_partitions):
+        logits = rng.normal(size=(rows, 3))
+        scored = ScoredSet.from_arrays(logits, logits.argmax(axis=1), ids=[f"p{part}-{i}" for i in range(rows)])
+        (folder / f"day={part:02d}").mkdir(parents=True)
+        write_scored_set(scored, folder / f"day={part:02d}" / "part-0.parquet")
+    return folder
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_dask_fit_whose_workers_all_die_exits_3_naming_the_cause(remote_cluster: RemoteCluster, tmp_path: Path) -> None:
+    """``thermostat fit --engine dask``, the cluster's only worker killed while it computes: before,
+    the fit hung (9 minutes and counting) without a word; now it exits 3 after --dask-timeout."""
+    from distributed import Client
+
+    data = _partitions(tmp_path / "parts", 24, 200)
+    thermostat = str(Path(sys.executable).parent / "thermostat")
+    command = [thermostat, "fit", str(data), "--engine", "dask", "--dask-address", remote_cluster.address,
+               "--dask-timeout", "3"]  # fmt: skip
+    with Client(remote_cluster.address, set_as_default=False) as watcher:  # type: ignore[no-untyped-call]
+        fit = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not any(watcher.processing().values()):  # the fit's first tasks are on the worker
+                assert fit.poll() is None, f"the fit ended before its tasks reached the worker: {fit.communicate()}"
+                assert time.monotonic() < deadline, "the fit's tasks never reached the worker"
+                time.sleep(0.05)
+            killed = time.monotonic()
+            remote_cluster.kill_the_worker()
+            _, err = fit.communicate(timeout=120)
+        finally:
+            if fit.poll() is None:
+                fit.kill()
+                fit.communicate()
+    assert fit.returncode == 3, err
+    assert f"the computation failed: the Dask cluster at {remote_cluster.address} has had no worker for 3 s" in err
+    assert "Traceback" not in err
+    assert time.monotonic() - killed < 3 + 30
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_monitors_tasks_on_a_cluster_whose_workers_are_all_gone_fail_after_the_timeout(
+    remote_cluster: RemoteCluster, prefect_api: None
+) -> None:
+    """The flows' engine (one Prefect task per partition on prefect-dask's runner) stops too."""
+    from prefect import flow
+
+    remote_cluster.kill_the_worker()
+
+    @flow
+    def summarise(items: list[int]) -> list[int]:
+        return TaskEngine(n_workers=1, timeout=2).map(slow_square, items)
+
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match=rf"^the Dask cluster at {re.escape(remote_cluster.address)} has had no "
+                                           r"worker for 2 s with 3 of 3 tasks not done"):  # fmt: skip
+        summarise.with_options(task_runner=dask_task_runner(remote_cluster.address, 1))(items=[1, 2, 3])
+    assert time.monotonic() - began < 2 + 30

@@ -102,13 +102,15 @@ def test_the_lease_is_renewed_and_a_stolen_lease_is_noticed(settings: Thermostat
         assert renewed.expires_at > first.expires_at
         assert clear_lock("m", settings) is not None  # someone clears it by hand
         time.sleep(0.5)
-        with pytest.raises(LockLostError, match="taken over"):
+        with pytest.raises(LockLostError, match="cleared by hand"):
             lease.check()
 
 
 def test_the_module_command_shows_and_clears(settings: ThermostatSettings, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(settings.state_dir))
+    with model_lock("other", url=_url(settings), timeout_seconds=5):  # the lock table exists from now on
+        pass
     assert locks.main(["show", "m"]) == 0
     assert capsys.readouterr().out.strip() == "thermostat-register-m is free"
     _plant(settings, "m", machine="elsewhere/boot/pid:[1]", pid=7, started="1", expires_in=600)
@@ -118,6 +120,28 @@ def test_the_module_command_shows_and_clears(settings: ThermostatSettings, monke
     assert locks.main(["clear", "m"]) == 0
     assert capsys.readouterr().out.startswith("cleared: thermostat-register-m held by planted (pid 7")
     assert show_lock("m", settings) is None
+
+
+@pytest.mark.parametrize("action", ["show", "clear"])
+def test_showing_or_clearing_a_lock_creates_no_database_and_names_the_missing_one(
+    action: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 19, item 21: ``lock show`` used to create the state folder, the database and its table."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(state))
+    assert locks.main([action, "m"], prog="thermostat lock") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"thermostat lock: error: no lock database at sqlite:///{state / 'predictions.db'}"), err
+    assert "THERMOSTAT_PREDICTION_LOG_URL" in err and "Traceback" not in err
+    assert not state.exists()
+    # A database without the lock table (a prediction log no registration used): named, not changed.
+    state.mkdir()
+    with sa.create_engine(f"sqlite:///{state / 'predictions.db'}").begin() as connection:
+        connection.execute(sa.text("CREATE TABLE other (x INTEGER)"))
+    assert locks.main([action, "m"], prog="thermostat lock") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"thermostat lock: error: no lock table thermostat_locks in sqlite:///{state / 'predictions.db'}"), err
+    assert sa.inspect(sa.create_engine(f"sqlite:///{state / 'predictions.db'}")).get_table_names() == ["other"]
 
 
 @pytest.mark.parametrize("name", ["o'brien", 'say "hi"', "digits", "a b-c_d.e"])

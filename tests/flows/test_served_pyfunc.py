@@ -23,6 +23,7 @@ import mlflow.sklearn
 import numpy as np
 import pandas as pd
 import pytest
+import sqlalchemy as sa
 from mlflow.models import ModelSignature, infer_signature
 from mlflow.types import ColSpec, Schema, TensorSpec
 from sklearn.datasets import load_digits
@@ -30,7 +31,10 @@ from sklearn.linear_model import LogisticRegression
 
 from flows.model import LOG_URL_VARIABLE, REGISTERED_MODEL_META, calibrated_frame
 from flows.registry import calibrated_signature, save_calibrated_model
+from flows.serving import ServedModel
 from monitoring import PredictionLog
+from tests.monitoring.conftest import PostgresCluster
+from tests.monitoring.conftest import postgres_cluster, postgres_server, postgres_url  # noqa: F401 - session fixtures
 
 T = 1.8
 THRESHOLD = 0.9
@@ -186,6 +190,65 @@ def test_a_dead_prediction_log_never_fails_a_prediction_and_the_loss_is_counted(
     assert stats.last_error is not None and "OperationalError" in stats.last_error
     assert "not logged" in caplog.text and "OperationalError" in caplog.text
     served.close_prediction_log()
+
+
+@pytest.mark.integration
+def test_the_in_process_helper_and_the_pyfunc_answer_while_the_database_is_down_and_log_again_after_its_restart(
+    model_dir: Path, digits: tuple[np.ndarray, np.ndarray], postgres_cluster: PostgresCluster,  # noqa: F811
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,  # noqa: F811
+) -> None:
+    """A real PostgreSQL stopped and started again under both ways of serving (issue 19): before,
+    ``ServedModel.predict_and_log`` raised on every request while the database was down, unlike the
+    pyfunc's writer, which answers and counts the loss; and after a restart with no request in between
+    both lost their first write to the pool's dead connections. Both answer, count the same losses,
+    and log again."""
+    monkeypatch.setenv(LOG_URL_VARIABLE, postgres_url)
+    monkeypatch.setenv("THERMOSTAT_SERVING_LOG_FLUSH_MS", "600000")  # a batch is written at flush
+    x, _ = digits
+    log = PredictionLog(postgres_url)
+    log.metadata.drop_all(log.engine)
+    log.create()
+    pyfunc = _load(model_dir, **IDENTITY)  # logs what it serves, from its writer thread
+    writer = pyfunc.unwrap_python_model()
+    quiet = _load(model_dir, **IDENTITY, log_predictions=False)  # as ServedModel.load loads a version
+    served = ServedModel(model_name="digits", version="5", alias=None, model=quiet,
+                         calibrated=quiet.unwrap_python_model())
+    answers: list[pd.DataFrame] = []
+
+    def serve(phase: str, i: int) -> None:
+        rows = x[500 + 4 * i : 504 + 4 * i]
+        ids = [f"{phase}-{i}-{j}" for j in range(4)]
+        answers.append(served.predict_and_log(rows, [f"in-process-{rid}" for rid in ids], log, groups="web"))
+        answers.append(pyfunc.predict(pd.DataFrame(rows).assign(request_id=[f"pyfunc-{rid}" for rid in ids])))
+        writer.flush_prediction_log()
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="thermostat.serving"):
+            serve("up", 0)
+            with postgres_cluster.stopped():
+                for i in range(1, 4):
+                    serve("down", i)
+            serve("again", 4)
+            with postgres_cluster.stopped():
+                pass  # restarted with no request in between: every pooled connection is dead
+            serve("restarted", 5)
+        expected = calibrated_frame(_checkpoint_logits(model_dir, x[500:524]), T, THRESHOLD)
+        for i in range(6):  # every request was answered, the same by both
+            for answer in answers[2 * i : 2 * i + 2]:
+                pd.testing.assert_frame_equal(answer.iloc[:, : expected.shape[1]],
+                                              expected.iloc[4 * i : 4 * i + 4].reset_index(drop=True))
+        with log.engine.connect() as conn:
+            stored = set(conn.execute(sa.select(log.table.c.request_id)).scalars())
+        assert stored == {f"{way}-{phase}-{i}-{j}" for way in ("in-process", "pyfunc")
+                          for phase, i in (("up", 0), ("again", 4), ("restarted", 5)) for j in range(4)}  # fmt: skip
+        for stats in (served.prediction_log_stats, writer.prediction_log_stats):
+            assert (stats.rows_submitted, stats.rows_written, stats.rows_dropped, stats.loss_events) == (24, 12, 12, 3)
+            assert stats.last_error is not None and "OperationalError" in stats.last_error
+        assert caplog.text.count("row(s) not logged") == 2, "the first loss of each is a warning"
+    finally:
+        writer.close_prediction_log()
+        log.metadata.drop_all(log.engine)
+        log.dispose()
 
 
 def test_logging_asked_for_without_a_known_version_serves_and_counts_every_row(

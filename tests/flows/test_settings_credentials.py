@@ -21,14 +21,18 @@ TAGS = dataclasses.replace(
 ).to_tags()
 
 
+def _with_credentials(password: str, ui_credentials: str) -> ThermostatSettings:
+    return ThermostatSettings(
+        tracking_uri=f"http://alice:{password}@mlflow.internal:5000",
+        registry_uri=f"postgresql://mlflow:{password}@db.internal/mlflow",
+        prediction_log_url=f"postgresql+psycopg://thermostat:{password}@db.internal/thermostat",
+        mlflow_ui_url=f"https://{ui_credentials}@mlflow.example.internal/",
+    )
+
+
 @pytest.fixture
 def credentialed() -> ThermostatSettings:
-    return ThermostatSettings(
-        tracking_uri=f"http://alice:{SECRET}@mlflow.internal:5000",
-        registry_uri=f"postgresql://mlflow:{SECRET}@db.internal/mlflow",
-        prediction_log_url=f"postgresql+psycopg://thermostat:{SECRET}@db.internal/thermostat",
-        mlflow_ui_url=f"https://bob:{SECRET}@mlflow.example.internal/",
-    )
+    return _with_credentials(SECRET, f"bob:{SECRET}")
 
 
 def test_the_settings_json_form_masks_every_url_and_python_keeps_the_real_ones(credentialed: ThermostatSettings) -> None:
@@ -65,3 +69,38 @@ def test_the_monitor_report_names_a_database_tracking_uri_without_its_password()
     markdown = _markdown(version, None, "run-1", settings.resolved_mlflow_ui_url(), None, settings, t, t)
     assert SECRET not in markdown
     assert "`mlflow ui --backend-store-uri postgresql://mlflow:***@db.internal/mlflow`" in markdown
+
+
+# Generated passwords hold the characters that end a URL's parts (issue 19, item 12).
+RESERVED_SECRET = "Zq/9#x?k@3:w"
+
+
+@pytest.fixture
+def reserved() -> ThermostatSettings:
+    return _with_credentials(RESERVED_SECRET, "ghp_UiT0ken")
+
+
+def test_passwords_with_reserved_characters_and_tokens_are_masked_in_the_stored_form(
+    reserved: ThermostatSettings,
+) -> None:
+    stored = reserved.model_dump_json()
+    assert RESERVED_SECRET not in stored and "ghp_UiT0ken" not in stored
+    for fragment in RESERVED_SECRET.replace("/", " ").replace("#", " ").replace("?", " ").replace("@", " ").split():
+        assert f":{fragment}" not in stored and f"{fragment}@" not in stored
+    assert json.loads(stored)["prediction_log_url"] == "postgresql+psycopg://thermostat:***@db.internal/thermostat"
+    assert json.loads(stored)["mlflow_ui_url"] == "https://***@mlflow.example.internal/"
+    assert reserved.resolved_prediction_log_url().endswith(f":{RESERVED_SECRET}@db.internal/thermostat")
+
+
+@pytest.mark.parametrize("flow", [monitor, refit], ids=["monitor", "refit"])
+def test_flow_parameters_hold_no_password_with_reserved_characters(flow: object, reserved: ThermostatSettings) -> None:
+    parameters = flow.serialize_parameters({"model_name": "m", "settings": reserved})  # type: ignore[attr-defined]
+    text = json.dumps(parameters)
+    assert RESERVED_SECRET not in text and "alice:***@mlflow.internal" in text
+
+
+@pytest.mark.parametrize("field", ["tracking_uri", "registry_uri", "prediction_log_url", "mlflow_ui_url"])
+def test_the_masked_form_of_a_reserved_password_or_token_is_refused(field: str, reserved: ThermostatSettings) -> None:
+    stored = json.loads(reserved.model_dump_json())
+    with pytest.raises(ValidationError, match=rf"{field} .* holds a masked password"):
+        ThermostatSettings(**{field: stored[field]})

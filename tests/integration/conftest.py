@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 # Nothing under ~ or the repo: Prefect reads its home when first imported.
@@ -69,6 +70,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_for_http(url: str, server: subprocess.Popen[bytes], log: Path, what: str, *, any_status: bool = False,
+                  timeout: float = 90.0) -> None:
+    """Return once ``url`` answers 200 (with ``any_status``: any HTTP status, e.g. a 503 that says
+    why); fail with the end of ``log`` when ``server`` exits or ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                if answer.status == 200:
+                    return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what} did not start: {log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
 @contextmanager
 def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]:
     """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (one worker,
@@ -89,17 +110,7 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]
             stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.3)
+        wait_for_http(f"{url}/health", server, log, "mlflow server")
         yield url
     finally:
         server.terminate()
@@ -108,32 +119,6 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[str]
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
-
-
-def http_get(url: str, timeout: float = 10.0) -> bytes:
-    """The body of a GET of ``url`` (an error status raises)."""
-    with urllib.request.urlopen(url, timeout=timeout) as answer:
-        return bytes(answer.read())
-
-
-def wait_until(check: Any, what: str, *, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None,
-               log: Path | None = None) -> Any:
-    """Poll ``check`` every 0.5 s until it returns something true (returned) or ``timeout`` passes, or
-    ``process`` ends (then fail with the end of ``log``). OSError, ValueError, KeyError count as not yet."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            break
-        try:
-            found = check()
-            if found:
-                return found
-        except (OSError, ValueError, KeyError) as error:
-            last = error
-        time.sleep(0.5)
-    output = log.read_text()[-3000:] if log is not None and log.exists() else ""
-    pytest.fail(f"{what} did not happen within {timeout:.0f} s (last error: {last!r})\n{output}")
 
 
 def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
@@ -302,6 +287,33 @@ def require_tool(found: bool, message: str) -> None:
     pytest.skip(message)
 
 
+def isolated_env(root: Path, **variables: str) -> dict[str, str]:
+    """This process's environment without its ``THERMOSTAT_*``, ``MLFLOW_*`` and ``PREFECT_*``
+    variables, with nothing reaching outside the machine, a ``PREFECT_HOME`` under ``root`` and
+    ``variables`` set: what a command started by a test reads."""
+    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
+    return env | LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home")} | variables
+
+
+@contextmanager
+def dashboard_server(env: dict[str, str], log: Path, *options: str) -> Iterator[str]:
+    """``thermostat dashboard`` on a free loopback port, reading the store ``env`` names (its
+    output in ``log``); yields its base URL once it answers ``/healthz`` (``ok``, or 503 when the
+    store cannot be read) and stops it afterwards."""
+    port = free_port()
+    with log.open("wb") as output:
+        server = subprocess.Popen([str(VENV_BIN / "thermostat"), "dashboard", "--port", str(port), *options],
+                                  env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/healthz", server, log, "thermostat dashboard", any_status=True)
+        yield url
+    finally:
+        stop_process(server, signal.SIGTERM, 20)
+
+
 @dataclass(frozen=True)
 class DemoState:
     """A state folder made by ``thermostat demo`` (run once per session), and the
@@ -320,13 +332,10 @@ class DemoState:
 def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
     """``thermostat demo`` run once into a temporary folder (about 1–2 min): models, versions,
     aliases, checks (ok, drift), a refit and a refused refit, the prediction log. Treat as read-only."""
-    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
-
     root = tmp_path_factory.mktemp("demo-state")
     state_dir = root / ".thermostat"
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
     # No start-up limit of Prefect's temporary server here: the product's default must be enough.
-    env |= LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home"), "THERMOSTAT_STATE_DIR": str(state_dir)}
+    env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir))
     done = subprocess.run([str(Path(sys.executable).parent / "thermostat"), "demo"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:

@@ -7,12 +7,17 @@ seconds), and prints ``{"exit_codes": [...]}``. Each spec has ``crash``
 arguments except settings), ``settings`` (ThermostatSettings fields) and ``pid_file`` (where
 the PID of the embedded Prefect API server, if the child started one, is written just before
 it dies). Exit status 70: died at the crash point, as ``kill -9`` would leave it.
+
+A spec with ``pause_file`` pauses instead of dying: at the crash point the child writes its PID
+to that file and stops itself with SIGSTOP (every thread stops, as in a long GC pause or a frozen
+VM; the lease is not renewed); it goes on where it stopped when the test sends SIGCONT.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -46,13 +51,27 @@ def _child(spec: dict[str, Any]) -> None:
             handle.write("" if process is None else str(process.pid))
         os._exit(CRASHED)
 
+    paused: list[bool] = []
+
+    def pause() -> None:
+        paused.append(True)  # once: a rollback may make the same call again
+        with open(spec["pause_file"], "w") as handle:
+            handle.write(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    def halt() -> None:
+        if "pause_file" not in spec:
+            die()
+        elif not paused:
+            pause()
+
     def crashing(self: MlflowClient, *args: Any, **kwargs: Any) -> Any:
         hit = _matches(method, args, kwargs)
         if hit and when == "before":
-            die()
+            halt()
         result = original(self, *args, **kwargs)
         if hit and when == "after":
-            die()
+            halt()
         return result
 
     setattr(MlflowClient, method, crashing)

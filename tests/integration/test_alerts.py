@@ -352,6 +352,38 @@ def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.Cap
     assert "PREFECT_API_URL is not set" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("block_name", ["Bad Name!", "UPPER", "under_score", "dots.too", " "])
+def test_a_block_name_prefect_refuses_is_exit_2_naming_the_flag(block_name: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Prefect's block names are lower-case letters, digits and dashes: refused before the server is asked."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
+        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook", "--block-name", block_name]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"--block-name {block_name!r}" in err
+    assert "lower-case letters, digits and dashes" in err and "Traceback" not in err
+
+
+SECRET = "Q7x-s3cret"
+
+
+@pytest.mark.parametrize(("api_url", "status"), [
+    ("http://alice:{secret}@127.0.0.1:{port}/api", 3),        # unreachable
+    ("http://{secret}@127.0.0.1:{port}/api", 3),              # a token as the user
+    ("http://alice:pa/ss#{secret}@127.0.0.1:{port}/api", 2),  # a raw "/" the HTTP client cannot read
+])  # fmt: skip
+def test_prefect_api_url_credentials_are_never_printed(api_url: str, status: int,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: api_url.format(secret=SECRET, port=free_port())}):
+        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == status
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err and "pa/ss" not in out + err and "Traceback" not in err
+    assert "PREFECT_API_URL" in err or "the Prefect API at http://" in err
+
+
 # --------------------------------------------------------------------------- a real server
 
 
@@ -375,7 +407,10 @@ def test_install_is_idempotent_and_takes_any_notification_block(
 
     api_url, env = prefect_server
     first = _install(env, "--webhook-url", "http://127.0.0.1:9/first")
-    again = _install(env, "--webhook-url", "http://127.0.0.1:9/second")
+    # Credentials in PREFECT_API_URL (the server ignores them) are not printed (issue 19, item 13).
+    credentialed = api_url.replace("http://", f"http://alice:{SECRET}@", 1)
+    again = _install(env | {"PREFECT_API_URL": credentialed}, "--webhook-url", "http://127.0.0.1:9/second")
+    assert again["api_url"] == api_url.replace("http://", "http://alice:***@", 1) and SECRET not in json.dumps(again)
     assert first["block"] == again["block"] == f"custom-webhook/{DEFAULT_BLOCK_NAME}"
     assert first["block_id"] == again["block_id"] and again["destination"] == "http://127.0.0.1:9"
     assert [a["status"] for a in first["automations"]] == ["created"] * len(ALERTS)

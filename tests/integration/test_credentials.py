@@ -30,7 +30,7 @@ from tests.integration.conftest import Registered, mlflow_server
 pytestmark = pytest.mark.integration
 
 TRACKING_PASSWORD = "tracking-s3cret-Q7"
-UI_PASSWORD = "ui-hunter2-Z9"
+UI_PASSWORD = "ui-hunter2/Z9?k#w"  # generated: it holds characters that end a URL's parts (issue 19, item 12)
 VENV_BIN = Path(sys.executable).parent
 
 

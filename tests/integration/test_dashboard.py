@@ -21,11 +21,11 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import time
 import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from tests.integration.conftest import DemoState, free_port, http_get, require_tool, wait_until
+from tests.integration.conftest import DemoState, dashboard_server, free_port, require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -43,28 +43,36 @@ CHROMIUM = "/usr/bin/chromium"
 INSTALL = "`make test` installs it as root (.ci/browser-and-prometheus.sh); otherwise: sudo apt-get install {}"
 
 
+def _get(url: str, timeout: float = 10.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return bytes(answer.read())
+
+
+def _wait_until(check: Any, what: str, *, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None,
+                log: Path | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            found = check()
+            if found:
+                return found
+        except (OSError, ValueError, KeyError) as error:
+            last = error
+        time.sleep(0.5)
+    output = log.read_text()[-3000:] if log is not None and log.exists() else ""
+    pytest.fail(f"{what} did not happen within {timeout:.0f} s (last error: {last!r})\n{output}")
+
+
 @pytest.fixture(scope="module")
 def dashboard(demo_state: DemoState, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``thermostat dashboard`` on the demo's state, on a free loopback port; yields its base URL."""
-    port = free_port()
     log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "thermostat"), "dashboard", "--port", str(port), "--refresh", "2"],
-            env=demo_state.env, stdout=output, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: http_get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", process=server,
-                   log=log)
+    with dashboard_server(demo_state.env, log, "--refresh", "2") as url:
+        _wait_until(lambda: _get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", log=log)
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
 
 
 # --------------------------------------------------------------- what MLflow says, read directly
@@ -184,8 +192,8 @@ def test_the_page_in_a_real_browser(dashboard: str, demo_state: DemoState) -> No
 
 
 def test_the_json_api_says_what_the_page_shows(dashboard: str, demo_state: DemoState) -> None:
-    models = json.loads(http_get(f"{dashboard}/api/models"))
-    alerts = json.loads(http_get(f"{dashboard}/api/alerts"))["alerts"]
+    models = json.loads(_get(f"{dashboard}/api/models"))
+    alerts = json.loads(_get(f"{dashboard}/api/alerts"))["alerts"]
     (digits,) = [m for m in models["models"] if m["name"] == "digits"]
     assert digits["aliases"] == _aliases(demo_state)
     assert {c["run_id"] for c in digits["checks"]} == {r.info.run_id for r in _checks(demo_state)}
@@ -198,7 +206,7 @@ def test_the_json_api_says_what_the_page_shows(dashboard: str, demo_state: DemoS
     assert refused["prefect_flow_run_id"] and refused["run_id"]
     # Only the diagrams the page shows are served.
     with pytest.raises(urllib.error.HTTPError) as refused_read:
-        http_get(f"{dashboard}/artifacts/{refused['run_id']}/refit/outcome.json")
+        _get(f"{dashboard}/artifacts/{refused['run_id']}/refit/outcome.json")
     assert refused_read.value.code == 404
 
 
@@ -226,15 +234,15 @@ def test_prometheus_scrapes_the_metrics(dashboard: str, demo_state: DemoState, t
     api = f"http://127.0.0.1:{port}"
 
     def query(expression: str) -> list[dict[str, Any]]:
-        answer = json.loads(http_get(f"{api}/api/v1/query?" + urllib.parse.urlencode({"query": expression})))
+        answer = json.loads(_get(f"{api}/api/v1/query?" + urllib.parse.urlencode({"query": expression})))
         assert answer["status"] == "success", answer
         return list(answer["data"]["result"])
 
     try:
-        wait_until(lambda: http_get(f"{api}/-/ready").startswith(b"Prometheus"), "Prometheus ready", process=server,
-                   log=log)
-        found = wait_until(lambda: query('thermostat_ece{model="digits",alias="champion"}'),
-                           "thermostat_ece of digits@champion in Prometheus", process=server, log=log)
+        _wait_until(lambda: _get(f"{api}/-/ready").startswith(b"Prometheus"), "Prometheus ready", process=server,
+                    log=log)
+        found = _wait_until(lambda: query('thermostat_ece{model="digits",alias="champion"}'),
+                            "thermostat_ece of digits@champion in Prometheus", process=server, log=log)
         up = query('up{job="thermostat"}')
         alerts = query('sum(thermostat_open_alerts{model="digits"})')
         verdict = query('thermostat_verdict{model="digits",alias="champion"} == 1')
@@ -251,7 +259,7 @@ def test_prometheus_scrapes_the_metrics(dashboard: str, demo_state: DemoState, t
     assert sample["metric"]["version"] == champion
     assert float(sample["value"][1]) == pytest.approx(latest.data.metrics["ece"], rel=1e-12)
     assert [float(s["value"][1]) for s in up] == [1.0]
-    assert float(alerts[0]["value"][1]) == len(json.loads(http_get(f"{dashboard}/api/alerts"))["alerts"])
+    assert float(alerts[0]["value"][1]) == len(json.loads(_get(f"{dashboard}/api/alerts"))["alerts"])
     assert [s["metric"]["verdict"] for s in verdict] == [latest.data.tags["thermostat.verdict"]]
     empty = [expression for expression, result in grafana.items() if not result and "changes(" not in expression]
     assert empty == [], f"Grafana queries with no series on the demo's state: {empty}"
@@ -300,7 +308,7 @@ def test_the_exposition_passes_promtool(dashboard: str) -> None:
     require_tool(promtool is not None, "promtool (Debian's prometheus package) is not installed; "
                  + INSTALL.format("prometheus"))
     assert promtool is not None
-    text = http_get(f"{dashboard}/metrics")
+    text = _get(f"{dashboard}/metrics")
     done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
     samples = [line for line in text.decode().splitlines() if line.startswith("thermostat_ece{")]

@@ -9,6 +9,9 @@
 * One transient error in each retried step: the flow succeeds; a rolled-back run ends FAILED.
 * The embedded Prefect API: a crashed run leaves no server process and no lock behind, and two
   runs starting together on a fresh PREFECT_HOME both succeed.
+* A holder paused (SIGSTOP) right after its alias move, past its lease, while a successor takes
+  the lock over and registers: once resumed it writes nothing (no rollback either), and the
+  successor's version and alias stay — with the lock on SQLite and on PostgreSQL (issue 19).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +41,7 @@ from flows.registration import ALIAS_TAG, PREVIOUS_ALIAS_VERSION_TAG, Registrati
 from flows.registry import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
 from flows.settings import ThermostatSettings
 from tests.integration.conftest import Template, mlflow_client, mlflow_server
+from tests.monitoring.conftest import postgres_server, postgres_url  # noqa: F401 - the throwaway PostgreSQL
 
 pytestmark = pytest.mark.integration
 
@@ -414,3 +419,75 @@ def test_two_runs_starting_together_on_a_fresh_prefect_home_both_succeed(tmp_pat
     outputs = [child.communicate(timeout=300)[0].decode(errors="replace") for child in children]
     assert [child.returncode for child in children] == [0, 0], "\n----\n".join(o[-2000:] for o in outputs)
     assert (tmp_path / "home" / "thermostat-ephemeral-start.lock").exists()
+
+
+# ----------------------------------------------------------------- a paused holder (issue 19)
+
+
+def _stopped_pid(pause_file: Path, runner: subprocess.Popen[bytes], log: Path, timeout: float = 300) -> int:
+    """The PID the paused child wrote, once that process is stopped (state T)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = pause_file.read_text().strip() if pause_file.exists() else ""
+        if text:
+            state = Path(f"/proc/{text}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "T":
+                return int(text)
+        if runner.poll() is not None:
+            break
+        time.sleep(0.05)
+    runner.kill()
+    pytest.fail(f"the child did not pause after its alias move: {log.read_text(errors='replace')[-3000:]}")
+
+
+# The lock database, and what the successor registers: another checkpoint (a new version and
+# @champion moved to it) or the same one (it completes the paused run's version).
+@pytest.mark.parametrize(("lock_database", "successor_checkpoint"),
+                         [("sqlite", "mlp"), ("sqlite", "logistic"), ("postgresql", "mlp")])
+def test_a_holder_paused_after_its_alias_move_cannot_undo_its_successors_registration(
+    lock_database: str, successor_checkpoint: str, template: Template, prefect_api: None, tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Issue 19, item 1: the paused run used to roll back when it resumed (its lease taken over):
+    @champion deleted and the version its successor completed deleted — with the same checkpoint
+    the registry was left with no version and no alias after both runs had reported success."""
+    name = f"paused-{lock_database}-{successor_checkpoint}"
+    target = _target("embedded", tmp_path / "state", template, name, None)
+    lock: dict[str, Any] = {"lock_lease_seconds": 3.0}  # the smallest lease: the successor waits 3 s
+    if lock_database == "postgresql":
+        lock["prediction_log_url"] = request.getfixturevalue("postgres_url")
+    settings = target.settings.model_copy(update=lock)
+    spec = _crash_spec(target, template, "after:set_registered_model_alias", tmp_path)
+    spec["settings"] |= lock
+    spec["pause_file"] = str(tmp_path / "paused.pid")
+    log = tmp_path / "child.log"
+    with log.open("wb") as output:
+        runner = subprocess.Popen([sys.executable, "-m", "tests.integration.crash_child", json.dumps([spec])], cwd=ROOT,
+                                  env=_harness_env(), stdout=subprocess.PIPE, stderr=output)
+    try:
+        paused = _stopped_pid(Path(spec["pause_file"]), runner, log)
+        successor = post_finetune(**(_run_args(template, name) | {"checkpoint_uri": template.checkpoints[
+            successor_checkpoint].uri}), settings=settings)
+        os.kill(paused, signal.SIGCONT)
+        out, _ = runner.communicate(timeout=300)
+    finally:
+        if runner.poll() is None:
+            os.kill(paused, signal.SIGCONT)
+            runner.kill()
+            runner.wait(timeout=30)
+    child_log = log.read_text(errors="replace")
+    codes = json.loads(out.decode().strip().splitlines()[-1])["exit_codes"]
+    assert codes == [1] and "child ended with LockLostError" in child_log, (codes, child_log[-3000:])
+    # The successor found the paused run's version with @champion on it and completed it.
+    assert any(r.startswith("completed version 1") for r in successor.repairs), successor.repairs
+    registry = target.registry
+    expected = ["1", "2"] if successor_checkpoint == "mlp" else ["1"]
+    assert (successor.outcome, successor.version) == (("registered", "2") if successor_checkpoint == "mlp"
+                                                      else ("completed", "1"))
+    versions = registry.versions(name)
+    assert sorted(str(v.version) for v in versions) == expected, [v.version for v in versions]
+    assert all(v.tags[REGISTRATION_TAG] == REGISTRATION_COMPLETE for v in versions)
+    assert registry.aliases(name) == {"champion": successor.version}
+    assert all(registry.run_state(str(v.run_id)) == "FINISHED" for v in versions)
+    assert _open_runs(registry, name) == []
+    assert show_lock(name, settings) is None

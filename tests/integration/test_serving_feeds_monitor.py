@@ -29,7 +29,7 @@ from flows.checkpoint import checkpoint_logits, download_checkpoint
 from flows.monitor import monitor
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog
-from tests.integration.conftest import Registered, free_port
+from tests.integration.conftest import Registered, free_port, wait_for_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -50,17 +50,7 @@ def mlflow_models_serve(model_uri: str, env: dict[str, str], log_path: Path) -> 
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/ping", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow models serve did not start: {log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+        wait_for_http(f"{url}/ping", server, log_path, "mlflow models serve", timeout=180)
         yield url, server
     finally:
         stop(server)

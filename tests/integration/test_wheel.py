@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from email.parser import Parser
@@ -38,7 +39,7 @@ import yaml
 from packaging.requirements import Requirement
 
 from benchmarks.startup import every_core_busy
-from tests.integration.conftest import free_port, http_get, stop_process, wait_until
+from tests.integration.conftest import free_port, stop_process, wait_for_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -256,6 +257,11 @@ def test_the_demo_passes_with_every_core_busy(installed: Installed, demo: DemoRu
     assert not list(installed.numba_cache.rglob("*.nbi"))
 
 
+def _read(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=120) as answer:
+        return str(answer.read().decode())
+
+
 @pytest.mark.timeout(2400)  # the demo with every core busy, and other work on the machine
 def test_the_dashboard_serves_the_page_and_metrics(installed: Installed, demo: DemoRun) -> None:
     assert demo.done.returncode == 0, "needs the demo's state"
@@ -267,10 +273,8 @@ def test_the_dashboard_serves_the_page_and_metrics(installed: Installed, demo: D
                                   cwd=installed.work, env=env, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: http_get(f"{url}/healthz") == b"ok", "the installed dashboard answering /healthz",
-                   timeout=300, process=server, log=log)
-        page = http_get(f"{url}/", timeout=120).decode()
-        metrics = http_get(f"{url}/metrics", timeout=120).decode()
+        wait_for_http(f"{url}/healthz", server, log, "the installed thermostat dashboard", timeout=300)
+        page, metrics = (_read(f"{url}{path}") for path in ("/", "/metrics"))
     finally:
         stop_process(server, signal.SIGTERM, 20)
     assert "<svg" in page and "digits" in page

@@ -2,7 +2,8 @@
 
 The PostgreSQL server is a throwaway cluster started by the session fixture itself:
 ``initdb`` into a temporary folder, ``pg_ctl start`` on 127.0.0.1 with a free port and the
-socket in that folder, torn down at the end. As root it runs as the ``postgres`` OS user
+socket in that folder, torn down at the end; ``postgres_cluster`` stops and starts it again
+for a test whose database must go away and come back. As root it runs as the ``postgres`` OS user
 (PostgreSQL refuses to run as root). Without PostgreSQL binaries the fixture fails under
 ``CI=true`` (``.ci/postgres.sh`` installs them) and skips elsewhere.
 """
@@ -17,6 +18,8 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -54,8 +57,42 @@ def _run(command: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed ({done.returncode}): {done.stdout}\n{done.stderr}")
 
 
+@dataclass(frozen=True)
+class PostgresCluster:
+    """The throwaway cluster: its URL (the ``postgres`` database) and what stops and starts it again
+    (a test that needs the database to go away and come back: same port, same data)."""
+
+    url: str
+    bin_dir: Path
+    data: Path
+    options: str
+    log_file: Path
+
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m MODE``: ``fast`` ends every session (clients see their connections drop)."""
+        _run(_as_postgres_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
+             "pg_ctl stop")
+
+    def start(self) -> None:
+        """``pg_ctl start``, waiting until it accepts connections."""
+        _run(_as_postgres_user([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-o", self.options, "-l",
+                                str(self.log_file), "-w", "-t", "60", "start"]), "pg_ctl start")
+
+    @contextmanager
+    def stopped(self) -> Iterator[None]:
+        """The server down inside the block, up again after it (whatever the block did)."""
+        self.stop()
+        try:
+            yield
+        finally:
+            self.start()
+
+
+_CLUSTERS = pytest.StashKey[dict[str, PostgresCluster]]()
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[str]:
     """A running throwaway PostgreSQL cluster; yields a URL of its ``postgres`` database."""
     bin_dir = _postgres_bin_dir()
     if bin_dir is None:
@@ -73,6 +110,11 @@ def postgres_server() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(root, user="postgres")
     port = _free_port()
+    cluster = PostgresCluster(
+        url=f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", bin_dir=bin_dir, data=data,
+        options=f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
+        log_file=log_file,
+    )
     try:
         _run(
             _as_postgres_user(
@@ -80,19 +122,14 @@ def postgres_server() -> Iterator[str]:
             ),
             "initdb",
         )
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        _run(
-            _as_postgres_user(
-                [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log_file), "-w", "-t", "60", "start"]
-            ),
-            "pg_ctl start",
-        )
+        cluster.start()
     except Exception as exc:  # noqa: BLE001 - the log says why the server did not start
         server_log = log_file.read_text() if log_file.exists() else ""
         shutil.rmtree(root, ignore_errors=True)
         pytest.fail(f"could not start a throwaway PostgreSQL: {exc}\n{server_log}")
+    request.config.stash.setdefault(_CLUSTERS, {})[cluster.url] = cluster
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        yield cluster.url
     finally:
         subprocess.run(
             _as_postgres_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
@@ -101,6 +138,12 @@ def postgres_server() -> Iterator[str]:
             check=False,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster(postgres_server: str, request: pytest.FixtureRequest) -> PostgresCluster:
+    """The cluster of :func:`postgres_server`, to stop and start it again (:class:`PostgresCluster`)."""
+    return request.config.stash[_CLUSTERS][postgres_server]
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -217,3 +219,103 @@ def test_labels_written_between_the_read_and_the_update_are_reported_as_what_the
     assert report.conflicts == (LabelConflict("r1", 1, 0),), "r1 got another label first: kept, reported"
     (chunk,) = prediction_log.iter_labelled("digits", "1", T0, T0 + timedelta(hours=1))
     assert chunk.labels.tolist() == [2, 1, 0, 1]
+
+
+# --------------------------------------------------------------------------- new versions in different orders (issue 19)
+
+CONCURRENT_BATCHES, NEW_VERSIONS = 20, 6
+
+
+def test_batches_introducing_the_same_new_versions_in_different_orders_are_all_logged(
+    prediction_log: PredictionLog,
+) -> None:
+    """Twenty writers (threads, one engine each, as replicas have) start at once, each with one batch
+    holding rows of the same six new versions in its own order. In PostgreSQL two of them taking a
+    version row each and then waiting for the other's deadlocked: before the fix 8-10 of 20 batches
+    were refused (``DeadlockDetected``) and lost. Every batch must be logged."""
+    url = prediction_log.engine.url.render_as_string(hide_password=False)
+    versions = [f"fresh-{v}" for v in range(NEW_VERSIONS)]
+    orders = [np.random.default_rng(seed).permutation(versions).tolist() for seed in range(CONCURRENT_BATCHES)]
+    assert len({tuple(order) for order in orders}) > 1
+    logs = [PredictionLog(url) for _ in range(CONCURRENT_BATCHES)]
+    for log in logs:
+        log.count_rows()  # each writer's connection open before the start
+    barrier = threading.Barrier(CONCURRENT_BATCHES)
+    outcomes: dict[int, str] = {}
+
+    def write(writer: int) -> None:
+        batch = [record for version in orders[writer]
+                 for record in _records(version, [f"{version}-b{writer}-{i}" for i in range(3)])]  # fmt: skip
+        barrier.wait(timeout=60)
+        try:
+            logs[writer].append(batch)
+            outcomes[writer] = "ok"
+        except Exception as exc:  # noqa: BLE001 - the assertion reports every refusal
+            outcomes[writer] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(CONCURRENT_BATCHES)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        for log in logs:
+            log.dispose()
+    refused = {writer: outcome for writer, outcome in outcomes.items() if outcome != "ok"}
+    assert len(outcomes) == CONCURRENT_BATCHES and not refused, (
+        f"{len(refused)} of {CONCURRENT_BATCHES} batches refused; e.g. {next(iter(refused.values()), None)}"
+    )
+    assert prediction_log.count_rows() == CONCURRENT_BATCHES * NEW_VERSIONS * 3
+    assert {prediction_log.n_classes("digits", version) for version in versions} == {K}
+
+
+@pytest.mark.integration
+def test_a_batch_the_database_aborts_to_break_a_deadlock_is_written_again(postgres_url: str) -> None:
+    """A real deadlock in PostgreSQL: our batch holds its new version's row and waits for a request id
+    that another transaction inserted, which then waits for our version's row. PostgreSQL aborts the
+    first waiter — our batch (``DeadlockDetected``, refused and lost before the fix) — and the other
+    transaction rolls back: the batch, run again, is written whole."""
+    log = PredictionLog(postgres_url)
+    log.metadata.drop_all(log.engine)
+    log.create()
+    other = sa.create_engine(postgres_url)
+    batch = _records("deadlock", ["ours-0", "contested", "ours-1"])
+    contested = {"served_at": T0, "model_name": "digits", "model_version": "other", "request_id": "contested",
+                 "n_classes": K, "logits": np.zeros(K, dtype="<f4").tobytes(), "predicted_class": 0,
+                 "confidence": 0.5, "temperature": 1.0}  # fmt: skip
+    their_version = {"model_name": "digits", "model_version": "deadlock", "n_classes": K, "first_logged_at": T0}
+    versions = log.metadata.tables["prediction_log_versions"]
+    waits: list[threading.Thread] = []
+
+    def hold_then_wait() -> None:
+        """Just before our rows go in: take 'contested', then (once we wait for it) want our version's row."""
+        conn = other.connect()
+        conn.begin()
+        conn.execute(log.table.insert(), contested)
+
+        def want_our_version() -> None:
+            time.sleep(0.3)  # we wait first, so PostgreSQL's deadlock check (after 1 s) fires in our session
+            try:
+                conn.execute(versions.insert(), their_version)
+            finally:
+                conn.rollback()
+                conn.close()
+
+        waits.append(threading.Thread(target=want_our_version))
+        waits[0].start()
+
+    hook = _before(log, "INSERT INTO PREDICTION_LOG (", hold_then_wait)
+    try:
+        assert log.append(batch) == 3
+    finally:
+        sa.event.remove(log.engine, "before_cursor_execute", hook)
+        for thread in waits:
+            thread.join(timeout=30)
+        other.dispose()
+    assert waits, "the other transaction never ran"
+    with log.engine.connect() as conn:
+        stored = set(conn.execute(sa.select(log.table.c.request_id)).scalars())
+    log.metadata.drop_all(log.engine)
+    log.dispose()
+    assert stored == {"ours-0", "contested", "ours-1"}

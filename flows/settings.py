@@ -136,6 +136,14 @@ class ThermostatSettings(_DriftSection):
         "(workers' clocks must agree to well within the last third)",
     )
 
+    # The embedded Prefect API (no PREFECT_API_URL): Prefect's own default gives up after 20 s, which
+    # a first start (creating and migrating its database) exceeds when both cores are busy.
+    prefect_startup_timeout_seconds: int = Field(
+        default=180, ge=1,
+        description="how long a run without PREFECT_API_URL waits for Prefect's temporary API server to start "
+        "(passed to Prefect in place of PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)",
+    )
+
     # The prediction log and the drift monitor.
     prediction_log_url: str | None = Field(
         default=None,

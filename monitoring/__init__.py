@@ -31,63 +31,71 @@ The pieces, in the order a monitor uses them:
 
 from __future__ import annotations
 
-from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
-from .drift_tests import (
-    DriftTest,
-    CollapsedOutputTest,
-    EceExcessTest,
-    ScopeEvidence,
-    ScopeReference,
-    TemperatureShiftTest,
-    TestOutcome,
-    drift_tests,
-    window_level,
-)
-from .escalation import ReliabilityShape, diagnose_reliability_shape
-from .early_warning import (
-    CONFIDENCE_EDGES,
-    ConfidenceProfile,
-    EarlyWarning,
-    ServedSource,
-    confidence_profile,
-    warn_before_labels,
-)
-from .export import (
-    ExportPartition,
-    ExportResult,
-    PredictionLogExport,
-    export_partitions,
-    export_prediction_log,
-    summarise_export,
-    summarise_partition,
-)
-from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
-from .prediction_log import (
-    MAX_NAME_LENGTH,
-    LabelAttachReport,
-    LabelConflict,
-    LabelledChunk,
-    LabelledFingerprint,
-    NewlyLabelled,
-    PredictionLog,
-    PredictionRecord,
-    PredictionRowError,
-    ServedChunk,
-    log_predictions,
-)
-from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
-from .report import (
-    DRIFT_PAYLOAD_KEYS,
-    drift_markdown,
-    drift_metrics,
-    drift_payload,
-    drift_table_rows,
-    group_metric_key,
-    reliability_figure,
-)
-from .sequential import SequentialCheck, SequentialState, update_sequential
-from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
-from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
+import importlib as _importlib
+import typing as _typing
+
+# The names are loaded on first use (PEP 562 ``__getattr__`` below), so ``import monitoring``
+# costs nothing and a name loads only its own module (and what that imports): a command that
+# needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
+if _typing.TYPE_CHECKING:
+    from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
+    from .drift_tests import (
+        CollapsedOutputTest,
+        DriftTest,
+        EceExcessTest,
+        ScopeEvidence,
+        ScopeReference,
+        TemperatureShiftTest,
+        TestOutcome,
+        drift_tests,
+        window_level,
+    )
+    from .early_warning import (
+        CONFIDENCE_EDGES,
+        ConfidenceProfile,
+        EarlyWarning,
+        ServedSource,
+        confidence_profile,
+        warn_before_labels,
+    )
+    from .escalation import ReliabilityShape, diagnose_reliability_shape
+    from .export import (
+        ExportPartition,
+        ExportResult,
+        PredictionLogExport,
+        export_partitions,
+        export_prediction_log,
+        summarise_export,
+        summarise_partition,
+    )
+    from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
+    from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
+    from .prediction_log import (
+        MAX_NAME_LENGTH,
+        LabelAttachReport,
+        LabelConflict,
+        LabelledChunk,
+        LabelledFingerprint,
+        NewlyLabelled,
+        PredictionLog,
+        PredictionRecord,
+        PredictionRowError,
+        ServedChunk,
+        log_predictions,
+    )
+    from .report import (
+        DRIFT_PAYLOAD_KEYS,
+        drift_markdown,
+        drift_metrics,
+        drift_payload,
+        drift_table_rows,
+        group_metric_key,
+        reliability_figure,
+    )
+    from .sequential import SequentialCheck, SequentialState, update_sequential
+    from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
+    from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
+
 
 __all__ = [
     "CONFIDENCE_EDGES",
@@ -101,8 +109,8 @@ __all__ = [
     "DriftReference",
     "DriftReport",
     "DriftTest",
-    "EceExcessTest",
     "EarlyWarning",
+    "EceExcessTest",
     "ExportPartition",
     "ExportResult",
     "GateCounts",
@@ -160,3 +168,53 @@ __all__ = [
     "window_level",
     "with_stream_checks",
 ]
+
+# Which module defines each name of __all__ (the imports above, for the run time;
+# tests/test_exported_members.py checks that the two and __all__ agree).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
+    "drift_tests": (
+        "CollapsedOutputTest", "DriftTest", "EceExcessTest", "ScopeEvidence", "ScopeReference",
+        "TemperatureShiftTest", "TestOutcome", "drift_tests", "window_level"
+    ),
+    "early_warning": (
+        "CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource", "confidence_profile",
+        "warn_before_labels"
+    ),
+    "escalation": ("ReliabilityShape", "diagnose_reliability_shape"),
+    "export": (
+        "ExportPartition", "ExportResult", "PredictionLogExport", "export_partitions", "export_prediction_log",
+        "summarise_export", "summarise_partition"
+    ),
+    "log_writer": ("LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"),
+    "policy": ("DEFAULT_POLICY", "DriftPolicy", "Knob", "policy_knobs"),
+    "prediction_log": (
+        "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledChunk", "LabelledFingerprint",
+        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "ServedChunk",
+        "log_predictions"
+    ),
+    "report": (
+        "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows",
+        "group_metric_key", "reliability_figure"
+    ),
+    "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
+    "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
+    "window": (
+        "GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+if not _typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
+
+    def __getattr__(name: str) -> _typing.Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # later look-ups find it directly
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

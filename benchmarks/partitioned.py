@@ -487,7 +487,7 @@ def measure_dask(folder: Path, n_workers: int) -> dict[str, Any]:
     """In this fresh process: start a local cluster (timed), warm up every worker and the
     cluster, then the timed runs; the workers' samplers bracket each."""
     from calibration import check_unique_ids, evaluate_partitioned, fit_partitioned, open_partitioned
-    from flows.engines import DaskEngine
+    from flows.orchestration.engines import DaskEngine
 
     # By name: the workers import this module (PYTHONPATH holds the repository).
     import benchmarks.partitioned as bench

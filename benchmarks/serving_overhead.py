@@ -1,6 +1,6 @@
 """What logging every prediction adds to a request of the served calibrated pyfunc.
 
-The pyfunc is saved exactly as a registration saves it (:func:`flows.registry.save_calibrated_model`)
+The pyfunc is saved exactly as a registration saves it (:func:`flows.registry.adapter.save_calibrated_model`)
 around a scikit-learn logistic regression on the digits (64 features, 10 classes), and loaded
 three times with ``mlflow.pyfunc.load_model`` — the same load ``mlflow models serve`` does:
 
@@ -49,8 +49,8 @@ from mlflow.models import infer_signature  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from flows.model import LOG_URL_VARIABLE  # noqa: E402
-from flows.registry import save_calibrated_model  # noqa: E402
+from flows.registry.model import LOG_URL_VARIABLE  # noqa: E402
+from flows.registry.adapter import save_calibrated_model  # noqa: E402
 
 IDENTITY = {"registered_model_name": "bench", "registered_model_version": "1"}
 

@@ -3,7 +3,7 @@
 Prints one table, each figure measured on the machine as it is ("idle": nothing of ours
 running beside it) and again with a busy loop on every core:
 
-- importing the command line (``import flows.cli`` in a fresh interpreter);
+- importing the command line (``import flows.cli.main`` in a fresh interpreter);
 - ``thermostat --help``, as a whole process;
 - the first and the second ``thermostat fit`` of a small set (10,000 x 10) and of a large one
   (1M x 10), each pair starting from an empty numba cache (``NUMBA_CACHE_DIR`` a new folder);
@@ -15,7 +15,7 @@ does. Start-up and help are the median of ``--repeats`` runs; a first and second
 demo, happen once by their nature. ``--source DIR`` measures another checkout's code with this
 environment's libraries (e.g. ``git archive main | tar -x -C /tmp/main`` for a before/after
 table): DIR goes first on ``PYTHONPATH`` of every child process. The command line is started as
-``python -c "from flows.cli import main; ..."`` for both, which is what the ``thermostat``
+``python -c "from flows.cli.main import main; ..."`` for both, which is what the ``thermostat``
 script does.
 """
 
@@ -38,8 +38,8 @@ import numpy as np
 
 from calibration import ScoredSet, write_scored_set
 
-LAUNCH = "import sys; from flows.cli import main; sys.exit(main())"
-IMPORT = ("import time; started, cpu = time.perf_counter(), time.process_time(); import flows.cli; "
+LAUNCH = "import sys; from flows.cli.main import main; sys.exit(main())"
+IMPORT = ("import time; started, cpu = time.perf_counter(), time.process_time(); import flows.cli.main; "
           "print(time.perf_counter() - started, time.process_time() - cpu)")
 
 
@@ -118,7 +118,7 @@ def measure(work: Path, source: Path | None, repeats: int, demo: bool) -> dict[s
                               check=True)
         wall, cpu = (float(value) for value in done.stdout.split())
         imports.append(Timing(wall, cpu))
-    figures["import flows.cli (in the process)"] = _median(imports)
+    figures["import flows.cli.main (in the process)"] = _median(imports)
     figures["thermostat --help"] = _median([_timed(_thermostat("--help"), env, work) for _ in range(repeats)])
     for label, name in (("small fit (10,000 x 10)", "small.npz"), ("large fit (1M x 10)", "large.npz")):
         with tempfile.TemporaryDirectory(prefix="numba-empty-", dir=work) as cache:

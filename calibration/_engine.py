@@ -3,7 +3,7 @@
 The core computes on a partitioned set as a map over its partitions followed by a reduce in
 the calling process (sums that add up: see :mod:`calibration._partitioned`). An engine is
 whatever runs the map. :class:`LocalEngine` runs it here, one partition after another; the
-Dask engine (``flows.engines.DaskEngine``) runs it on a Dask cluster. Both return the
+Dask engine (``flows.orchestration.engines.DaskEngine``) runs it on a Dask cluster. Both return the
 results in the order of the items, so the reduce adds them in the same order and the
 numbers do not depend on the engine.
 """

@@ -102,7 +102,8 @@ class Interval:
         """``value`` as an int (an :class:`Interval` with ``integer=True``), or the refusal."""
         if value not in self or not isinstance(value, numbers.Integral):
             self._refuse(value, name)
-        return int(value)  # type: ignore[call-overload]  # an integer: checked above
+        assert isinstance(value, numbers.Integral)  # refused above otherwise
+        return int(value)
 
     def check_duration(self, value: object, *, name: str) -> timedelta:
         """A :class:`datetime.timedelta` whose seconds lie in the interval, or the refusal."""

@@ -1,4 +1,4 @@
-"""The exit statuses every ``thermostat`` command shares (one contract; see :mod:`flows.cli`).
+"""The exit statuses every ``thermostat`` command shares (one contract; see :mod:`flows.cli.main`).
 
 A module of constants that imports nothing, so that a command answers ``--help`` or refuses
 its arguments before loading the numeric core, MLflow or Prefect.

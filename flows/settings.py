@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, create_model, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
+from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
 from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
 
 __all__ = ["ThermostatSettings"]

@@ -47,7 +47,7 @@ if _typing.TYPE_CHECKING:
         ScopeReference,
         TemperatureShiftTest,
         TestOutcome,
-        drift_tests,
+        configured_tests,
         window_level,
     )
     from .early_warning import (
@@ -141,13 +141,13 @@ __all__ = [
     "Verdict",
     "WindowSummary",
     "confidence_profile",
+    "configured_tests",
     "decide_drift",
     "diagnose_reliability_shape",
     "drift_markdown",
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
-    "drift_tests",
     "encode_credentials",
     "export_partitions",
     "export_prediction_log",
@@ -175,7 +175,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
     "drift_tests": (
         "CollapsedOutputTest", "DriftTest", "EceExcessTest", "ScopeEvidence", "ScopeReference",
-        "TemperatureShiftTest", "TestOutcome", "drift_tests", "window_level"
+        "TemperatureShiftTest", "TestOutcome", "configured_tests", "window_level"
     ),
     "early_warning": (
         "CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource", "confidence_profile",

@@ -85,7 +85,7 @@ from calibration import (
 )
 
 from ._validation import as_utc
-from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, drift_tests, fmt_p, window_level
+from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, configured_tests, fmt_p, window_level
 from .early_warning import EarlyWarning
 from .policy import DEFAULT_POLICY, DriftPolicy
 from .sequential import SequentialCheck
@@ -389,7 +389,7 @@ def decide_drift(
     reference.check_temperature(summary.temperature)
     checked_at = summary.end if now is None else as_utc(now, name="now")
     last_event = None if last_drift_at is None else as_utc(last_drift_at, name="last_drift_at")
-    tests = drift_tests(policy)
+    tests = configured_tests(policy)
     enough = summary.n >= policy.min_window
     tested = sorted(key for key, stats in summary.groups.items() if enough and stats.n >= policy.min_group_size)
     level = window_level(policy)

@@ -50,7 +50,7 @@ __all__ = [
     "ScopeReference",
     "TemperatureShiftTest",
     "TestOutcome",
-    "drift_tests",
+    "configured_tests",
     "window_level",
 ]
 
@@ -175,17 +175,17 @@ def window_level(policy: DriftPolicy) -> float:
     >>> window_level(DEFAULT_POLICY)  # the temperature and ECE tests share 0.01
     0.005
     """
-    tests = drift_tests(policy)
+    tests = configured_tests(policy)
     return policy.p_threshold / max(1, sum(test.uses_level for test in tests))
 
 
-def drift_tests(policy: DriftPolicy) -> tuple[DriftTest, ...]:
+def configured_tests(policy: DriftPolicy) -> tuple[DriftTest, ...]:
     """The tests ``policy.tests`` names, in its order; a ValueError names an unknown one.
 
     >>> from monitoring import DriftPolicy
-    >>> [test.name for test in drift_tests(DriftPolicy(tests=("ece", "temperature")))]
+    >>> [test.name for test in configured_tests(DriftPolicy(tests=("ece", "temperature")))]
     ['ece', 'temperature']
-    >>> drift_tests(DriftPolicy(tests=("volume",)))
+    >>> configured_tests(DriftPolicy(tests=("volume",)))
     Traceback (most recent call last):
     ...
     ValueError: unknown drift test(s) ['volume'] in the policy's tests (THERMOSTAT_DRIFT_TESTS); known: ['collapsed', 'ece', 'temperature']

@@ -31,7 +31,7 @@ from one background thread:
   batch after a restart is not lost to it.
 
 :class:`SynchronousLogWriter` is the same contract in the caller's thread, request by request
-(no queue, no thread): what a process that serves in-process uses (``flows.serving``).
+(no queue, no thread): what a process that serves in-process uses (``flows.registry.serving``).
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ class SynchronousLogWriter:
     request; a failed write is counted and reported, never raised.
 
     The in-process counterpart of :class:`PredictionLogWriter` (what
-    ``flows.serving.ServedModel`` logs through): a request's rows are in the log when
+    ``flows.registry.serving.ServedModel`` logs through): a request's rows are in the log when
     :meth:`write` returns True. When they cannot be written — the database is down, a request id
     is already in the log, a group is too long — :meth:`write` returns False, the rows are
     counted lost in :attr:`stats` (``rows_dropped``, ``last_error``) and a warning is logged at

@@ -61,8 +61,9 @@ class Knob:
 
 def _knob(default: Any, setting: str, help: str, *, interval: Interval | None = None, flag: str | None = None,
           choices: tuple[str, ...] = ()) -> Any:
-    kind = ("duration" if isinstance(default, timedelta) else "names" if isinstance(default, tuple)
-            else "choice" if choices else "count" if interval is not None and interval.integer else "number")
+    kind: Literal["number", "count", "duration", "choice", "names"] = (
+        "duration" if isinstance(default, timedelta) else "names" if isinstance(default, tuple)
+        else "choice" if choices else "count" if interval is not None and interval.integer else "number")
     return field(default=default, metadata={"knob": Knob(setting, help, kind, interval, flag, choices)})
 
 
@@ -158,7 +159,7 @@ class DriftPolicy:
             try:
                 object.__setattr__(self, name, _checked(getattr(self, name), knob, name))
             except (TypeError, ValueError) as error:
-                error.policy_field = name  # type: ignore[attr-defined]  # for from_values, to name its source
+                setattr(error, "policy_field", name)  # for from_values, to name the value by its source
                 raise
 
     @classmethod

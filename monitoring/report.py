@@ -385,7 +385,7 @@ def group_metric_key(group: str) -> str:
     metric, and a 255-character group no longer makes every check fail (MLflow's limit is 250
     characters). A name that looks like a hashed key is hashed too: no plain name can equal
     another group's key. The name of each key is recorded with the check
-    (:class:`flows.run_records.GroupMetricKeys`).
+    (:class:`flows.records.runs.GroupMetricKeys`).
 
     Examples
     --------

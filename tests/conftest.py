@@ -4,7 +4,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 
 # Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))

@@ -199,8 +199,8 @@ def _loaded_after_import(module: str, heavy: tuple[str, ...]) -> list[str]:
     [
         ("calibration", ("mlflow", "prefect", "sqlalchemy")),
         ("monitoring", ("mlflow", "prefect")),
-        ("flows.steps", ("mlflow", "prefect")),
-        ("flows.versions", ("mlflow", "prefect")),
+        ("flows.pipelines.steps", ("mlflow", "prefect")),
+        ("flows.records.versions", ("mlflow", "prefect")),
     ],
 )
 def test_modules_that_promise_no_mlflow_do_not_load_it(module: str, forbidden: tuple[str, ...]) -> None:
@@ -209,7 +209,7 @@ def test_modules_that_promise_no_mlflow_do_not_load_it(module: str, forbidden: t
 
 def test_the_mlflow_probe_sees_mlflow_when_it_is_loaded() -> None:
     """The probe above is not vacuous: a module that does import MLflow is seen doing it."""
-    assert _loaded_after_import("flows.checkpoint", ("mlflow",)) == ["mlflow"]
+    assert _loaded_after_import("flows.registry.checkpoint", ("mlflow",)) == ["mlflow"]
 
 
 def _module_level_imports(path: Path) -> tuple[set[str], set[str]]:
@@ -282,13 +282,13 @@ def test_the_sql_probe_sees_the_prediction_log() -> None:
 
 # ------------------------------------------------------------------------- sibling flows
 
-FLOW_MODULES = frozenset({"flows.pipeline", "flows.monitor", "flows.refit"})
+FLOW_MODULES = frozenset({"flows.pipelines.post_finetune", "flows.pipelines.monitor", "flows.pipelines.refit"})
 
 
 def flow_to_flow_imports(source: str, path: str) -> list[str]:
-    """Imports of one flow module by another (siblings share flows.tasks and flows.registration)."""
+    """Imports of one flow module by another (siblings share flows.pipelines.tasks and flows.pipelines.registration)."""
     module = path.removesuffix(".py").replace("/", ".")
-    return [f"{path}:{line}: imports {name}, another flow; share it through flows.tasks or flows.registration"
+    return [f"{path}:{line}: imports {name}, another flow; share it through flows.pipelines.tasks or flows.pipelines.registration"
             for line, name in _imported_names(ast.parse(source))
             if any(name == other or name.startswith(other + ".") for other in FLOW_MODULES - {module})]
 
@@ -301,9 +301,9 @@ def test_no_flow_imports_another_flow() -> None:
 
 
 def test_the_sibling_check_reports_a_flow_importing_another() -> None:
-    source = "from flows.pipeline import register\nfrom flows.tasks import gate\nimport flows.monitor\n"
-    assert flow_to_flow_imports(source, "flows/refit.py") == [
-        "flows/refit.py:1: imports flows.pipeline, another flow; share it through flows.tasks or "
-        "flows.registration",
-        "flows/refit.py:3: imports flows.monitor, another flow; share it through flows.tasks or flows.registration",
+    source = "from flows.pipelines.post_finetune import register\nfrom flows.pipelines.tasks import gate\nimport flows.pipelines.monitor\n"
+    assert flow_to_flow_imports(source, "flows/pipelines/refit.py") == [
+        "flows/pipelines/refit.py:1: imports flows.pipelines.post_finetune, another flow; share it through flows.pipelines.tasks or "
+        "flows.pipelines.registration",
+        "flows/pipelines/refit.py:3: imports flows.pipelines.monitor, another flow; share it through flows.pipelines.tasks or flows.pipelines.registration",
     ]

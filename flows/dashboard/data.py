@@ -2,7 +2,7 @@
 
 :func:`gather` reads — never writes — the registry (models, versions and their tags, aliases),
 the monitoring experiment (one run per check; one run per refused refit,
-:class:`flows.run_records.RefitRecord`) and the prediction log (recent traffic per version and
+:class:`flows.records.runs.RefitRecord`) and the prediction log (recent traffic per version and
 the T it was served with), and returns one :class:`DashboardState`: every model with its
 versions, checks, refits and alias moves, and the open alerts. Rendering
 (:mod:`flows.dashboard.page`, :mod:`flows.dashboard.metrics`) is a pure function of it, and the
@@ -13,7 +13,7 @@ Where a fact comes from
 * a check: its MLflow run (tags ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``,
   ``baseline_ece``, ``ece.group.<key>`` ... with the group of each hashed key in the tag
   ``thermostat.group_keys``; the x position is the window's end). A run ended ``FAILED``
-  (:class:`flows.run_records.CheckFailure`) is a failed check: verdict ``failed`` and its
+  (:class:`flows.records.runs.CheckFailure`) is a failed check: verdict ``failed`` and its
   error; a run without a verdict is a check still running (or one a crash left open, closed by
   the version's next check) and is not shown;
 * an alias move: a registration names the alias it was made for and the version that held it
@@ -40,8 +40,8 @@ from mlflow.entities.model_registry import ModelVersion
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 
-from flows.registry import MlflowRegistry
-from flows.run_records import (
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import (
     KIND_TAG,
     PREFECT_FLOW_RUN_TAG,
     REFIT_KIND,
@@ -51,7 +51,7 @@ from flows.run_records import (
     RefitRecord,
 )
 from flows.settings import ThermostatSettings
-from flows.versions import registered_version
+from flows.records.versions import registered_version
 from monitoring import PredictionLog, mask_url, redact_credentials
 
 __all__ = [
@@ -505,7 +505,7 @@ def _version_info(
     try:
         record = registered_version(model_name, number, tags, names)
         temperature, baseline_ece = record.temperature, record.baseline_ece
-        baseline_nll, threshold = record.baseline_nll, record.gate_threshold
+        baseline_nll, threshold = record.record.holdout_nll_after, record.gate_threshold
         interval = record.temperature_interval or interval
     except ValueError as error:
         problem = str(error)

@@ -51,8 +51,8 @@ from flows.dashboard.data import DashboardState, gather, missing_store
 from flows.dashboard.metrics import CONTENT_TYPE, exposition
 from flows.dashboard.page import render_page
 from flows.dashboard.text import visible
-from flows.local_only import stay_local
-from flows.registry import MlflowRegistry
+from flows.orchestration.local_only import stay_local
+from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import mask_url, redact_credentials
 

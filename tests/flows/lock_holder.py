@@ -21,7 +21,7 @@ LOST = 3
 
 
 def main() -> int:
-    from flows.locks import LockLostError, model_lock
+    from flows.pipelines.locks import LockLostError, model_lock
 
     url, model, lease_seconds, writes = sys.argv[1], sys.argv[2], float(sys.argv[3]), Path(sys.argv[4])
     pause_after = int(sys.argv[5]) if len(sys.argv) > 5 else None

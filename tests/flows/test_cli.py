@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, json_safe, write_scored_set
-from flows.cli import main
+from flows.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -345,14 +345,14 @@ def test_json_safe_turns_nan_and_infinity_into_null() -> None:
 
 def test_demo_is_handed_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    fake = types.ModuleType("flows.demo")
+    fake = types.ModuleType("flows.cli.demo")
 
     def fake_main(argv: list[str]) -> int:
         calls.append(argv)
         return 0
 
     fake.main = fake_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flows.demo", fake)
+    monkeypatch.setitem(sys.modules, "flows.cli.demo", fake)
     assert main(["demo", "--fast", "--json"]) == 0
     assert calls == [["--fast", "--json"]]
 
@@ -364,7 +364,7 @@ def test_demo_is_handed_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "flows.demo", None)  # the import system now reports it missing
+    monkeypatch.setitem(sys.modules, "flows.cli.demo", None)  # the import system now reports it missing
     code, out, err = run(capsys, "demo")
     assert (code, out) == (2, "")
     assert "the demo is not available" in err

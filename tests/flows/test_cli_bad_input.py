@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

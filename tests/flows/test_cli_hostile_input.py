@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli import main
+from flows.cli.main import main
 from tests.limited_reads import CORPUS
 
 THERMOSTAT = Path(sys.executable).with_name("thermostat")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli import main
+from flows.cli.main import main
 
 ENGINE_KEYS = {"engine", "n_partitions", "n_workers"}
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import _generated_json_keys
-from flows.json_keys import JSON_KEYS
+from flows.cli.main import _generated_json_keys
+from flows.cli.json_keys import JSON_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ CORE_COMMANDS = ("fit", "evaluate", "sweep", "qualify", "compare", "drift")
 
 _PROBE = """
 import json, sys
-from flows.cli import main
+from flows.cli.main import main
 status = main(sys.argv[1:])
 print(json.dumps({"status": status, "modules": sorted({name.split(".")[0] for name in sys.modules})}))
 """
@@ -61,13 +61,13 @@ def test_parsing_the_arguments_loads_no_heavy_module(argv: list[str]) -> None:
 def test_the_listed_json_keys_are_the_commands_output() -> None:
     generated = _generated_json_keys()
     assert generated == JSON_KEYS, (
-        "a command's --json output changed: replace JSON_KEYS in flows/json_keys.py with\n"
+        "a command's --json output changed: replace JSON_KEYS in flows/cli/json_keys.py with\n"
         + pprint.pformat(generated, width=120)
     )
 
 
 def test_help_lists_each_commands_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
-    from flows.cli import main
+    from flows.cli.main import main
 
     for command in CORE_COMMANDS:
         assert main([command, "--help"]) == 0

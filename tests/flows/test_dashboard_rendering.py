@@ -188,7 +188,7 @@ def test_a_chart_without_points_says_so() -> None:
     assert 'class="point registration-point"' in one and "v1" in one
 
 
-@pytest.mark.parametrize("module_name", ["flows.run_records", "flows.dashboard.svg", "flows.dashboard.metrics",
+@pytest.mark.parametrize("module_name", ["flows.records.runs", "flows.dashboard.svg", "flows.dashboard.metrics",
                                          "flows.dashboard.text", "flows.dashboard.server"])
 def test_docstring_examples(module_name: str) -> None:
     result = doctest.testmod(importlib.import_module(module_name),
@@ -198,7 +198,7 @@ def test_docstring_examples(module_name: str) -> None:
 
 def test_the_command_refuses_a_missing_store_without_creating_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from flows.cli import main
+    from flows.cli.main import main
 
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(tmp_path / "nothing-here"))
     assert main(["dashboard", "--port", "1"]) == 2
@@ -214,7 +214,7 @@ def test_the_command_refuses_a_missing_store_without_creating_it(tmp_path: Path,
 def test_refresh_must_be_a_sane_number_of_seconds(refresh: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """``--refresh nan`` made every comparison with the cache's age false: 503 for ever."""
-    from flows.cli import main
+    from flows.cli.main import main
 
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(tmp_path / "nothing-here"))
     assert main(["dashboard", f"--refresh={refresh}"]) == 2
@@ -225,7 +225,7 @@ def test_refresh_must_be_a_sane_number_of_seconds(refresh: str, tmp_path: Path, 
 
 @pytest.mark.parametrize("name", ["evil example", "a/b", "-x", "x..y", ""])
 def test_allow_host_takes_host_names_only(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from flows.cli import main
+    from flows.cli.main import main
 
     assert main(["dashboard", f"--allow-host={name}"]) == 2
     assert "argument --allow-host: " in capsys.readouterr().err

@@ -13,9 +13,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import flows.database_setup
-from flows.cli import main
-from flows.database_setup import verifier_matches
+import flows.cli.database_setup
+from flows.cli.main import main
+from flows.cli.database_setup import verifier_matches
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway cluster (session fixture)
 
 SECRET_M, SECRET_T = "m-s3cret/with@odd:chars", "t-s3cret"
@@ -160,7 +160,7 @@ def test_help_lists_the_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(flows.database_setup, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(flows.cli.database_setup, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
 
 

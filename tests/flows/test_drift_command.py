@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli import main
+from flows.cli.main import main
 from tests.strategies import sample_labels
 
 DRIFT_KEYS = {

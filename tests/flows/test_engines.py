@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import flows.engines
+import flows.orchestration.engines
 from calibration import LOCAL_ENGINE, ScoredSet, write_scored_set
-from flows.cluster import TaskEngine
-from flows.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
+from flows.orchestration.cluster import TaskEngine
+from flows.orchestration.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
 from tests.flows.dask_work import listening_hosts, refuse_negative, slow_square, square_late_first, with_pid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def _free_loopback_port() -> int:
 def test_the_module_and_the_local_engine_load_neither_dask_nor_prefect() -> None:
     code = (
         "import sys\n"
-        "from flows.engines import engine_from_options\n"
+        "from flows.orchestration.engines import engine_from_options\n"
         "with engine_from_options('local', None, None) as engine:\n"
         "    assert engine.map(abs, [-1, 2]) == [1, 2], engine\n"
         "print(' '.join(m for m in ('dask', 'distributed', 'prefect', 'prefect_dask') if m in sys.modules))\n"
@@ -167,7 +167,7 @@ def test_a_server_that_never_answers_is_a_clear_error_within_the_timeout() -> No
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(flows.engines, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(flows.orchestration.engines, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 

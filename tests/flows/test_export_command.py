@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 from monitoring import PredictionLog, PredictionLogExport, log_predictions
 
 T0 = datetime(2026, 3, 1, 20, tzinfo=UTC)

@@ -8,12 +8,12 @@ import importlib
 
 import pytest
 
-MODULES = ("flows.events", "flows.monitor", "flows.serving", "flows.settings", "flows.tasks", "flows.traffic", "flows.versions")
+MODULES = ("flows.orchestration.events", "flows.pipelines.monitor", "flows.registry.serving", "flows.settings", "flows.pipelines.tasks", "flows.pipelines.traffic", "flows.records.versions")
 
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples(module_name: str) -> None:
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 or module_name == "flows.events"
+    assert result.attempted > 0 or module_name == "flows.orchestration.events"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module_name}"

@@ -16,7 +16,7 @@ import pytest
 
 import flows.holdout
 from flows.holdout import read_features, read_ids, resolve_input_path, write_features, write_ids
-from flows.pipeline import post_finetune
+from flows.pipelines.post_finetune import post_finetune
 from flows.settings import ThermostatSettings
 
 GOOD: dict[str, Any] = {"ids": ["a", "b", "c"], "features": [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], "labels": [0, 2, 1]}

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flows.locks import LockLostError, model_lock, show_lock
+from flows.pipelines.locks import LockLostError, model_lock, show_lock
 from flows.settings import ThermostatSettings
 # The lock lives in the prediction log's database: log_url is a SQLite file, then the throwaway PostgreSQL.
 from tests.monitoring.conftest import log_url, postgres_server, postgres_url  # noqa: F401

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flows import locks
-from flows.locks import LockLostError, clear_lock, model_lock, model_lock_name, show_lock
-from flows.registry import filter_literal, retry_transient, validate_model_name
+from flows.pipelines import locks
+from flows.pipelines.locks import LockLostError, clear_lock, model_lock, model_lock_name, show_lock
+from flows.registry.adapter import filter_literal, retry_transient, validate_model_name
 from flows.settings import ThermostatSettings
 
 
@@ -186,8 +186,8 @@ def test_retry_transient_repeats_only_transient_errors() -> None:
 
 
 def test_the_embedded_server_guard_wraps_methods_that_exist() -> None:
-    """A Prefect upgrade that renames what flows.embedded wraps must fail here, not silently."""
-    import flows.pipeline  # noqa: F401  (installs the guard)
+    """A Prefect upgrade that renames what flows.orchestration.embedded wraps must fail here, not silently."""
+    import flows.pipelines.post_finetune  # noqa: F401  (installs the guard)
     from prefect.server.api.server import SubprocessASGIServer
 
     assert getattr(SubprocessASGIServer, "_thermostat_guarded", False)

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from calibration import calibrated_probabilities
-from flows.checkpoint import detect_output, digest_directory
-from flows.model import calibrated_frame
+from flows.registry.checkpoint import detect_output, digest_directory
+from flows.registry.model import calibrated_frame
 from flows.settings import ThermostatSettings
 
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from calibration import ReliabilityTable, ScoredSet
-from flows.monitor import artifact_key
-from flows.refit import RefitFailed, RefitOutcome, refit_artifact_key
-from flows.run_records import DriftCause
-from flows.tasks import check_window
+from flows.pipelines.monitor import artifact_key
+from flows.pipelines.refit import RefitFailed, RefitOutcome, refit_artifact_key
+from flows.records.runs import DriftCause
+from flows.pipelines.tasks import check_window
 from flows.settings import ThermostatSettings
-from flows.steps import (
+from flows.pipelines.steps import (
     ESCALATION,
     RefitOrigin,
     StepRefused,
@@ -27,8 +27,8 @@ from flows.steps import (
     refit_temperature_by_time,
     verify_refit,
 )
-from flows.traffic import recent_labelled_traffic
-from flows.versions import LAST_DRIFT_EVENT_TAG, VersionRecord, registered_version, serving_versions, version_context
+from flows.pipelines.traffic import recent_labelled_traffic
+from flows.records.versions import LAST_DRIFT_EVENT_TAG, VersionRecord, registered_version, serving_versions, version_context
 from monitoring import PredictionLog, diagnose_reliability_shape, log_predictions
 from tests.flows.synthetic import arched_traffic, tempered_traffic
 

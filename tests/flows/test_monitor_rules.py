@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from calibration import TemperatureStats
-from flows.event_payloads import (
+from flows.records.events import (
     CONFIDENCE_SHIFT_EVENT,
     DRIFT_EVENT,
     INSUFFICIENT_DATA_EVENT,
     CheckContext,
 )
-from flows.monitor_rules import monitor_step
-from flows.versions import MonitorState
+from flows.pipelines.monitor_rules import monitor_step
+from flows.records.versions import MonitorState
 from monitoring import (
     DEFAULT_POLICY,
     ConfidenceProfile,

@@ -12,8 +12,8 @@ from uuid import uuid4
 import pytest
 import yaml
 
-from flows.refit import refit
-from flows.run_records import DriftCause
+from flows.pipelines.refit import refit
+from flows.records.runs import DriftCause
 
 PREFECT_YAML = Path(__file__).resolve().parents[2] / "prefect.yaml"
 WINDOW = {"window_start": "2026-01-01T00:00:00+00:00", "window_end": "2026-01-01T01:00:00+00:00"}
@@ -77,8 +77,8 @@ def test_a_confidence_shift_schedules_a_labelled_check_of_the_model() -> None:
     from prefect.server.events.schemas.automations import Automation, EventTrigger, TriggeredAction
     from prefect.server.events.schemas.events import ReceivedEvent
 
-    from flows.events import CONFIDENCE_SHIFT_EVENT
-    from flows.monitor import monitor
+    from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT
+    from flows.pipelines.monitor import monitor
 
     [deployment] = [d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"] if d["name"] == "monitor"]
     [spec] = deployment["triggers"]

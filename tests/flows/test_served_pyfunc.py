@@ -1,7 +1,7 @@
 """The calibrated pyfunc as a server loads it: response columns, request ids, and the prediction
 log it feeds (batched, in order, with its version and T; a dead log never fails a prediction).
 
-The model is saved exactly as a registration saves it (:func:`flows.registry.save_calibrated_model`)
+The model is saved exactly as a registration saves it (:func:`flows.registry.adapter.save_calibrated_model`)
 around a small scikit-learn checkpoint, and loaded with ``mlflow.pyfunc.load_model``; its
 registered name and version come from ``model_config`` (as ``MlflowRegistry.load_version_model``
 sets them) or from the ``registered_model_meta`` file of a ``models:/`` download.
@@ -29,9 +29,9 @@ from mlflow.types import ColSpec, Schema, TensorSpec
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
-from flows.model import LOG_URL_VARIABLE, REGISTERED_MODEL_META, calibrated_frame
-from flows.registry import calibrated_signature, save_calibrated_model
-from flows.serving import ServedModel
+from flows.registry.model import LOG_URL_VARIABLE, REGISTERED_MODEL_META, calibrated_frame
+from flows.registry.adapter import calibrated_signature, save_calibrated_model
+from flows.registry.serving import ServedModel
 from monitoring import PredictionLog
 from tests.monitoring.conftest import PostgresCluster
 from tests.monitoring.conftest import postgres_cluster, postgres_server, postgres_url  # noqa: F401 - session fixtures

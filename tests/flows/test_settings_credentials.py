@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from flows.monitor import _markdown, monitor
-from flows.refit import refit
+from flows.pipelines.monitor import _markdown, monitor
+from flows.pipelines.refit import refit
 from flows.settings import ThermostatSettings
-from flows.versions import VersionRecord, registered_version
+from flows.records.versions import VersionRecord, registered_version
 
 SECRET = "pw-Q7x"
 TAGS = dataclasses.replace(

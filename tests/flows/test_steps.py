@@ -10,7 +10,7 @@ import pytest
 
 from calibration import ScoredSet
 from flows.settings import ThermostatSettings
-from flows.steps import (
+from flows.pipelines.steps import (
     AcceptedCheckpoint,
     ChampionScore,
     DigestMismatchError,
@@ -124,8 +124,8 @@ def test_idempotency_key_follows_checkpoint_data_and_settings(settings: Thermost
 
 
 def test_register_takes_only_a_gate_result(settings: ThermostatSettings, tmp_path: Path) -> None:
-    from flows.checkpoint import CheckpointFiles
-    from flows.registration import register
+    from flows.registry.checkpoint import CheckpointFiles
+    from flows.pipelines.registration import register
 
     calibrated = refit_temperature(_accept(overconfident_set(), settings), settings=settings)
     files = CheckpointFiles("runs:/x", tmp_path, "a" * 64)

@@ -45,7 +45,7 @@ from calibration import (
     read_scored_set,
     write_scored_set,
 )
-from flows.cli import main
+from flows.cli.main import main
 
 VALIDATORS = ("check_logits", "check_finite_logits", "check_labels")
 SCANS = ("first_refused_row", "first_nonfinite_row")

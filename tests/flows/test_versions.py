@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from flows.versions import RefitProvenance, VersionRecord, registered_version
+from flows.records.versions import RefitProvenance, VersionRecord, registered_version
 
 REFIT = RefitProvenance(
     parent_version="1", parent_temperature=2.69879, parent_gate_threshold=None, parent_baseline_ece=0.025,
@@ -22,7 +22,7 @@ REFITTED = dataclasses.replace(
     temperature_before=2.69879, holdout_accuracy_source="recent labelled traffic of the parent version",
 )
 
-# Tags exactly as the previous release wrote them (flows/reports.py's version_tags and
+# Tags exactly as the previous release wrote them (flows/pipelines/reports.py's version_tags and
 # refit_tags before the record existed): the binning only as a sentence, no ece_scheme/ece_n_bins.
 PREVIOUS_FORMAT = {
     "temperature": "2.698790178874412", "temperature_bounds": "0.05,20.0", "gate_threshold": "0.8588",
@@ -125,7 +125,7 @@ def test_unreadable_tags_are_named(change: dict[str, str], message: str) -> None
 def test_the_monitor_state_tags_are_read_and_bad_ones_named() -> None:
     from datetime import UTC, datetime
 
-    from flows.versions import INSUFFICIENT_STREAK_TAG, LAST_CONFIDENCE_SHIFT_TAG, SEQUENTIAL_STATE_TAG, MonitorState
+    from flows.records.versions import INSUFFICIENT_STREAK_TAG, LAST_CONFIDENCE_SHIFT_TAG, SEQUENTIAL_STATE_TAG, MonitorState
     from monitoring import ConfidenceProfile, SequentialState
 
     profile = ConfidenceProfile.from_logits([[2.0, 0.0], [0.0, 1.0]], [0, 0], temperature=2.5)

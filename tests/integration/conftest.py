@@ -33,9 +33,9 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from flows.demo import DemoCheckpoint, DigitsSplit, digits_split, make_estimator, train_checkpoint
+from flows.cli.demo import DemoCheckpoint, DigitsSplit, digits_split, make_estimator, train_checkpoint
 from flows.holdout import write_features, write_ids
-from flows.registry import MlflowRegistry
+from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 
 
@@ -261,9 +261,9 @@ class Registered:
 def registered(template: Template, tmp_path_factory: pytest.TempPathFactory, prefect_api: None) -> Registered:
     import numpy as np
 
-    from flows.checkpoint import checkpoint_logits, download_checkpoint
-    from flows.demo import digits_traffic
-    from flows.pipeline import post_finetune
+    from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
+    from flows.cli.demo import digits_traffic
+    from flows.pipelines.post_finetune import post_finetune
 
     root = tmp_path_factory.mktemp("registered")
     shutil.copyfile(template.db, root / "mlflow.db")
@@ -300,7 +300,7 @@ def isolated_env(root: Path, **variables: str) -> dict[str, str]:
     """This process's environment without its ``THERMOSTAT_*``, ``MLFLOW_*`` and ``PREFECT_*``
     variables, with nothing reaching outside the machine, a ``PREFECT_HOME`` under ``root`` and
     ``variables`` set: what a command started by a test reads."""
-    from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+    from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 
     env = {key: value for key, value in os.environ.items() if not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
     return env | LOCAL_ONLY_ENVIRONMENT | {"PREFECT_HOME": str(root / "prefect-home")} | variables

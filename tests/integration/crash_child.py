@@ -36,7 +36,7 @@ def _matches(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
 def _child(spec: dict[str, Any]) -> None:
     from mlflow import MlflowClient
 
-    from flows.pipeline import post_finetune
+    from flows.pipelines.post_finetune import post_finetune
     from flows.settings import ThermostatSettings
 
     when, method = spec["crash"].split(":")
@@ -80,7 +80,7 @@ def _child(spec: dict[str, Any]) -> None:
 
 def main() -> None:
     specs = json.loads(sys.argv[1])
-    import flows.pipeline  # noqa: F401  (the whole stack, imported once before forking)
+    import flows.pipelines.post_finetune  # noqa: F401  (the whole stack, imported once before forking)
 
     if threading.active_count() != 1:  # a fork only copies the calling thread
         raise RuntimeError(f"cannot fork safely: threads {threading.enumerate()}")

@@ -1,4 +1,4 @@
-"""Alerts that reach someone (issue 14): the automations of ``flows.alerts`` on a real Prefect
+"""Alerts that reach someone (issue 14): the automations of ``flows.orchestration.alerts`` on a real Prefect
 server, and the whole path drift → refused refit → two notifications on a webhook receiver.
 
 The acceptance test runs the real stack on loopback: ``prefect server start``, ``prefect deploy
@@ -29,9 +29,9 @@ from uuid import UUID
 import numpy as np
 import pytest
 
-from flows.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
-from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
-from flows.registry import MlflowRegistry
+from flows.orchestration.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
+from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions
 from tests.flows.synthetic import arched_traffic

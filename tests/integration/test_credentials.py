@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from flows.monitor import VersionCheck, artifact_key, monitor
-from flows.tasks import open_prediction_log
+from flows.pipelines.monitor import VersionCheck, artifact_key, monitor
+from flows.pipelines.tasks import open_prediction_log
 from flows.settings import ThermostatSettings
 from monitoring import log_predictions
 from tests.integration.conftest import Registered, mlflow_server

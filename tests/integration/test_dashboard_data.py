@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from flows.dashboard.data import gather
-from flows.registry import MlflowRegistry
-from flows.run_records import PREFECT_FLOW_RUN_TAG, RefitRecord
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import PREFECT_FLOW_RUN_TAG, RefitRecord
 from flows.settings import ThermostatSettings
-from flows.versions import VersionRecord, registered_version
+from flows.records.versions import VersionRecord, registered_version
 from monitoring import PredictionLog, PredictionRecord
 from tests.integration.conftest import mlflow_client
 

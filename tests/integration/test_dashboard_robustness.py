@@ -28,10 +28,10 @@ import pytest
 from mlflow import MlflowClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from flows.registry import MlflowRegistry
-from flows.run_records import RefitRecord
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import RefitRecord
 from flows.settings import ThermostatSettings
-from flows.versions import VersionRecord
+from flows.records.versions import VersionRecord
 from tests.integration.conftest import dashboard_server, free_port, isolated_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

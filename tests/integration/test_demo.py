@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

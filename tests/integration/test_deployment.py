@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.registry import MlflowRegistry
+from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from tests.integration.conftest import Registered, Template, deploy_all_and_start_worker, stop_process
 
@@ -131,7 +131,7 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     assert float(holder.tags["temperature"]) > float(parent.tags["temperature"]) + 0.5
     assert "thermostat.last_drift_event_at" in parent.tags
     # The trigger passed the drift's ids: the new version names the check, whose run names the refit.
-    from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink
+    from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink
 
     cause = DriftCause.from_tags(holder.tags, VERSION_DRIFT_TAG_PREFIX)
     assert cause.event_id is not None and cause.run_id is not None, holder.tags

@@ -25,7 +25,7 @@ following the recipe in one terminal would. What the test adds is only:
   own ``write_features``/``write_ids`` Python snippet on its holdout and training ids.
 - an environment without any ``THERMOSTAT_*``, ``MLFLOW_*`` or ``PREFECT_*`` of the caller,
   with a temporary ``PREFECT_HOME``, nothing sent outside the machine
-  (``flows.local_only.LOCAL_ONLY_ENVIRONMENT``), and speed-only settings that change what
+  (``flows.orchestration.local_only.LOCAL_ONLY_ENVIRONMENT``), and speed-only settings that change what
   runs but not whether it works (:data:`SPEED_ONLY`: a worker polling every second, Prefect's
   scheduler off so that the monitor's hourly cron cannot start a run, fewer bootstrap resamples).
 
@@ -52,7 +52,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from flows.local_only import LOCAL_ONLY_ENVIRONMENT
+from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway PostgreSQL (session fixture)
 
 
@@ -234,8 +234,8 @@ def shell(tmp_path: Path) -> Iterator[Shell]:
 def _finetune_job(placeholders: Placeholders, snippet: Block, tracking_uri: str) -> None:
     """What a fine-tune job does before section 3's command: log its checkpoint to the MLflow
     server, then write its inputs with the document's own snippet (run as written)."""
-    from flows.demo import digits_split, make_estimator, train_checkpoint
-    from flows.registry import MlflowRegistry
+    from flows.cli.demo import digits_split, make_estimator, train_checkpoint
+    from flows.registry.adapter import MlflowRegistry
 
     split = digits_split(seed=0)
     checkpoint = train_checkpoint(MlflowRegistry(tracking_uri), split, name="tickets-finetune",

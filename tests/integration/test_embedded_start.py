@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.embedded import STARTUP_TIMEOUT_SETTING
+from flows.orchestration.embedded import STARTUP_TIMEOUT_SETTING
 from flows.settings import ThermostatSettings
 
 pytestmark = pytest.mark.integration
@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # A flow run without PREFECT_API_URL; the notice comes after 0.2 s instead of a few seconds.
 _PING_FLOW = """
 import sys
-import flows.embedded
-import flows.pipeline  # installs the guard of the embedded API server
+import flows.orchestration.embedded
+import flows.pipelines.post_finetune  # installs the guard of the embedded API server
 from prefect import flow
 
-flows.embedded._NOTICE_AFTER = 0.2
+flows.orchestration.embedded._NOTICE_AFTER = 0.2
 
 @flow(name="ping")
 def ping() -> int:

@@ -28,14 +28,14 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-import flows.monitor
+import flows.pipelines.monitor
 from flows.dashboard.data import gather
-from flows.monitor import VersionCheck, monitor
-from flows.registry import MlflowRegistry
-from flows.run_records import CHECK_ERROR_TAG, GROUP_KEYS_TAG
+from flows.pipelines.monitor import VersionCheck, monitor
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import CHECK_ERROR_TAG, GROUP_KEYS_TAG
 from flows.settings import ThermostatSettings
-from flows.tasks import open_prediction_log
-from flows.versions import INSUFFICIENT_STREAK_TAG
+from flows.pipelines.tasks import open_prediction_log
+from flows.records.versions import INSUFFICIENT_STREAK_TAG
 from monitoring import group_metric_key, log_predictions
 from tests.integration.conftest import Registered, ServerUrl, free_port, mlflow_server
 
@@ -214,14 +214,14 @@ def test_mlflow_stopped_mid_check_fails_it_in_bounded_time_and_the_next_check_cl
         settings = _settings(url, tmp_path)
         start, end = _log(settings, registered.clean_logits[:600], registered.clean_labels[:600],
                           registered.temperature, tag="stop")
-        figure = flows.monitor.reliability_figure
+        figure = flows.pipelines.monitor.reliability_figure
 
         def stop_the_server_then_draw(*args: Any, **kwargs: Any) -> Any:
             url.process.terminate()  # the check's run is open; its metrics are written
             url.process.wait(timeout=30)
             return figure(*args, **kwargs)
 
-        monkeypatch.setattr(flows.monitor, "reliability_figure", stop_the_server_then_draw)
+        monkeypatch.setattr(flows.pipelines.monitor, "reliability_figure", stop_the_server_then_draw)
         _, error, elapsed = _in_time(
             lambda: monitor("digits", window_start=start, window_end=end, settings=settings), limit=240)
         assert error is not None, "the check failed"

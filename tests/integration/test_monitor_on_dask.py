@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flows.monitor import monitor
-from flows.refit import refit
-from flows.registry import MlflowRegistry
+from flows.pipelines.monitor import monitor
+from flows.pipelines.refit import refit
+from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
-from flows.tasks import open_prediction_log
+from flows.pipelines.tasks import open_prediction_log
 from monitoring import export_prediction_log, log_predictions
 from tests.integration.conftest import Registered
 

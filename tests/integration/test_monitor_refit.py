@@ -18,15 +18,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.monitor import artifact_key, monitor
-from flows.tasks import open_prediction_log
-from flows.refit import RefitFailed, refit, refit_artifact_key
-from flows.registry import MlflowRegistry
-from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink, RefitRecord
-from flows.serving import ServedModel
+from flows.pipelines.monitor import artifact_key, monitor
+from flows.pipelines.tasks import open_prediction_log
+from flows.pipelines.refit import RefitFailed, refit, refit_artifact_key
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink, RefitRecord
+from flows.registry.serving import ServedModel
 from flows.settings import ThermostatSettings
-from flows.steps import ESCALATION
-from flows.versions import LAST_DRIFT_EVENT_TAG
+from flows.pipelines.steps import ESCALATION
+from flows.records.versions import LAST_DRIFT_EVENT_TAG
 from monitoring import log_predictions
 from tests.flows.synthetic import arched_traffic
 from tests.integration.conftest import Registered, mlflow_client
@@ -108,7 +108,7 @@ def test_serving_helper_returns_the_pyfunc_output_and_logs_raw_logits(
 
 
 def registered_logits(registered: Registered, features: Any) -> Any:
-    from flows.checkpoint import checkpoint_logits, download_checkpoint
+    from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
 
     files = download_checkpoint(registered.template.checkpoints["logistic"].uri, Path(registered.db).parent / "ckpt2",
                                 tracking_uri=f"sqlite:///{registered.db}")

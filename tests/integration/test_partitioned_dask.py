@@ -25,7 +25,7 @@ from calibration import (
     fit_partitioned,
     open_partitioned,
 )
-from flows.engines import DaskEngine
+from flows.orchestration.engines import DaskEngine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

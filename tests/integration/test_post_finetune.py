@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, calibrated_probabilities
-from flows.checkpoint import checkpoint_logits, download_checkpoint
+from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
 from flows.holdout import write_features
-from flows.pipeline import post_finetune
-from flows.registration import register
-from flows.versions import VersionRecord
-from flows.registry import MlflowRegistry
-from flows.steps import DigestMismatchError, StepRefused, accept_checkpoint, gate_threshold, refit_temperature
+from flows.pipelines.post_finetune import post_finetune
+from flows.pipelines.registration import register
+from flows.records.versions import VersionRecord
+from flows.registry.adapter import MlflowRegistry
+from flows.pipelines.steps import DigestMismatchError, StepRefused, accept_checkpoint, gate_threshold, refit_temperature
 from tests.integration.conftest import Store, mlflow_client
 
 pytestmark = pytest.mark.integration
@@ -186,7 +186,7 @@ def test_register_refuses_a_mismatched_checkpoint_digest(store: Store, tmp_path:
 
 
 def test_model_lock_is_a_lease_row_that_is_released(store: Store) -> None:
-    from flows.locks import model_lock, show_lock
+    from flows.pipelines.locks import model_lock, show_lock
 
     url = store.settings.resolved_prediction_log_url()
     with model_lock("lock-probe", url=url, timeout_seconds=10, description="probe"):
@@ -233,7 +233,7 @@ def test_class_mix_is_checked_against_the_alias_holders_recent_traffic(store: St
 def test_a_second_run_for_the_same_model_waits_for_the_first(store: Store) -> None:
     """Two runs never interleave: while another holder has the model's lock, a run waits for
     it and, past its timeout, fails having registered nothing. Then it goes through."""
-    from flows.locks import model_lock
+    from flows.pipelines.locks import model_lock
 
     settings = store.settings.model_copy(update={"lock_timeout_seconds": 3.0})
     with model_lock("digits", url=settings.resolved_prediction_log_url(), timeout_seconds=30):  # "the other run"

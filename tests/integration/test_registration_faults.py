@@ -35,10 +35,10 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from flows.locks import show_lock
-from flows.pipeline import post_finetune
-from flows.registration import ALIAS_TAG, PREVIOUS_ALIAS_VERSION_TAG, Registration
-from flows.registry import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
+from flows.pipelines.locks import show_lock
+from flows.pipelines.post_finetune import post_finetune
+from flows.pipelines.registration import ALIAS_TAG, PREVIOUS_ALIAS_VERSION_TAG, Registration
+from flows.registry.adapter import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry
 from flows.settings import ThermostatSettings
 from tests.integration.conftest import Template, mlflow_client, mlflow_server
 from tests.monitoring.conftest import postgres_server, postgres_url  # noqa: F401 - the throwaway PostgreSQL
@@ -400,7 +400,7 @@ def test_a_crash_on_the_embedded_default_leaves_no_server_and_no_lock(
 
 _PING_FLOW = """
 import sys
-import flows.pipeline  # installs the guard of the embedded API server
+import flows.pipelines.post_finetune  # installs the guard of the embedded API server
 from prefect import flow
 
 @flow(name="ping")

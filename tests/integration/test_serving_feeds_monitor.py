@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from flows.checkpoint import checkpoint_logits, download_checkpoint
-from flows.monitor import monitor
+from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
+from flows.pipelines.monitor import monitor
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog
 from tests.integration.conftest import Registered, free_port, wait_for_http

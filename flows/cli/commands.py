@@ -5,7 +5,7 @@ Each command takes the scored sets it reads (already read and checked by
 the JSON object — built from the results' own ``to_dict()``, never copied field by field —
 the readable report, the warnings and the exit status. The sets go to the core as they are:
 a validated :class:`~calibration.ScoredSet` is not checked again, so every logit is checked
-once, when it is read. Parsing, reading and printing are :mod:`flows.cli`'s.
+once, when it is read. Parsing, reading and printing are :mod:`flows.cli.main`'s.
 """
 
 from __future__ import annotations

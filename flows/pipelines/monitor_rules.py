@@ -1,7 +1,7 @@
 """The monitor's rules after a check: which events to emit and what the version remembers.
 
 :func:`monitor_step` is a pure function of the check's report, the version's state before it
-(:class:`flows.versions.MonitorState`), the drift policy and the time: it returns the events to
+(:class:`flows.records.versions.MonitorState`), the drift policy and the time: it returns the events to
 emit, each with the state it changes once it was handed to Prefect, and the state that holds
 whatever was sent. The flow only carries it out (emit, then write the tags), so every rule is
 tested here without a server.
@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import Any
 
 from calibration import json_safe
-from flows.event_payloads import CheckContext, ConfidenceShiftEvent, DriftEvent, EventPayload, InsufficientDataEvent
-from flows.versions import MonitorState
+from flows.records.events import CheckContext, ConfidenceShiftEvent, DriftEvent, EventPayload, InsufficientDataEvent
+from flows.records.versions import MonitorState
 from monitoring import DriftPolicy, DriftReport, drift_payload
 
 __all__ = ["MonitorStep", "PlannedEvent", "monitor_step"]

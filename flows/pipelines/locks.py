@@ -22,7 +22,7 @@ write lock, on PostgreSQL (READ COMMITTED) the second UPDATE re-reads the row an
 matches. Lease times use the workers' clocks: keep them within a few seconds of each other.
 
 **A lock is a fence, not a flag.** MLflow cannot check a token, so the fence is a check made
-immediately before each write (:meth:`ModelLease.check`, which :class:`flows.registry.MlflowRegistry`
+immediately before each write (:meth:`ModelLease.check`, which :class:`flows.registry.adapter.MlflowRegistry`
 calls before every attempt of every write once it is ``fenced`` by the lease). It passes only
 while both hold:
 
@@ -45,7 +45,7 @@ Inspect or clear a model's lock::
     thermostat lock show digits
     thermostat lock clear digits     # only when its holder is known to be dead
 
-(or ``python -m flows.locks ...``; with the same ``THERMOSTAT_*`` settings as the worker).
+(or ``python -m flows.pipelines.locks ...``; with the same ``THERMOSTAT_*`` settings as the worker).
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ class ModelLease:
     def check(self) -> None:
         """Raise :class:`LockLostError` unless this run certainly still holds the lock; call it
         immediately before each write made under the lock (the fence of
-        :meth:`flows.registry.MlflowRegistry.fenced`)."""
+        :meth:`flows.registry.adapter.MlflowRegistry.fenced`)."""
         self._raise_if_lost()
         try:
             with self._engine.connect() as connection:
@@ -528,8 +528,8 @@ def clear_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | No
         engine.dispose()
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.locks") -> int:
-    """``python -m flows.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.pipelines.locks") -> int:
+    """``python -m flows.pipelines.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
 
     Reads the ``THERMOSTAT_*`` settings from the environment, like the worker. Returns 0; 2 on
     bad arguments or settings, or when they name no lock database (nothing is created); 3 when

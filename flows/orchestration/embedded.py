@@ -23,7 +23,7 @@ stops it at exit. Three problems on the embedded default, all seen here:
   parent is gone, then exits.
 
 :func:`guard_ephemeral_server` wraps the two methods of ``SubprocessASGIServer`` that do this
-(Prefect 3.9.1, pinned); it is installed when :mod:`flows.tasks` is imported, so every flow
+(Prefect 3.9.1, pinned); it is installed when :mod:`flows.pipelines.tasks` is imported, so every flow
 of Thermostat — and the demo and the CLI — runs with it. A test checks that both methods still
 exist, so a Prefect upgrade that renames them fails loudly.
 

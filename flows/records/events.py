@@ -18,7 +18,7 @@ and in the templates to these declarations. Payloads are JSON-safe (NaN as None,
 ``thermostat.calibration.refitted`` (:class:`RefittedEvent`)
     A refit registered a new version.
 
-No Prefect here (:mod:`flows.events` emits them), no MLflow.
+No Prefect here (:mod:`flows.orchestration.events` emits them), no MLflow.
 """
 
 from __future__ import annotations
@@ -54,14 +54,14 @@ INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
 REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
 REFITTED_EVENT: Final = "thermostat.calibration.refitted"
 
-#: The keys of a refit's verification in its events (:func:`flows.refit` writes them from a
-#: :class:`flows.steps.RefitVerification`); absent when the refit was refused before verifying.
+#: The keys of a refit's verification in its events (:func:`flows.pipelines.refit` writes them from a
+#: :class:`flows.pipelines.steps.RefitVerification`); absent when the refit was refused before verifying.
 VERIFICATION_KEYS: Final = (
     "verify_n", "temperature_after", "nll_verdict", "nll_change", "nll_change_low", "nll_change_high", "ece_before",
     "ece_after", "baseline_ece", "ece_tolerance", "p_value", "shape", "parent_interval", "within_parent_interval",
     "tests_fired_after", "sign_changes", "shape_message", "reasons",
 )
-# A refit's events name the drift that caused it (flows.run_records.DriftCause.payload).
+# A refit's events name the drift that caused it (flows.records.runs.DriftCause.payload).
 _CAUSE_KEYS: Final = ("drift_event_id", "drift_run_id")
 
 

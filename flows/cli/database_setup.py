@@ -33,7 +33,7 @@ Passwords reach the server only as verifiers computed by libpq (never as plain t
 so a statement log cannot show them), and every URL printed has its password masked
 (:func:`monitoring.mask_url`). The administrator's password is read up to the URL's last
 ``@`` (so it may hold ``/``, ``?``, ``#``, ``@`` or ``:`` unencoded) and is taken out of every
-message printed, libpq's and the server's included (:func:`monitoring.redact_credentials`). Exit status as the command line's contract (:mod:`flows.cli`):
+message printed, libpq's and the server's included (:func:`monitoring.redact_credentials`). Exit status as the command line's contract (:mod:`flows.cli.main`):
 0 the roles and databases are in place (whether or not anything changed; the report says
 which); 2 bad input (an option, a missing password, a reserved name, the driver not
 installed), the message on stderr naming the flag; 3 the database failed (unreachable, a
@@ -467,4 +467,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db"
 
 
 if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.database_setup"))
+    sys.exit(main(prog="python -m flows.cli.database_setup"))

@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 
 import monitoring
 from calibration import GateSweep, QualificationReport, json_safe
-from flows.steps import GatedCheckpoint, RefitVerification
-from flows.versions import RefitProvenance, VersionRecord, binning_convention
+from flows.pipelines.steps import GatedCheckpoint, RefitVerification
+from flows.records.versions import RefitProvenance, VersionRecord, binning_convention
 
 __all__ = [
     "log_context",

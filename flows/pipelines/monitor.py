@@ -10,11 +10,11 @@ bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) an
   with the model, version, aliases and verdict, its metrics stamped with the window's end
   (so the UI charts them over time) and the reliability diagram ``plots/reliability.png``;
   each group's metrics under the key of :func:`monitoring.group_metric_key`, the hashed ones
-  named in the tag ``thermostat.group_keys`` (:class:`flows.run_records.GroupMetricKeys`);
+  named in the tag ``thermostat.group_keys`` (:class:`flows.records.runs.GroupMetricKeys`);
 * a Prefect table artifact and a markdown artifact per check (keys
   ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
 * on a drift that recommends a refit, the event ``thermostat.calibration.drift``
-  (:mod:`flows.events`), which the ``refit`` deployment's trigger listens for; its payload's
+  (:mod:`flows.orchestration.events`), which the ``refit`` deployment's trigger listens for; its payload's
   ``refit_window_start`` is where the refit reads from (the sequential rule's change point
   after its alarm, else the window's start).
 
@@ -41,10 +41,10 @@ Failures
 --------
 A check that fails — any cause: the prediction log missing (reading never creates it), MLflow
 unreachable, a bug, an interrupt — ends its run ``FAILED`` with the verdict ``failed`` and the
-error (:class:`flows.run_records.CheckFailure`; a run is opened for it when the check had none),
+error (:class:`flows.records.runs.CheckFailure`; a run is opened for it when the check had none),
 so the dashboard shows "check failed" instead of the version's last verdict; the other
 versions are still checked, and the flow run fails with the error (the ``monitor failed``
-alert, :mod:`flows.alerts`). The run gets its verdict last: one left ``RUNNING`` by a process
+alert, :mod:`flows.orchestration.alerts`). The run gets its verdict last: one left ``RUNNING`` by a process
 that died or lost MLflow has none (the dashboard does not count it) and is closed ``FAILED``
 by the version's next check. MLflow's own HTTP retries are bounded by the settings
 (``THERMOSTAT_MLFLOW_HTTP_*``), so with the server gone a check fails within a minute or so.
@@ -75,9 +75,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from calibration import json_safe
 
-from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, emit, version_resource
-from flows.registry import MlflowRegistry
-from flows.run_records import (
+from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, emit, version_resource
+from flows.registry.adapter import MlflowRegistry
+from flows.records.runs import (
     CHECK_KIND,
     KIND_TAG,
     PREFECT_FLOW_RUN_TAG,
@@ -88,9 +88,9 @@ from flows.run_records import (
     model_slug,
 )
 from flows.settings import ThermostatSettings
-from flows.cluster import summarise_export_on_dask
-from flows.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
-from flows.versions import (
+from flows.orchestration.cluster import summarise_export_on_dask
+from flows.pipelines.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
+from flows.records.versions import (
     LAST_DRIFT_EVENT_TAG,
     MonitorState,
     RegisteredVersion,

@@ -28,7 +28,7 @@ On the check's run itself, two more:
 Also here, for the flows' Prefect artifacts: :func:`model_slug`, a model's part of an
 artifact key.
 
-No MLflow here (the flows write and read through :class:`flows.registry.MlflowRegistry`).
+No MLflow here (the flows write and read through :class:`flows.registry.adapter.MlflowRegistry`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Alerts that reach someone: Prefect automations that send a notification on Thermostat's events.
 
-Four automations on Thermostat's events (:mod:`flows.events`), each matching every model
+Four automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
 version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
 ``prefect.resource.id``), so two versions drifting in one check send two alerts:
 
@@ -84,7 +84,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
-from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
 from monitoring import mask_url, redact_credentials
 
 __all__ = [
@@ -112,8 +112,8 @@ FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
 # "Flow run encountered an exception: FileNotFoundError: ...").
 _EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 _MODEL_VERSIONS: Final = {"prefect.resource.id": "mlmodel.*"}
-# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.refit);
-# the monitor's, to the flow named "monitor" (flows.monitor).
+# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.pipelines.refit);
+# the monitor's, to the flow named "monitor" (flows.pipelines.monitor).
 _FLOW_RUNS: Final = {"prefect.resource.id": "prefect.flow-run.*"}
 _REFIT_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
 _MONITOR_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "monitor"}
@@ -649,4 +649,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat alerts") 
 
 
 if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.alerts"))
+    sys.exit(main(prog="python -m flows.orchestration.alerts"))

@@ -2,11 +2,11 @@
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :func:`calibration.read_scored_set`), calls the core in :mod:`calibration` (through
-:mod:`flows.commands`), and prints a readable, aligned report, or with ``--json`` exactly one
+:mod:`flows.cli.commands`), and prints a readable, aligned report, or with ``--json`` exactly one
 JSON object on stdout, built from the results' own ``to_dict()``. Nothing is ever written to
 disk. NaN and infinities print as JSON ``null`` (undefined, e.g. the accuracy of an empty
 bin), so the output is always valid JSON. ``thermostat COMMAND --help`` lists the JSON keys
-(:data:`flows.json_keys.JSON_KEYS`; a test holds them to the command's output on a small
+(:data:`flows.cli.json_keys.JSON_KEYS`; a test holds them to the command's output on a small
 example, so the list cannot drift from the output). Parsing the arguments imports neither the
 numeric core's scipy, pandas and numba nor MLflow or Prefect: ``--help`` answers at once.
 
@@ -54,14 +54,14 @@ from typing import TYPE_CHECKING, Any, cast
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
 from calibration import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
-from flows.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
+from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from flows.json_keys import JSON_KEYS
-from flows.local_only import stay_local
+from flows.cli.json_keys import JSON_KEYS
+from flows.orchestration.local_only import stay_local
 
 if TYPE_CHECKING:
     from calibration import PartitionedScoredSet, ScoredSet
-    from flows.commands import Outcome
+    from flows.cli.commands import Outcome
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "main"]
 
@@ -121,14 +121,14 @@ def _read(path: str, args: argparse.Namespace, *, partitioned: bool) -> ScoredSe
 
 
 def _demo(argv: list[str]) -> int:
-    """Hand over to ``flows.demo.main``, imported only when asked for (it pulls MLflow and Prefect)."""
+    """Hand over to ``flows.cli.demo.main``, imported only when asked for (it pulls MLflow and Prefect)."""
     stay_local()  # before MLflow and Prefect are imported: nothing may leave the machine
     try:
-        demo = importlib.import_module("flows.demo")
+        demo = importlib.import_module("flows.cli.demo")
     except ModuleNotFoundError as exc:
-        if exc.name != "flows.demo":
+        if exc.name != "flows.cli.demo":
             raise
-        print("thermostat: error: the demo is not available: flows/demo.py is missing from this installation",
+        print("thermostat: error: the demo is not available: flows/cli/demo.py is missing from this installation",
               file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
@@ -192,10 +192,10 @@ def _describe(payload: Mapping[str, Any]) -> str:
 def _json_keys(sub: argparse.ArgumentParser, command: str) -> str:
     """The command's --json keys, from its own output on a small example (never written out).
 
-    ``--help`` shows :data:`flows.json_keys.JSON_KEYS` instead, which a test holds to this.
+    ``--help`` shows :data:`flows.cli.json_keys.JSON_KEYS` instead, which a test holds to this.
     """
     from calibration import json_safe
-    from flows.commands import COMMANDS
+    from flows.cli.commands import COMMANDS
 
     example, described, seen = _example_set(), [], set[str]()
     for argv in _EXAMPLES[command]:
@@ -211,7 +211,7 @@ def _json_keys(sub: argparse.ArgumentParser, command: str) -> str:
 
 
 def _generated_json_keys() -> dict[str, str]:
-    """What :data:`flows.json_keys.JSON_KEYS` must say: each command's keys, from its own output."""
+    """What :data:`flows.cli.json_keys.JSON_KEYS` must say: each command's keys, from its own output."""
     commands = next(action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction))
     return {name: _json_keys(commands.choices[name], name) for name in _EXAMPLES}
 
@@ -354,8 +354,8 @@ def _parser() -> argparse.ArgumentParser:
 
     for name, sub in subs.items():
         sub.epilog = f"--json keys: {JSON_KEYS[name]}. NaN prints as null.\n\n{_EXIT_TEXT}"
-    # Listed for --help only: main() hands `demo ...` to flows.demo before parsing.
-    commands.add_parser("demo", help="run the end-to-end demo (flows.demo); arguments pass through", add_help=False)
+    # Listed for --help only: main() hands `demo ...` to flows.cli.demo before parsing.
+    commands.add_parser("demo", help="run the end-to-end demo (flows.cli.demo); arguments pass through", add_help=False)
     commands.add_parser("lock", help="show or clear a model's registration lock: lock show|clear MODEL [--json]",
                         add_help=False)
     commands.add_parser("export", help="write a version's prediction log to Parquet, one file per UTC day (idempotent, "
@@ -398,11 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     if arguments[:1] == ["demo"]:
         return _demo(arguments[1:])
     if arguments[:1] == ["lock"]:  # imported only when asked for: it reads the settings and a database
-        from flows.locks import main as lock_main
+        from flows.pipelines.locks import main as lock_main
 
         return lock_main(arguments[1:], prog="thermostat lock")
     if arguments[:1] == ["export"]:  # imported only when asked for: it reads the settings and a database
-        from flows.export_command import main as export_main
+        from flows.cli.export_command import main as export_main
 
         return export_main(arguments[1:], prog="thermostat export")
     if arguments[:1] == ["dashboard"]:  # imported only when asked for: it serves until interrupted
@@ -410,11 +410,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return dashboard_main(arguments[1:], prog="thermostat dashboard")
     if arguments[:1] == ["alerts"]:  # imported only when asked for: it talks to the Prefect server
-        from flows.alerts import main as alerts_main
+        from flows.orchestration.alerts import main as alerts_main
 
         return alerts_main(arguments[1:], prog="thermostat alerts")
     if arguments[:1] == ["setup-db"]:  # imported only when asked for: it needs the PostgreSQL driver
-        from flows.database_setup import main as setup_db_main
+        from flows.cli.database_setup import main as setup_db_main
 
         return setup_db_main(arguments[1:], prog="thermostat setup-db")
     parser = _parser()
@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     from calibration import ScoredSetError, json_safe
-    from flows.commands import COMMANDS, in_flags
+    from flows.cli.commands import COMMANDS, in_flags
 
     try:
         command = COMMANDS[args.command]

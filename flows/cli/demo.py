@@ -7,7 +7,7 @@ an over-confident logistic regression becomes ``digits@champion`` and a small ML
 (``THERMOSTAT_STATE_DIR``, default ``./.thermostat``).
 
 Then the monitor story, in-process: a router serves digits traffic through both aliases
-(:class:`flows.serving.ServedModel`, which writes every prediction to the prediction log;
+(:class:`flows.registry.serving.ServedModel`, which writes every prediction to the prediction log;
 labels arrive a moment later), and after each phase the ``monitor`` flow checks the phase's
 window:
 
@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from flows.local_only import stay_local
+from flows.orchestration.local_only import stay_local
 
 # MLflow, Prefect, scikit-learn and the flows are imported where they are used, once the
 # arguments are parsed: `thermostat demo --help` answers at once.
 if TYPE_CHECKING:
-    from flows.monitor import VersionCheck
-    from flows.refit import RefitOutcome
-    from flows.registration import Registration
-    from flows.registry import MlflowRegistry
-    from flows.serving import ServedModel
+    from flows.pipelines.monitor import VersionCheck
+    from flows.pipelines.refit import RefitOutcome
+    from flows.pipelines.registration import Registration
+    from flows.registry.adapter import MlflowRegistry
+    from flows.registry.serving import ServedModel
     from flows.settings import ThermostatSettings
     from monitoring import PredictionLog
 
@@ -195,7 +195,7 @@ def _interval_shown(interval: tuple[float, float] | None) -> str:
 
 
 def _report(registration: Registration, seconds: float) -> str:
-    from flows.versions import VersionRecord, binning_convention
+    from flows.records.versions import VersionRecord, binning_convention
 
     record = VersionRecord.from_tags(registration.tags, where=f"{registration.model_name} version {registration.version}")
     threshold = "none (everything goes to review)" if record.gate_threshold is None else f"{record.gate_threshold:.4f}"
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns the process exit code.
 
     The terminal gets the story; the flow logs go to ``demo.log`` in the state folder. Nothing
-    leaves the machine (:func:`flows.local_only.stay_local`).
+    leaves the machine (:func:`flows.orchestration.local_only.stay_local`).
     """
     stay_local()
     parser = argparse.ArgumentParser(prog="thermostat demo", description=__doc__.splitlines()[0] if __doc__ else None)
@@ -268,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(settings: ThermostatSettings, log_path: Path) -> int:
     from flows.holdout import write_features, write_ids
-    from flows.pipeline import post_finetune
-    from flows.registry import MlflowRegistry
+    from flows.pipelines.post_finetune import post_finetune
+    from flows.registry.adapter import MlflowRegistry
     from monitoring import mask_url
 
     started = time.perf_counter()
@@ -329,18 +329,22 @@ def _check_line(check: VersionCheck) -> str:
         return f"{head}: insufficient_data (no prediction logged)"
     verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else " (in cool-down: no event)"),
                "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
-    coverage = "n/a" if report.coverage != report.coverage else f"{report.coverage:.1%}"
+    gate, window, policy = report.summary.gate, report.window, report.policy
+    coverage = "n/a" if gate is None or gate.coverage != gate.coverage else f"{gate.coverage:.1%}"
     test = report.temperature_test
     fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
     temperature = "" if test is None else (
         f"\n      window T {test.window_temperature:.3f} [{test.window_temperature_low:.3f}, "
         f"{test.window_temperature_high:.3f}] vs reference {test.reference_temperature:.3f}: ratio {test.ratio:.3f}, "
-        f"{test.direction}, z={test.z:+.2f}, p={test.p_value:.2g} (margin {report.temperature_margin:.0%})"
+        f"{test.direction}, z={test.z:+.2f}, p={test.p_value:.2g} (margin {policy.temperature_margin:.0%})"
     )
-    line = (f"{head}: {verdict}{fired}\n      n={report.n}  ECE {report.ece_estimate:.4f} [{report.ece_low:.4f}, "
-            f"{report.ece_high:.4f}] (reference {report.baseline_ece:.4f}, tolerance {report.ece_tolerance:.2f}; "
-            f"p={report.p_value:.3g} vs {report.test_level:g})  NLL {report.nll:.4f}  accuracy {report.accuracy:.3f}  "
-            f"mean confidence {report.mean_confidence:.3f}  gate coverage {coverage}{temperature}")
+    ece = report.outcome("ece")
+    ece_text = "ECE not tested" if ece is None or ece.refused is not None else (
+        f"ECE {ece.metrics['ece_estimate']:.4f} [{ece.metrics['ece_low']:.4f}, {ece.metrics['ece_high']:.4f}] "
+        f"(reference {report.baseline_ece:.4f}, tolerance {policy.ece_tolerance:.2f}; p={ece.p_value:.3g} vs "
+        f"{ece.level:g})")
+    line = (f"{head}: {verdict}{fired}\n      n={report.n}  {ece_text}  NLL {window.nll:.4f}  accuracy "
+            f"{window.accuracy:.3f}  mean confidence {window.mean_confidence:.3f}  gate coverage {coverage}{temperature}")
     warning, sequential = report.early_warning, report.sequential
     if warning is not None and warning.n:
         shift = (f"confidences vs registration: {'SHIFTED ' + warning.direction if warning.shifted else 'unchanged'}, "
@@ -408,7 +412,7 @@ def _serve_phase(
 
 
 def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedModel]:
-    from flows.serving import ServedModel
+    from flows.registry.serving import ServedModel
 
     return {alias: ServedModel.load(f"models:/{MODEL_NAME}@{alias}", registry=registry, cache_dir=workdir / alias)
             for alias in ("champion", "challenger")}
@@ -417,9 +421,9 @@ def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedMod
 def _monitor_story(
     settings: ThermostatSettings, registry: MlflowRegistry, split: DigitsSplit, registered: dict[str, str]
 ) -> None:
-    from flows.monitor import monitor
-    from flows.refit import RefitFailed, refit
-    from flows.tasks import open_prediction_log
+    from flows.pipelines.monitor import monitor
+    from flows.pipelines.refit import RefitFailed, refit
+    from flows.pipelines.tasks import open_prediction_log
 
     print("\nMONITOR — a router serves traffic through both aliases; every prediction goes to the prediction log")
     for alias, version in registered.items():

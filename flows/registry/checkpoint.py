@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 # Defined beside the version record, which must not load MLflow; re-exported for the flows.
-from flows.versions import CheckpointOutput
+from flows.records.versions import CheckpointOutput
 
 __all__ = ["CheckpointFiles", "CheckpointOutput", "checkpoint_logits", "digest_directory", "download_checkpoint"]
 

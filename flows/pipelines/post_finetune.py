@@ -1,10 +1,10 @@
 """The post-finetune flow: acceptance → refit T → re-sweep gate → register, in that order.
 
-Tasks are thin: each calls a pure step in :mod:`flows.steps`, a task shared with the other
-flows (:mod:`flows.tasks`) or the MLflow adapter (:mod:`flows.registry`); only I/O tasks
-retry. The whole flow holds the model's lock (:mod:`flows.locks`); it first finishes or removes
+Tasks are thin: each calls a pure step in :mod:`flows.pipelines.steps`, a task shared with the other
+flows (:mod:`flows.pipelines.tasks`) or the MLflow adapter (:mod:`flows.registry.adapter`); only I/O tasks
+retry. The whole flow holds the model's lock (:mod:`flows.pipelines.locks`); it first finishes or removes
 what interrupted registrations of the model left, then registers through the recoverable,
-transactional path of :mod:`flows.registration`. An idempotency key makes a repeat with the
+transactional path of :mod:`flows.pipelines.registration`. An idempotency key makes a repeat with the
 same inputs return the existing version without registering anything.
 """
 
@@ -21,14 +21,14 @@ from numpy.typing import NDArray
 from prefect import flow, get_run_logger
 
 from calibration import ScoredSet, read_scored_set
-from flows.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits
+from flows.registry.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits
 from flows.holdout import HoldoutFeatures, read_features, read_ids, resolve_input_path
-from flows.locks import model_lock
-from flows.registration import Registration, recover_interrupted, register
-from flows.registry import MlflowRegistry, validate_model_name
-from flows.reports import log_context
+from flows.pipelines.locks import model_lock
+from flows.pipelines.registration import Registration, recover_interrupted, register
+from flows.registry.adapter import MlflowRegistry, validate_model_name
+from flows.pipelines.reports import log_context
 from flows.settings import ThermostatSettings
-from flows.steps import (
+from flows.pipelines.steps import (
     AcceptedCheckpoint,
     CalibratedCheckpoint,
     ChampionScore,
@@ -37,8 +37,8 @@ from flows.steps import (
     data_version,
     refit_temperature,
 )
-from flows.tasks import fetch_checkpoint, gate, io_task, open_prediction_log, step_task
-from flows.traffic import recent_labelled_traffic
+from flows.pipelines.tasks import fetch_checkpoint, gate, io_task, open_prediction_log, step_task
+from flows.pipelines.traffic import recent_labelled_traffic
 
 __all__ = ["post_finetune"]
 

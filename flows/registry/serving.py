@@ -8,13 +8,13 @@ logits z, the predicted class, the confidence and the T in force
 (:func:`monitoring.log_predictions`). Labels usually arrive later
 (:meth:`monitoring.PredictionLog.attach_labels`); replayed traffic can pass them at once.
 
-The helper asks the wrapped :class:`flows.model.CalibratedCheckpointModel` for the logits it
+The helper asks the wrapped :class:`flows.registry.model.CalibratedCheckpointModel` for the logits it
 computes the probabilities from, and builds the response with the same
-:func:`flows.model.served_frame` (the calibrated columns, then ``request_id``,
+:func:`flows.registry.model.served_frame` (the calibrated columns, then ``request_id``,
 ``model_version`` and ``temperature``). It logs synchronously, through a
 :class:`monitoring.SynchronousLogWriter`: a batch is in the log when the call returns, unless
 it could not be written. Like the pyfunc served by ``mlflow models serve`` (which logs by
-itself, in batches from a background thread: :mod:`flows.model`, docs/deployment.md section 5),
+itself, in batches from a background thread: :mod:`flows.registry.model`, docs/deployment.md section 5),
 it never fails a prediction because of the log: a batch that cannot be written (the database
 down, a request id already logged) is counted lost in :attr:`ServedModel.prediction_log_stats`
 and reported on the ``thermostat.serving`` logger, and the log is written to again once the
@@ -36,8 +36,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from mlflow.pyfunc import PyFuncModel
 
-from flows.model import served_frame
-from flows.registry import MlflowRegistry
+from flows.registry.model import served_frame
+from flows.registry.adapter import MlflowRegistry
 from monitoring import LogWriterStats, PredictionLog, SynchronousLogWriter, mask_url
 
 __all__ = ["CalibratedModel", "ServedModel", "parse_model_uri", "predict_and_log"]
@@ -66,9 +66,9 @@ def parse_model_uri(model_uri: str) -> tuple[str, str | None, str | None]:
 
 @runtime_checkable
 class CalibratedModel(Protocol):
-    """What the helper needs from the wrapped :class:`flows.model.CalibratedCheckpointModel`.
+    """What the helper needs from the wrapped :class:`flows.registry.model.CalibratedCheckpointModel`.
 
-    A structural type: a model from code is loaded from the copy of ``flows/model.py`` logged
+    A structural type: a model from code is loaded from the copy of ``flows/registry/model.py`` logged
     with the version, so its class is not the one imported here.
     """
 

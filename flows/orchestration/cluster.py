@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from flows.engines import WorkerWatch, dask_task_runner
+from flows.orchestration.engines import WorkerWatch, dask_task_runner
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLogExport, WindowSummary, summarise_export
 
@@ -48,7 +48,7 @@ class TaskEngine:
     the calling flow's Dask task runner; the results come back in the items' order.
     ``n_workers`` is what was asked for (a remote scheduler has its own). When the cluster has
     had no worker for ``timeout`` seconds while tasks wait, they are cancelled and the map
-    raises a :class:`RuntimeError` that says so (:class:`flows.engines.WorkerWatch`)."""
+    raises a :class:`RuntimeError` that says so (:class:`flows.orchestration.engines.WorkerWatch`)."""
 
     n_workers: int
     timeout: float

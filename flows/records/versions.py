@@ -20,7 +20,7 @@ threshold and the evidence never change):
 * ``thermostat.last_confidence_shift_at``: the time of the last early-warning event (its own
   cool-down).
 
-No MLflow here: the flows read the tags through :class:`flows.registry.MlflowRegistry` and
+No MLflow here: the flows read the tags through :class:`flows.registry.adapter.MlflowRegistry` and
 pass them in.
 """
 

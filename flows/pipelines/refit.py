@@ -7,19 +7,19 @@ register, in that order), with the registered version as the starting point:
 
 1. **acceptance** — the parent version's checkpoint files (downloaded from its
    ``checkpoint_uri``) must still have its registered digest, and clear the accuracy floor on
-   the traffic (:func:`flows.steps.accept_registered_version`);
+   the traffic (:func:`flows.pipelines.steps.accept_registered_version`);
 2. **refit T** — the version's recent labelled traffic (at most ``refit_max_rows``, the most
    recent) is split by serving time: the older ``refit_fit_fraction`` fits T, after qualifying
-   against the newer part's class proportions (:func:`flows.steps.refit_temperature_by_time`);
+   against the newer part's class proportions (:func:`flows.pipelines.steps.refit_temperature_by_time`);
    a fit on a bound is refused;
 3. **re-sweep the gate** on the newer part's calibrated confidences, and measure before (at the
-   parent's T) and after (:func:`flows.steps.gate_threshold`);
-4. **verify** on the newer part (:func:`flows.steps.verify_refit`): the paired bootstrap of
+   parent's T) and after (:func:`flows.pipelines.steps.gate_threshold`);
+4. **verify** on the newer part (:func:`flows.pipelines.steps.verify_refit`): the paired bootstrap of
    the NLL change must say ``improved`` AND the monitor's drift test at the new T against the
    parent's baseline must find no drift;
 5. **register** a new version of the same checkpoint (same ``checkpoint_uri`` and digest, new
    T and threshold, refit provenance tags) and move the alias, in one transaction
-   (:func:`flows.registration.register`), under the model's lock.
+   (:func:`flows.pipelines.registration.register`), under the model's lock.
 
 A refit that is refused or does not verify registers nothing, emits
 ``thermostat.calibration.refit_failed`` with the reason, and its flow run ends **Failed**
@@ -31,7 +31,7 @@ how a caller gets the :class:`RefitOutcome` back.
 A refit started by a drift event (``drift_event_id``, ``drift_run_id``) links back to it: its
 events carry both ids and name the drift event as a ``caused-by`` related resource, its record
 and its version's tags name them, and the check's MLflow run is tagged with the refit
-(:class:`flows.run_records.RefitLink`).
+(:class:`flows.records.runs.RefitLink`).
 """
 
 from __future__ import annotations
@@ -49,16 +49,16 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.states import Failed
 
 from calibration import json_safe
-from flows.checkpoint import CheckpointFiles
-from flows.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
+from flows.registry.checkpoint import CheckpointFiles
+from flows.orchestration.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
 from flows.holdout import read_ids
-from flows.locks import model_lock
-from flows.registration import Registration, recover_interrupted, register
-from flows.registry import MlflowRegistry, validate_model_name
-from flows.run_records import DriftCause, RefitLink, RefitRecord, current_flow_run_id, model_slug
+from flows.pipelines.locks import model_lock
+from flows.pipelines.registration import Registration, recover_interrupted, register
+from flows.registry.adapter import MlflowRegistry, validate_model_name
+from flows.records.runs import DriftCause, RefitLink, RefitRecord, current_flow_run_id, model_slug
 from flows.settings import ThermostatSettings
-from flows.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
-from flows.steps import (
+from flows.pipelines.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
+from flows.pipelines.steps import (
     ESCALATION,
     AcceptedCheckpoint,
     CalibratedCheckpoint,
@@ -70,8 +70,8 @@ from flows.steps import (
     refit_temperature_by_time,
     verify_refit,
 )
-from flows.traffic import Traffic, recent_labelled_traffic
-from flows.versions import RegisteredVersion, registered_version
+from flows.pipelines.traffic import Traffic, recent_labelled_traffic
+from flows.records.versions import RegisteredVersion, registered_version
 from monitoring import LabelledSource
 
 __all__ = ["RefitFailed", "RefitOutcome", "refit", "refit_artifact_key"]
@@ -328,7 +328,7 @@ def _verification_payload(verification: RefitVerification | None) -> dict[str, A
 @io_task(name="record-refused-refit")
 def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dict[str, Any],
                    settings: ThermostatSettings) -> str:
-    """A refused refit as an MLflow run in the monitoring experiment (:class:`flows.run_records.RefitRecord`):
+    """A refused refit as an MLflow run in the monitoring experiment (:class:`flows.records.runs.RefitRecord`):
     the durable record the dashboard's alert list reads (a Prefect artifact or event may not outlive its server)."""
     record = RefitRecord(
         model_name=outcome.model_name, parent_version=outcome.parent_version, alias=outcome.alias,
@@ -352,7 +352,7 @@ def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dic
 @io_task(name="link-check-run")
 def link_check_run(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome) -> bool:
     """Tag the MLflow run of the check that found the drift with this refit
-    (:class:`flows.run_records.RefitLink`); False when no such run exists."""
+    (:class:`flows.records.runs.RefitLink`); False when no such run exists."""
     link = RefitLink(flow_run_id=current_flow_run_id(), status=outcome.status, new_version=outcome.new_version)
     linked = registry.set_run_tags(run_id, link.to_tags())
     logger = get_run_logger()

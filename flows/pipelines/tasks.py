@@ -1,14 +1,14 @@
 """Tasks the three flows share: the retry policy, the checkpoint fetch, the gate, the window.
 
-``post_finetune`` (:mod:`flows.pipeline`), ``monitor`` (:mod:`flows.monitor`) and ``refit``
-(:mod:`flows.refit`) are siblings: each imports what it shares from here and from
-:mod:`flows.registration`, never from another flow. Every task keeps its result in memory
+``post_finetune`` (:mod:`flows.pipelines.post_finetune`), ``monitor`` (:mod:`flows.pipelines.monitor`) and ``refit``
+(:mod:`flows.pipelines.refit`) are siblings: each imports what it shares from here and from
+:mod:`flows.pipelines.registration`, never from another flow. Every task keeps its result in memory
 (results hold arrays): no cache key, no persistence. Only I/O tasks retry, and only on errors
 a retry can fix — the policy is defined once, as :data:`io_task`.
 
 Importing this module (every flow does) also guards the embedded Prefect API server: started
 one at a time per ``PREFECT_HOME`` and never left running by a crashed process
-(:mod:`flows.embedded`).
+(:mod:`flows.orchestration.embedded`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, TaskRun
 
-from flows.checkpoint import CheckpointFiles, download_checkpoint
-from flows.embedded import guard_ephemeral_server
-from flows.registry import MlflowRegistry, is_transient
-from flows.reports import log_context
+from flows.registry.checkpoint import CheckpointFiles, download_checkpoint
+from flows.orchestration.embedded import guard_ephemeral_server
+from flows.registry.adapter import MlflowRegistry, is_transient
+from flows.pipelines.reports import log_context
 from flows.settings import ThermostatSettings
-from flows.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
+from flows.pipelines.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
 from monitoring import LabelledSource, PredictionLog, PredictionLogExport
 
 __all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "open_window_source",

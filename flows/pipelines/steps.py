@@ -6,8 +6,8 @@ computed on, and :func:`verify_chain` refuses a gate result whose chain does not
 to the checkpoint being registered. A refit enters through :func:`accept_registered_version`
 and :func:`refit_temperature_by_time`, and is verified by :func:`verify_refit`.
 
-No MLflow and no Prefect here: the flows (``flows.pipeline``, ``flows.refit``) and
-``flows.registration`` do the I/O and wrap these in thin tasks.
+No MLflow and no Prefect here: the flows (``flows.pipelines.post_finetune``, ``flows.pipelines.refit``) and
+``flows.pipelines.registration`` do the I/O and wrap these in thin tasks.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from calibration import (
     sweep_thresholds,
     top_label_confidence,
 )
-from flows.run_records import DriftCause
+from flows.records.runs import DriftCause
 from flows.settings import ThermostatSettings
-from flows.versions import CheckpointOutput, RegisteredVersion
+from flows.records.versions import CheckpointOutput, RegisteredVersion
 from monitoring import (
     ConfidenceProfile,
     DriftReport,

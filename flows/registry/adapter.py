@@ -7,11 +7,11 @@ Every call that is safe to repeat (writing a param, a tag, an alias, a run's sta
 is retried in place on a transient error (:func:`retry_transient`), so a blip never reaches a
 Prefect transaction, whose rollback hooks run *before* a task's own retries. Creating a run or
 a version is not repeated here; MLflow's HTTP layer may still repeat those POSTs, which the
-registration reconciles (see :mod:`flows.registration`).
+registration reconciles (see :mod:`flows.pipelines.registration`).
 
 Under a model's lock the adapter is **fenced** (:meth:`MlflowRegistry.fenced`): the lease is
 checked immediately before every attempt of every write (a retry too), so a run that lost the
-lease writes nothing more (:mod:`flows.locks`). Reads are not fenced.
+lease writes nothing more (:mod:`flows.pipelines.locks`). Reads are not fenced.
 
 Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
 value put into a search filter is quoted by :func:`filter_literal`.
@@ -47,7 +47,7 @@ from mlflow.pyfunc import PyFuncModel
 from mlflow.types import ColSpec, Schema, TensorSpec
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from flows import model as calibrated_model_code
+from flows.registry import model as calibrated_model_code
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -88,7 +88,7 @@ TRANSIENT_MLFLOW_CODES = frozenset(
 
 class WriteFence(Protocol):
     """What must hold for a write to be made: :meth:`check` raises, and nothing is written, when
-    it does not (:class:`flows.locks.ModelLease`: this run still holds the model's lock)."""
+    it does not (:class:`flows.pipelines.locks.ModelLease`: this run still holds the model's lock)."""
 
     def check(self) -> None: ...
 
@@ -197,7 +197,7 @@ def _is_missing(error: MlflowException) -> bool:
 
 def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> ModelSignature:
     """The calibrated pyfunc's signature: the checkpoint's inputs plus the optional ``request_id``
-    and ``group`` columns; the response columns of :func:`flows.model.served_frame`.
+    and ``group`` columns; the response columns of :func:`flows.registry.model.served_frame`.
 
     A checkpoint with named input columns keeps them (MLflow checks them, and passes the two
     optional ones through); one with tensor or unnamed inputs gets no input schema at this
@@ -226,9 +226,9 @@ def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> M
 
 
 def save_calibrated_model(path: Path, *, checkpoint_dir: Path, model_config: dict[str, Any], n_classes: int) -> None:
-    """Save the calibrated pyfunc (model from code, :mod:`flows.model`) of the checkpoint in
+    """Save the calibrated pyfunc (model from code, :mod:`flows.registry.model`) of the checkpoint in
     ``checkpoint_dir`` to ``path``: ``model_config`` plus the load-time switches
-    :data:`flows.model.SERVING_CONFIG`, the signature of :func:`calibrated_signature`, and the
+    :data:`flows.registry.model.SERVING_CONFIG`, the signature of :func:`calibrated_signature`, and the
     checkpoint's requirements with this MLflow."""
     checkpoint = Model.load(str(checkpoint_dir / "MLmodel"))
     requirements_file = checkpoint_dir / "requirements.txt"
@@ -285,7 +285,7 @@ class MlflowRegistry:
 
     def fenced(self, fence: WriteFence) -> MlflowRegistry:
         """This adapter with ``fence`` checked immediately before every attempt of every write
-        (e.g. the model's lease: :class:`flows.locks.ModelLease`)."""
+        (e.g. the model's lease: :class:`flows.pipelines.locks.ModelLease`)."""
         return MlflowRegistry(self.tracking_uri, registry_uri=self.registry_uri,
                               artifact_location=self.artifact_location, experiment_name=self.experiment_name, fence=fence)
 
@@ -456,7 +456,7 @@ class MlflowRegistry:
 
         The pyfunc is told its name and version (the ``model_version`` column of its output)
         and not to log its predictions: Thermostat's own loads score holdouts, not traffic
-        (:class:`flows.serving.ServedModel` logs for itself). Versions registered before these
+        (:class:`flows.registry.serving.ServedModel` logs for itself). Versions registered before these
         switches existed are loaded as they are.
         """
         uri = self._client.get_model_version_download_uri(name, version)

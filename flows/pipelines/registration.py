@@ -1,7 +1,7 @@
 """Registration as a recoverable state machine, shared by ``post_finetune`` and ``refit``.
 
 Registration of a gated checkpoint runs in a Prefect ``transaction()`` under the model's lock
-(:mod:`flows.locks`), and every state a crash can leave is recognised and finished by the next
+(:mod:`flows.pipelines.locks`), and every state a crash can leave is recognised and finished by the next
 run of the model (:func:`recover_interrupted`):
 
 1. open the run (tagged with the idempotency key) and record the evidence;
@@ -18,7 +18,7 @@ the run FAILED. A transient error is retried in place by the MLflow adapter, ins
 first and then retry on a deleted version).
 
 Every write — the steps', the undo of a failed step's own part and the rollback hooks' — goes
-through the adapter fenced by the model's lease (:meth:`flows.registry.MlflowRegistry.fenced`):
+through the adapter fenced by the model's lease (:meth:`flows.registry.adapter.MlflowRegistry.fenced`):
 a run that lost the lease (paused or cut off past its write budget, or taken over) writes
 nothing more, not even its rollback, which would undo the work of the run that holds the model
 now. It is left as a crash leaves it, and that run's :func:`recover_interrupted` finishes or
@@ -37,11 +37,11 @@ from prefect import get_run_logger
 from prefect.logging import get_logger
 from prefect.transactions import Transaction, get_transaction, transaction
 
-from flows.checkpoint import CheckpointFiles, digest_directory
-from flows.locks import LockLostError
-from flows.registry import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
-from flows.run_records import VERSION_DRIFT_TAG_PREFIX, DriftCause
-from flows.reports import (
+from flows.registry.checkpoint import CheckpointFiles, digest_directory
+from flows.pipelines.locks import LockLostError
+from flows.registry.adapter import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
+from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause
+from flows.pipelines.reports import (
     log_context,
     qualification_payload,
     reliability_figure,
@@ -51,9 +51,9 @@ from flows.reports import (
     version_record,
 )
 from flows.settings import ThermostatSettings
-from flows.steps import GatedCheckpoint, RefitVerification, StepRefused, idempotency_key, verify_chain
-from flows.tasks import io_task, step_task
-from flows.versions import VersionRecord, registered_version
+from flows.pipelines.steps import GatedCheckpoint, RefitVerification, StepRefused, idempotency_key, verify_chain
+from flows.pipelines.tasks import io_task, step_task
+from flows.records.versions import VersionRecord, registered_version
 
 __all__ = ["ALIAS_TAG", "PREVIOUS_ALIAS_VERSION_TAG", "Outcome", "Registration", "recover_interrupted", "register"]
 

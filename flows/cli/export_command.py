@@ -3,7 +3,7 @@
 Reads the prediction log named by the settings (``THERMOSTAT_PREDICTION_LOG_URL``, default
 ``sqlite:///<THERMOSTAT_STATE_DIR>/predictions.db``), like ``thermostat lock``, and calls
 :func:`monitoring.export_prediction_log`. Exit status as the command line's contract
-(:mod:`flows.cli`): 0 exported (or already up to date); 2 bad input (an option, the
+(:mod:`flows.cli.main`): 0 exported (or already up to date); 2 bad input (an option, the
 settings, a version never logged, an unreadable manifest), the message on stderr naming it;
 3 the database or the output folder failed.
 """
@@ -143,4 +143,4 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") 
 
 
 if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.export_command"))
+    sys.exit(main(prog="python -m flows.cli.export_command"))

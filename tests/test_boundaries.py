@@ -307,3 +307,70 @@ def test_the_sibling_check_reports_a_flow_importing_another() -> None:
         "flows.pipelines.registration",
         "flows/pipelines/refit.py:3: imports flows.pipelines.monitor, another flow; share it through flows.pipelines.tasks or flows.pipelines.registration",
     ]
+
+
+# ------------------------------------------------------------------------- the rooms of flows
+
+# What each room of flows/ may import of the others, and which libraries it must not load
+# (flows/__init__.py says what each room is for). settings, holdout and exit_status are read by
+# every room; settings reads the Dask engine's defaults. cli is the top: nothing imports it.
+ROOMS: dict[str, set[str]] = {
+    "records": set(),
+    "registry": {"records", "settings"},
+    "orchestration": {"records", "settings", "exit_status"},
+    "pipelines": {"records", "registry", "orchestration", "settings", "holdout", "exit_status"},
+    "dashboard": {"records", "registry", "orchestration", "settings", "exit_status"},
+    "cli": {"records", "registry", "orchestration", "pipelines", "dashboard", "settings", "holdout", "exit_status"},
+    "settings": {"orchestration"},
+    "holdout": set(),
+    "exit_status": set(),
+}
+ROOM_FORBIDDEN: dict[str, set[str]] = {
+    "records": {"mlflow", "prefect", "prefect_dask", "sqlalchemy"},
+    "registry": {"prefect", "prefect_dask"},
+    "orchestration": {"mlflow"},
+    "dashboard": {"prefect", "prefect_dask"},
+}
+
+
+def _room(path: PurePosixPath) -> str:
+    """The room of a file under flows/: its sub-package, or the module itself at the top."""
+    return path.parts[1] if len(path.parts) > 2 else path.stem
+
+
+def room_violations(source: str, path: str) -> list[str]:
+    """Each import in ``source`` (a file of flows/ at ``path``) of a room its own may not import,
+    and each import of a library its room must not load (at any depth: a lazy import counts)."""
+    room = _room(PurePosixPath(path))
+    found = []
+    for line, name in _imported_names(ast.parse(source, filename=path)):
+        parts = name.split(".")
+        if parts[0] == "flows" and len(parts) > 1 and parts[1] in ROOMS and parts[1] != room:
+            if parts[1] not in ROOMS[room]:
+                found.append(f"{path}:{line} imports {name}: the room {room} may import only {sorted(ROOMS[room])}")
+        elif parts[0] in ROOM_FORBIDDEN.get(room, set()):
+            found.append(f"{path}:{line} imports {name}: the room {room} must not load {parts[0]}")
+    return found
+
+
+def test_each_room_imports_only_what_it_may() -> None:
+    files = sorted((ROOT / "flows").rglob("*.py"))
+    assert {_room(PurePosixPath(p.relative_to(ROOT).as_posix())) for p in files} >= set(ROOMS)
+    found = [v for p in files for v in room_violations(p.read_text(), p.relative_to(ROOT).as_posix())]
+    assert found == [], "\n".join(found)
+
+
+def test_every_room_says_what_it_is_for() -> None:
+    for room in (name for name in ROOMS if (ROOT / "flows" / name).is_dir()):
+        doc = ast.get_docstring(ast.parse((ROOT / "flows" / room / "__init__.py").read_text()))
+        assert doc and len(doc.splitlines()[0]) > 20, f"flows/{room}/__init__.py must open with its purpose"
+
+
+def test_the_room_check_reports_a_room_importing_what_it_may_not() -> None:
+    source = ("from flows.pipelines.monitor import monitor\nimport mlflow\nfrom flows.records.versions import VersionRecord\n"
+              "from flows.settings import ThermostatSettings\n")
+    assert [v.split(" imports ")[1].split(":")[0] for v in room_violations(source, "flows/dashboard/data.py")] == [
+        "flows.pipelines.monitor"]
+    assert [v.split(" imports ")[1].split(":")[0] for v in room_violations(source, "flows/records/runs.py")] == [
+        "flows.pipelines.monitor", "mlflow", "flows.settings"]
+    assert room_violations(source, "flows/cli/demo.py") == []

@@ -40,6 +40,7 @@ from mlflow.entities.model_registry import ModelVersion
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 
+from flows.orchestration.runtime import prefect_ui_url
 from flows.registry.adapter import MlflowRegistry
 from flows.records.runs import (
     KIND_TAG,
@@ -71,7 +72,6 @@ __all__ = [
     "alerts_for",
     "gather",
     "missing_store",
-    "prefect_ui_url",
 ]
 
 WINDOW_DIAGRAM: Final = "plots/reliability.png"
@@ -343,17 +343,6 @@ def missing_store(settings: ThermostatSettings) -> str | None:
         return (f"no MLflow store at {database}: run `thermostat demo` (or a post-finetune) first, or point "
                 "THERMOSTAT_STATE_DIR / THERMOSTAT_TRACKING_URI at an existing one")
     return None
-
-
-def prefect_ui_url(settings: ThermostatSettings) -> str | None:
-    """Base URL of the Prefect UI for flow-run links: the setting, else Prefect's own
-    ``PREFECT_UI_URL`` (derived from ``PREFECT_API_URL`` when that is set)."""
-    if settings.prefect_ui_url:
-        return mask_url(settings.prefect_ui_url.rstrip("/"))
-    from prefect.settings import get_current_settings
-
-    found = get_current_settings().ui_url
-    return None if not found else mask_url(str(found).rstrip("/"))
 
 
 def _in_range(moment: datetime, what: str, written: object) -> datetime:

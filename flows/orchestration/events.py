@@ -1,26 +1,7 @@
-"""The Prefect events Thermostat emits, and the resource that names a model version in them.
+"""Emitting Thermostat's events on Prefect, and the resource that names a model version in them.
 
-``thermostat.calibration.drift``
-    The monitor found drift on a serving version and recommends a refit (outside the
-    cool-down). Payload: :func:`monitoring.drift_payload` of the check, plus ``mlflow_run_id``.
-    The ``refit`` deployment's trigger listens for it (``prefect.yaml``).
-``thermostat.calibration.refit_failed``
-    A refit registered nothing: it was refused (too little or unqualified traffic, a fit on a
-    bound, accuracy below the floor) or it did not verify. Payload: ``reason``, ``step``,
-    ``escalation`` and the numbers.
-``thermostat.calibration.refitted``
-    A refit registered a new version (payload: new version, T, threshold, verification).
-``thermostat.calibration.confidence_shift``
-    The early warning: the served confidences of a version (labelled or not) moved away from
-    its registration reference (payload: :class:`monitoring.EarlyWarning`'s fields, the window,
-    ``mlflow_run_id``). The ``monitor`` deployment's trigger schedules a labelled check of the
-    model after it; its own cool-down (``drift_cooldown``) per version.
-``thermostat.calibration.insufficient_data``
-    A serving version had too few labelled rows in ``insufficient_data_streak`` checks in a row
-    (emitted when the streak reaches it and at each multiple). Payload: ``streak``, ``n``,
-    ``min_window``, ``window_start``, ``window_end``, ``predicted_accuracy`` (the early warning's,
-    or None).
-
+The events and their typed payloads are :mod:`flows.records.events` (``thermostat.calibration.drift``,
+``refit_failed``, ``refitted``, ``confidence_shift``, ``insufficient_data``); :func:`emit` sends one.
 Every event's resource is the version it concerns::
 
     {"prefect.resource.id": "mlmodel.<name>.v<version>", "model.name": ..., "model.version": ...,
@@ -32,27 +13,13 @@ so an automation can match ``mlmodel.*`` and run one refit per version (``for_ea
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any
 
 from prefect import get_run_logger
 from prefect.events import emit_event
 from prefect.exceptions import MissingContextError
 
-__all__ = [
-    "CONFIDENCE_SHIFT_EVENT",
-    "DRIFT_EVENT",
-    "INSUFFICIENT_DATA_EVENT",
-    "REFITTED_EVENT",
-    "REFIT_FAILED_EVENT",
-    "emit",
-    "version_resource",
-]
-
-DRIFT_EVENT: Final = "thermostat.calibration.drift"
-CONFIDENCE_SHIFT_EVENT: Final = "thermostat.calibration.confidence_shift"
-INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
-REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
-REFITTED_EVENT: Final = "thermostat.calibration.refitted"
+__all__ = ["emit", "version_resource"]
 
 
 def version_resource(model_name: str, version: str, alias: str) -> dict[str, str]:

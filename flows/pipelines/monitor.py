@@ -75,8 +75,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from calibration import json_safe
 
-from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, emit, version_resource
+from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT
+from flows.orchestration.events import emit, version_resource
 from flows.registry.adapter import MlflowRegistry
+from flows.orchestration.runtime import current_flow_run_id
 from flows.records.runs import (
     CHECK_KIND,
     KIND_TAG,
@@ -84,7 +86,6 @@ from flows.records.runs import (
     VERDICT_TAG,
     CheckFailure,
     GroupMetricKeys,
-    current_flow_run_id,
     model_slug,
 )
 from flows.settings import ThermostatSettings

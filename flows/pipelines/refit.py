@@ -50,12 +50,14 @@ from prefect.states import Failed
 
 from calibration import json_safe
 from flows.registry.checkpoint import CheckpointFiles
-from flows.orchestration.events import REFIT_FAILED_EVENT, REFITTED_EVENT, emit, version_resource
+from flows.records.events import REFIT_FAILED_EVENT, REFITTED_EVENT
+from flows.orchestration.events import emit, version_resource
 from flows.holdout import read_ids
 from flows.pipelines.locks import model_lock
 from flows.pipelines.registration import Registration, recover_interrupted, register
 from flows.registry.adapter import MlflowRegistry, validate_model_name
-from flows.records.runs import DriftCause, RefitLink, RefitRecord, current_flow_run_id, model_slug
+from flows.orchestration.runtime import current_flow_run_id
+from flows.records.runs import DriftCause, RefitLink, RefitRecord, model_slug
 from flows.settings import ThermostatSettings
 from flows.pipelines.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
 from flows.pipelines.steps import (

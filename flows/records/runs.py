@@ -57,7 +57,6 @@ __all__ = [
     "GroupMetricKeys",
     "RefitLink",
     "RefitRecord",
-    "current_flow_run_id",
     "model_slug",
 ]
 
@@ -78,14 +77,6 @@ _NONE = "none"
 _REFIT_TAG_PREFIX = "thermostat.refit."
 VERSION_DRIFT_TAG_PREFIX: Final = "refit_"
 """A refit's version names its :class:`DriftCause` in ``refit_drift_event_id`` / ``refit_drift_run_id``."""
-
-
-def current_flow_run_id() -> str | None:
-    """The id of the Prefect flow run this code runs in; None outside a flow run."""
-    from prefect.runtime import flow_run  # Prefect only where a flow writes the record
-
-    found = flow_run.id
-    return None if found is None else str(found)
 
 
 def _shortened(text: str) -> str:

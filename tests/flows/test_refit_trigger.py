@@ -77,7 +77,7 @@ def test_a_confidence_shift_schedules_a_labelled_check_of_the_model() -> None:
     from prefect.server.events.schemas.automations import Automation, EventTrigger, TriggeredAction
     from prefect.server.events.schemas.events import ReceivedEvent
 
-    from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT
+    from flows.records.events import CONFIDENCE_SHIFT_EVENT
     from flows.pipelines.monitor import monitor
 
     [deployment] = [d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"] if d["name"] == "monitor"]

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from flows.orchestration.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
-from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from flows.orchestration.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT
+from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT
 from flows.pipelines.monitor import artifact_key, monitor
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings

@@ -1,11 +1,12 @@
-# The README's two commands: `make demo` (the main job) and `make test` (the whole suite).
+# The README's two commands: `make demo` (the main job) and `make test` (the whole suite);
+# `make test-fast` is the developers' loop (no server, no slow size).
 # Both create or refresh the local virtual environment from constraints.txt first.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test typecheck bench dist clean
+.PHONY: demo test test-fast typecheck bench dist clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,11 @@ test: $(STAMP)
 	bash .ci/postgres.sh
 	bash .ci/browser-and-prometheus.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fast tier: every test that starts no server and is not slow (markers in pyproject.toml),
+# under 3 minutes on 2 cores. The whole suite is still `make test`.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration and not slow" $(PYTEST_ARGS)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy calibration monitoring flows

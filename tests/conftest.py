@@ -14,6 +14,8 @@ os.environ.update(LOCAL_ONLY_ENVIRONMENT)
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.servers import note_current_test
+
 settings.register_profile("dev", max_examples=50, deadline=None)
 # CI draws the same examples every run (derandomize): a red build is reproducible, never a
 # fresh draw that happened to hit an edge case this once.
@@ -32,3 +34,38 @@ def real_logits_dir() -> Path:
     if not REAL_LOGITS.is_dir():
         pytest.fail(f"real logits folder not found at {REAL_LOGITS}; it is part of the repository (git checkout it)")
     return REAL_LOGITS
+
+
+# The fixtures that start a server process (or need one running): a test that uses any of them,
+# directly or through another fixture, must be marked `integration`, so that the fast tier
+# (`make test-fast`: -m "not integration and not slow") starts none. Checked at collection here;
+# a server started in a test's body goes through tests/support/servers.running, which checks the
+# same at run time.
+SERVER_FIXTURES = frozenset({
+    "prefect_api",          # Prefect's test harness: a temporary API server process
+    "prefect_server",       # `prefect server start`
+    "postgres_server",      # a throwaway PostgreSQL cluster
+    "server_url",           # `mlflow server` (tests/integration/test_registration_faults.py)
+    "credentialed_server",  # `mlflow server` behind basic auth (tests/integration/test_credentials.py)
+    "demo_state",           # `thermostat demo` (its temporary Prefect server)
+    "dashboard",            # `thermostat dashboard`
+    "cluster",              # a local Dask cluster (tests/flows/test_engines.py)
+    "remote_cluster",       # `dask scheduler` and `dask worker`
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = sorted(
+        f"{item.nodeid} (uses {', '.join(sorted(SERVER_FIXTURES.intersection(getattr(item, 'fixturenames', ()))))})"
+        for item in items
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())) and item.get_closest_marker("integration") is None
+    )
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests start servers but are not marked integration (mark them @pytest.mark.integration, "
+            "the fast tier starts no server):\n  " + "\n  ".join(unmarked)
+        )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    note_current_test(item.nodeid, item.get_closest_marker("integration") is not None)

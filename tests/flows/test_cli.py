@@ -8,15 +8,13 @@ import subprocess
 import sys
 import types
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from calibration import ScoredSet, json_safe, write_scored_set
 from flows.cli.main import main
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import THERMOSTAT, run, run_json, thermostat
 
 FIT_KEYS = {
     "temperature", "at_bound", "nll_before", "nll_after", "ece_before", "ece_after", "accuracy", "n",
@@ -62,20 +60,6 @@ def data(tmp_path: Path) -> Path:
     write_scored_set(_overconfident(500, seed=2, prefix="e"), folder / "eval.parquet")
     write_scored_set(_overconfident(500, seed=2, prefix="e"), folder / "eval.csv")
     return folder
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: object) -> dict[str, Any]:
-    code, out, err = run(capsys, *args, "--json")
-    assert code == 0, err
-    payload = json.loads(out)
-    assert isinstance(payload, dict)
-    return payload
 
 
 # --------------------------------------------------------------------------- fit
@@ -374,15 +358,10 @@ def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: 
 
 
 def test_console_script(data: Path) -> None:
-    script = Path(sys.executable).parent / "thermostat"
-    if not script.exists():
-        script = ROOT / ".venv" / "bin" / "thermostat"
-    done = subprocess.run([script, "evaluate", data / "eval.csv", "--json"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = thermostat("evaluate", data / "eval.csv", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["n"] == 500
-    refused = subprocess.run([script, "fit", data / "missing.csv"], capture_output=True, text=True, timeout=120,
-                             check=False)
+    refused = thermostat("fit", data / "missing.csv")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("thermostat: error: ")
 
@@ -437,11 +416,8 @@ def test_compare_that_establishes_nothing_does_not_pass(tmp_path: Path, capsys: 
 
 
 def test_a_reader_that_stops_early_is_not_an_error(data: Path) -> None:
-    script = Path(sys.executable).parent / "thermostat"
-    if not script.exists():
-        script = ROOT / ".venv" / "bin" / "thermostat"
     # `thermostat evaluate DATA | head -4`: the reader closes the pipe after four lines.
-    with subprocess.Popen([script, "evaluate", data / "eval.csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    with subprocess.Popen([THERMOSTAT, "evaluate", data / "eval.csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         assert process.stdout is not None and process.stderr is not None
         head = [process.stdout.readline() for _ in range(4)]

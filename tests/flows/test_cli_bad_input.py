@@ -13,16 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flows.cli.main import main
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert code == 2, (code, captured.err)
-    assert captured.out == ""
-    assert "Traceback" not in captured.err
-    return captured.err
+from tests.support.cli import refused
 
 
 def _memory_bomb(path: Path) -> Path:
@@ -41,14 +32,14 @@ def test_npz_memory_bomb_exits_2_naming_the_file_and_size(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _memory_bomb(tmp_path / "bomb.npz")
-    err = _run(capsys, command, str(path))
+    err = refused(capsys, command, str(path))
     assert f"{path}: key 'logits' declares shape (1000000000000, 2)" in err
 
 
 def test_npz_of_random_bytes_exits_2_without_pickle_advice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "random.npz"
     path.write_bytes(np.random.default_rng(0).bytes(2_000))
-    err = _run(capsys, "evaluate", str(path))
+    err = refused(capsys, "evaluate", str(path))
     assert f"{path}: cannot be read as .npz" in err and "not a valid .npz of arrays" in err
     assert "pickle" not in err.lower()
 
@@ -57,7 +48,7 @@ def test_csv_with_a_million_columns_exits_2_at_once(tmp_path: Path, capsys: pyte
     k = 1_000_001
     path = tmp_path / "wide.csv"
     path.write_text("id,label," + ",".join(f"logit_{j}" for j in range(k)) + "\na,0," + ",".join(["1"] * k) + "\n")
-    err = _run(capsys, "fit", str(path))
+    err = refused(capsys, "fit", str(path))
     assert f"{path}: 1,000,001 classes found" in err and "at most 100,000" in err
 
 
@@ -67,7 +58,7 @@ def test_parquet_decimal_logits_exit_2_naming_the_column(tmp_path: Path, capsys:
     table = table.set_column(3, "logit_1", table["logit_1"].cast(pa.decimal128(10, 2)))
     path = tmp_path / "decimal.parquet"
     pq.write_table(table, path)
-    err = _run(capsys, "evaluate", str(path))
+    err = refused(capsys, "evaluate", str(path))
     assert f"{path}: column 'logit_1' has type decimal128(10, 2); logit columns must be float or integer" in err
 
 
@@ -83,6 +74,6 @@ def test_finite_logits_too_far_apart_exit_2_naming_the_file_and_rule(
         logits = rng.standard_normal((50, 10)) * 1e300
     path = tmp_path / "extreme.npz"
     np.savez(path, logits=logits, labels=rng.integers(0, logits.shape[1], 50))
-    err = _run(capsys, command, str(path))
+    err = refused(capsys, command, str(path))
     assert f"{path}: row 0 (id '0'), key 'logits': its logits span" in err
     assert "the logits within a row must span at most 1e+100" in err

@@ -16,23 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli.main import main
 from tests.limited_reads import CORPUS
+from tests.support.cli import refused, run
 
 THERMOSTAT = Path(sys.executable).with_name("thermostat")
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in argv])
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    return code, captured.out, captured.err
-
-
-def _refused(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
-    code, out, err = _run(capsys, *argv)
-    assert (code, out) == (2, ""), err
-    return err
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +40,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_npz_members_that_cannot_be_read_exit_2_naming_file_and_member(
     name: str, member: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    err = _refused(capsys, "evaluate", CORPUS / name)
+    err = refused(capsys, "evaluate", CORPUS / name)
     assert err.startswith(f"thermostat: error: {CORPUS / name}: member '{member}'"), err
 
 
@@ -72,7 +59,7 @@ def test_a_parquet_file_of_3000_row_groups_is_fitted_and_evaluated_in_seconds(
     pq.write_table(table, tmp_path / "set" / "a.parquet", row_group_size=2)  # 3,000 row groups
     for command in ("evaluate", "fit"):
         started = time.monotonic()
-        code, _, err = _run(capsys, command, tmp_path / "set")
+        code, _, err = run(capsys, command, tmp_path / "set")
         # Before: 70 s for evaluate (the footer parsed again per partition), fit never ended.
         assert code in (0, 1) and time.monotonic() - started < 30, (command, time.monotonic() - started, err)
 
@@ -117,13 +104,13 @@ def test_a_temperature_outside_the_limits_exits_2_naming_the_flag(
 ) -> None:
     data = [scored, scored] if command == "drift" else [scored]
     extra = {"sweep": ["--target-accuracy", "0.5"], "drift": ["--min-window", "10"]}.get(command, [])
-    err = _refused(capsys, command, *data, "--temperature", temperature, *extra)
+    err = refused(capsys, command, *data, "--temperature", temperature, *extra)
     assert err.startswith("thermostat: error: --temperature must be "), err
 
 
 def test_search_bounds_outside_the_limits_exit_2_naming_the_flags(scored: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "fit", scored, "--lower", "1e-320")
+    err = refused(capsys, "fit", scored, "--lower", "1e-320")
     assert err.startswith("thermostat: error: --lower and --upper must satisfy 1e-10 <= lower < upper <= 1e+10")
 
 
@@ -135,6 +122,6 @@ def test_search_bounds_outside_the_limits_exit_2_naming_the_flags(scored: Path,
 )
 def test_drift_refusals_name_the_flags(flag: str, value: str, python_name: str, scored: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "drift", scored, scored, "--temperature", "1", "--min-window", "10", flag, value)
+    err = refused(capsys, "drift", scored, scored, "--temperature", "1", "--min-window", "10", flag, value)
     assert err.startswith(f"thermostat: error: {flag} must be"), err
     assert python_name not in err

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli.main import main
+from tests.support.cli import run, run_json
+from tests.support.ports import free_port
 
 ENGINE_KEYS = {"engine", "n_partitions", "n_workers"}
 
@@ -40,19 +40,6 @@ def sets(tmp_path: Path) -> dict[str, Path]:
         paths[name] = tmp_path / name
         paths[f"{name}_file"] = tmp_path / f"{name}.parquet"
     return paths
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: object) -> dict[str, Any]:
-    code, out, err = run(capsys, *args, "--json")
-    assert code == 0, err
-    payload: dict[str, Any] = json.loads(out)
-    return payload
 
 
 def test_fit_on_a_folder_is_the_fit_on_the_file(sets: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,9 +131,4 @@ def test_a_dask_timeout_that_is_not_a_finite_positive_number_of_seconds_exits_2_
 
 @pytest.fixture
 def unused_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+    return free_port()

@@ -17,6 +17,7 @@ import flows.cli.database_setup
 from flows.cli.main import main
 from flows.cli.database_setup import verifier_matches
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway cluster (session fixture)
+from tests.support.ports import free_port
 
 SECRET_M, SECRET_T = "m-s3cret/with@odd:chars", "t-s3cret"
 
@@ -116,11 +117,7 @@ def test_a_database_owned_by_another_role_is_refused_with_exit_3(
 
 
 def test_an_unreachable_server_is_exit_3_with_the_password_masked(capsys: pytest.CaptureFixture[str]) -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     url = f"postgresql://postgres:admin-s3cret@127.0.0.1:{port}/postgres"
     assert main(["setup-db", "--admin-url", url, "--mlflow-password", "a", "--thermostat-password", "b"]) == 3
     err = capsys.readouterr().err
@@ -304,19 +301,11 @@ def test_a_createrole_createdb_administrator_sets_up_and_says_what_a_rerun_canno
 _ADMIN_PASSWORDS = ["Kx7 Vq9", "Kx7%zzVq9", "Kx7@Vq9", "Kx7/Vq9", "Kx7?Vq9#Wz3", "Kx7:Vq9/Wz3@"]
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("password", _ADMIN_PASSWORDS)
 @pytest.mark.parametrize("where", ["closed port", "unknown host"])
 def test_no_error_path_echoes_the_admin_password(password: str, where: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    host = f"127.0.0.1:{_closed_port()}" if where == "closed port" else "no-such-host.invalid"
+    host = f"127.0.0.1:{free_port()}" if where == "closed port" else "no-such-host.invalid"
     url = f"postgresql://postgres:{password}@{host}/postgres"
     assert main(["setup-db", "--admin-url", url, "--mlflow-password", "a", "--thermostat-password", "b"]) in (2, 3)
     out, err = capsys.readouterr()

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, write_scored_set
-from flows.cli.main import main
 from tests.strategies import sample_labels
+from tests.support.cli import run
 
 DRIFT_KEYS = {
     "reference", "window", "reference_n", "verdict", "drift_detected", "reasons", "tests_fired", "temperature",
@@ -43,12 +43,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_scored_set(_set(2_000, seed=4, prefix="c", sharpen=0.75), folder / "flatter.csv")
     write_scored_set(_set(100, seed=5, prefix="s"), folder / "small.npz")
     return folder
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    code = main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: object, status: int) -> dict[str, Any]:

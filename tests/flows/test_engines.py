@@ -31,15 +31,10 @@ from calibration import LOCAL_ENGINE, ScoredSet, write_scored_set
 from flows.orchestration.cluster import TaskEngine
 from flows.orchestration.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
 from tests.flows.dask_work import listening_hosts, refuse_negative, slow_square, square_late_first, with_pid
+from tests.support.ports import free_port
+from tests.support.servers import running
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 # --------------------------------------------------------------------------- no cluster
@@ -145,7 +140,7 @@ def test_the_task_runner_keeps_a_temporary_cluster_on_the_loopback_interface() -
 
 
 def test_nothing_listening_is_a_clear_error_within_the_timeout() -> None:
-    address = f"tcp://127.0.0.1:{_free_loopback_port()}"
+    address = f"tcp://127.0.0.1:{free_port()}"
     began = time.monotonic()
     with pytest.raises(ConnectionError, match=rf"^no Dask scheduler answered at {re.escape(address)} within 1 s$"):
         with DaskEngine(address, timeout=1):
@@ -306,22 +301,21 @@ def remote_cluster(tmp_path: Path) -> Iterator[RemoteCluster]:
     tests/flows/dask_work.py by name."""
     from distributed import Client
 
-    address = f"tcp://127.0.0.1:{_free_loopback_port()}"
-    dask = str(Path(sys.executable).parent / "dask")
+    address = f"tcp://127.0.0.1:{free_port()}"
+    dask = Path(sys.executable).parent / "dask"
     env = os.environ | {"PYTHONPATH": str(ROOT)}
-    with (tmp_path / "dask.log").open("wb") as log:
-        scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                                      "--no-dashboard"], env=env, stdout=log, stderr=subprocess.STDOUT)
-        worker = subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
-                                   "--no-dashboard"], env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
+
+    def one_worker() -> bool:
         with Client(address, timeout=60, set_as_default=False) as client:  # type: ignore[no-untyped-call]
             client.wait_for_workers(1, timeout=60)
+        return True
+
+    with running([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
+                 log=tmp_path / "scheduler.log", what="dask scheduler", env=env, stop_signal=signal.SIGKILL), \
+            running([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard"],
+                    log=tmp_path / "worker.log", what="dask worker", ready=one_worker, env=env,
+                    stop_signal=signal.SIGKILL) as worker:
         yield RemoteCluster(address, worker)
-    finally:
-        for process in (worker, scheduler):
-            process.kill()
-            process.wait(timeout=30)
 
 
 @pytest.mark.integration

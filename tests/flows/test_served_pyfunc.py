@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import uuid
@@ -35,6 +34,7 @@ from flows.registry.serving import ServedModel
 from monitoring import PredictionLog
 from tests.monitoring.conftest import PostgresCluster
 from tests.monitoring.conftest import postgres_cluster, postgres_server, postgres_url  # noqa: F401 - session fixtures
+from tests.support.ports import free_port
 
 T = 1.8
 THRESHOLD = 0.9
@@ -95,9 +95,7 @@ def _checkpoint_logits(model_dir: Path, features: Any) -> np.ndarray:
 
 
 def _unreachable_url() -> str:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        return f"postgresql+psycopg://thermostat@127.0.0.1:{sock.getsockname()[1]}/log"
+    return f"postgresql+psycopg://thermostat@127.0.0.1:{free_port()}/log"  # a port nothing listens on
 
 
 def test_the_response_carries_request_ids_version_and_temperature(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from calibration import (
     read_scored_set,
     write_scored_set,
 )
-from flows.cli.main import main
+from tests.support.cli import run_json
 
 VALIDATORS = ("check_logits", "check_finite_logits", "check_labels")
 SCANS = ("first_refused_row", "first_nonfinite_row")
@@ -104,7 +103,8 @@ def _scored(n: int, k: int, dtype: type, seed: int) -> ScoredSet:
 SETS = {"20000x10-float32.npz": (20_000, 10, np.float32), "3000x4-float64.csv": (3_000, 4, np.float64)}
 
 
-@pytest.fixture(scope="module", params=sorted(SETS))
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.slow) if SETS[name][0] >= 20_000 else name
+                                        for name in sorted(SETS)])  # the compiled path's set: a minute on 2 cores
 def data_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     name = request.param
     n, k, dtype = SETS[name]
@@ -112,9 +112,7 @@ def data_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main([*argv, "--json"]) == 0
-    payload: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return payload
+    return run_json(capsys, *argv)
 
 
 def _assert_checked_once(spy: Spy, n: int) -> None:

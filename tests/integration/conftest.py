@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
 # Nothing under ~ or the repo: Prefect reads its home when first imported.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
@@ -37,6 +32,16 @@ from flows.cli.demo import DemoCheckpoint, DigitsSplit, digits_split, make_estim
 from flows.holdout import write_features, write_ids
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
+from tests.support.cli import thermostat
+
+# Re-exported where the tests found them before tests/support.
+from tests.support.ports import free_port as free_port
+from tests.support.servers import running
+from tests.support.servers import stop_process as stop_process
+from tests.support.servers import wait_for_http as wait_for_http
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
 
 
 @dataclass(frozen=True)
@@ -63,38 +68,11 @@ class Store:
         return args | overrides
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class ServerUrl(str):
     """A server's base URL that also holds its process (``.process``): a test can stop the
     server mid-flow (SIGTERM stops its workers too)."""
 
     process: subprocess.Popen[bytes]
-
-
-def wait_for_http(url: str, server: subprocess.Popen[bytes], log: Path, what: str, *, any_status: bool = False,
-                  timeout: float = 90.0) -> None:
-    """Return once ``url`` answers 200 (with ``any_status``: any HTTP status, e.g. a 503 that says
-    why); fail with the end of ``log`` when ``server`` exits or ``timeout`` seconds pass first."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=10) as answer:
-                if answer.status == 200:
-                    return
-        except urllib.error.HTTPError:
-            if any_status:
-                return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{what} did not start: {log.read_text()[-3000:]}")
-        time.sleep(0.3)
 
 
 @contextmanager
@@ -107,47 +85,19 @@ def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[Serv
     """
     root.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(db, root / "mlflow.db")
-    url, log = f"http://127.0.0.1:{free_port()}", root / "server.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
-             f"sqlite:///{root / 'mlflow.db'}", *artifact_options, "--host", "127.0.0.1", "--port",
-             url.rsplit(":", 1)[1], "--workers", "1"],
-            cwd=root, env=os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, stdout=output,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        wait_for_http(f"{url}/health", server, log, "mlflow server")
-        running = ServerUrl(url)
-        running.process = server
-        yield running
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+    url = f"http://127.0.0.1:{free_port()}"
+    command = [VENV_BIN / "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+               *artifact_options, "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1], "--workers", "1"]
+    with running(command, log=root / "server.log", what="mlflow server", ready=f"{url}/health", cwd=root,
+                 env=os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}) as server:
+        found = ServerUrl(url)
+        found.process = server
+        yield found
 
 
 def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
     """MLflow's own client on the adapter's store: the tests read what was written directly."""
     return MlflowClient(tracking_uri=registry.tracking_uri, registry_uri=registry.registry_uri)
-
-
-REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-
-
-def stop_process(process: subprocess.Popen[bytes], sig: int, grace: float) -> None:
-    """Send ``sig``, wait ``grace`` seconds, then kill."""
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
@@ -169,8 +119,6 @@ def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     ``tmp_path``); yields its API URL and the environment that points at it (worker settings
     and ``THERMOSTAT_STATE_DIR=tmp_path/state`` included). The scheduler is off; the triggers
     and actions services (automations) are on."""
-    import httpx
-
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     env = os.environ | {
@@ -188,24 +136,10 @@ def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),
         "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
     }
-    log = (tmp_path / "server.log").open("wb")
-    server = subprocess.Popen([str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-ui"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prefect server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+    command = [VENV_BIN / "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port), "--no-ui"]
+    with running(command, log=tmp_path / "server.log", what="prefect server", ready=f"{api_url}/health", env=env,
+                 timeout=60):
         yield api_url, env
-    finally:
-        stop_process(server, signal.SIGTERM, 20)
-        log.close()
 
 
 @pytest.fixture(scope="session")
@@ -312,15 +246,10 @@ def dashboard_server(env: dict[str, str], log: Path, *options: str) -> Iterator[
     output in ``log``); yields its base URL once it answers ``/healthz`` (``ok``, or 503 when the
     store cannot be read) and stops it afterwards."""
     port = free_port()
-    with log.open("wb") as output:
-        server = subprocess.Popen([str(VENV_BIN / "thermostat"), "dashboard", "--port", str(port), *options],
-                                  env=env, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/healthz", server, log, "thermostat dashboard", any_status=True)
+    with running([VENV_BIN / "thermostat", "dashboard", "--port", str(port), *options], log=log,
+                 what="thermostat dashboard", ready=f"{url}/healthz", any_status=True, env=env):
         yield url
-    finally:
-        stop_process(server, signal.SIGTERM, 20)
 
 
 @dataclass(frozen=True)
@@ -345,8 +274,7 @@ def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
     state_dir = root / ".thermostat"
     # No start-up limit of Prefect's temporary server here: the product's default must be enough.
     env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir))
-    done = subprocess.run([str(Path(sys.executable).parent / "thermostat"), "demo"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = thermostat("demo", cwd=root, env=env, timeout=900)
     if done.returncode != 0:
         log = state_dir / "demo.log"
         pytest.fail(f"thermostat demo failed:\n{done.stdout}\n{done.stderr}\n{log.read_text()[-4000:] if log.exists() else ''}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -35,14 +34,10 @@ from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions
 from tests.flows.synthetic import arched_traffic
-from tests.integration.conftest import (
-    VENV_BIN,
-    Registered,
-    deploy_all_and_start_worker,
-    free_port,
-    mlflow_client,
-    stop_process,
-)
+from tests.integration.conftest import Registered, deploy_all_and_start_worker, mlflow_client
+from tests.support.cli import thermostat
+from tests.support.ports import free_port
+from tests.support.servers import stop_process
 
 RESOURCE = {"prefect.resource.id": "mlmodel.digits.v3", "prefect.resource.name": "digits v3", "model.name": "digits",
             "model.version": "3", "model.alias": "champion"}
@@ -424,8 +419,7 @@ def test_prefect_api_url_credentials_are_never_printed(api_url: str, status: int
 
 
 def _install(env: dict[str, str], *options: str) -> dict[str, Any]:
-    done = subprocess.run([str(VENV_BIN / "thermostat"), "alerts", "install", *options, "--json"], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = thermostat("alerts", "install", *options, "--json", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return dict(json.loads(done.stdout))
 

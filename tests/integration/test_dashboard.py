@@ -34,7 +34,9 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from tests.integration.conftest import DemoState, dashboard_server, free_port, require_tool
+from tests.integration.conftest import DemoState, dashboard_server, require_tool
+from tests.support.ports import free_port
+from tests.support.servers import running, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -48,30 +50,12 @@ def _get(url: str, timeout: float = 10.0) -> bytes:
         return bytes(answer.read())
 
 
-def _wait_until(check: Any, what: str, *, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None,
-                log: Path | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            break
-        try:
-            found = check()
-            if found:
-                return found
-        except (OSError, ValueError, KeyError) as error:
-            last = error
-        time.sleep(0.5)
-    output = log.read_text()[-3000:] if log is not None and log.exists() else ""
-    pytest.fail(f"{what} did not happen within {timeout:.0f} s (last error: {last!r})\n{output}")
-
-
 @pytest.fixture(scope="module")
 def dashboard(demo_state: DemoState, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``thermostat dashboard`` on the demo's state, on a free loopback port; yields its base URL."""
     log = tmp_path_factory.mktemp("dashboard") / "server.log"
     with dashboard_server(demo_state.env, log, "--refresh", "2") as url:
-        _wait_until(lambda: _get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", log=log)
+        wait_until(lambda: _get(f"{url}/healthz") == b"ok", "the dashboard answering /healthz", log=log)
         yield url
 
 
@@ -225,12 +209,6 @@ def test_prometheus_scrapes_the_metrics(dashboard: str, demo_state: DemoState, t
         f"    static_configs:\n      - targets: ['{target}']\n"
     )
     port, log = free_port(), tmp_path / "prometheus.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h"],
-            stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
-        )
     api = f"http://127.0.0.1:{port}"
 
     def query(expression: str) -> list[dict[str, Any]]:
@@ -238,19 +216,17 @@ def test_prometheus_scrapes_the_metrics(dashboard: str, demo_state: DemoState, t
         assert answer["status"] == "success", answer
         return list(answer["data"]["result"])
 
-    try:
-        _wait_until(lambda: _get(f"{api}/-/ready").startswith(b"Prometheus"), "Prometheus ready", process=server,
-                    log=log)
-        found = _wait_until(lambda: query('thermostat_ece{model="digits",alias="champion"}'),
-                            "thermostat_ece of digits@champion in Prometheus", process=server, log=log)
+    command = [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+               f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h"]
+    with running(command, log=log, what="Prometheus", ready=lambda: _get(f"{api}/-/ready").startswith(b"Prometheus"),
+                 cwd=tmp_path, grace=30) as server:
+        found = wait_until(lambda: query('thermostat_ece{model="digits",alias="champion"}'),
+                           "thermostat_ece of digits@champion in Prometheus", process=server, log=log)
         up = query('up{job="thermostat"}')
         alerts = query('sum(thermostat_open_alerts{model="digits"})')
         verdict = query('thermostat_verdict{model="digits",alias="champion"} == 1')
         # Every query of the Grafana dashboard runs, on series the exposition has.
         grafana = {expression: query(expression) for expression in _grafana_queries()}
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     champion = _aliases(demo_state)["champion"]
     latest = max((run for run in _checks(demo_state) if run.data.tags["thermostat.model_version"] == champion),

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
+from tests.support.cli import thermostat
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-THERMOSTAT = Path(sys.executable).parent / "thermostat"
 
 SITECUSTOMIZE = '''
 import ipaddress, os, socket, sys
@@ -77,8 +76,7 @@ def _newcomer_environment(tmp_path: Path) -> dict[str, str]:
 
 
 def _run_demo(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(THERMOSTAT), "demo"], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return thermostat("demo", cwd=folder, env=env, timeout=600)
 
 
 def test_the_audit_hook_sees_an_attempt_to_leave_the_machine(tmp_path: Path) -> None:

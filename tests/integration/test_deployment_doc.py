@@ -41,7 +41,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -54,6 +53,8 @@ import pytest
 
 from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway PostgreSQL (session fixture)
+from tests.support.ports import free_port
+from tests.support.servers import stop_process
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,12 +138,6 @@ class Placeholders:
         return text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Shell:
     """The state one terminal would carry from block to block, and every process group started."""
@@ -186,33 +181,14 @@ class Shell:
     def stop_all(self) -> None:
         """The worker first (SIGINT and a grace period, as the document says), then the servers."""
         for _, process, stop in sorted(reversed(self.groups), key=lambda group: group[2] != signal.SIGINT):
-            if not _group_alive(process):
-                continue
-            os.killpg(process.pid, stop)
             started = time.monotonic()
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and _group_alive(process):
-                time.sleep(0.2)
-            print(f"stop {process.pid} {stop!r}: {time.monotonic() - started:.1f} s")
-            if _group_alive(process):
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+            stopped = stop_process(process, stop, 20, group=True)
+            print(f"stop {process.pid} {stop!r}: {time.monotonic() - started:.1f} s{'' if stopped else ', killed'}")
 
     def tails(self, *first: Path) -> str:
         logs = [*first, *(self.logs / name for name, _, _ in self.groups if (self.logs / name) not in first)]
         return "\n".join(f"--- {log.name} (last 3000 characters)\n{log.read_text(errors='replace')[-3000:]}"
                          for log in logs if log.exists())
-
-
-def _group_alive(leader: subprocess.Popen[bytes]) -> bool:
-    """Whether any process of the group ``leader`` leads still runs (the leader is reaped
-    first: an exited but unreaped leader would keep the group alive as a zombie)."""
-    leader.poll()
-    try:
-        os.killpg(leader.pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -294,7 +270,7 @@ def test_the_production_recipe_runs_as_written(postgres_server: str, shell: Shel
     from mlflow.tracking import MlflowClient
 
     pg_port = int(postgres_server.rsplit(":", 1)[1].split("/")[0])
-    mlflow_port, prefect_port = _free_port(), _free_port()
+    mlflow_port, prefect_port = free_port(), free_port()
     placeholders = document_placeholders(pg_port, mlflow_port, prefect_port, tmp_path)
     tracking_uri, api_url = f"http://127.0.0.1:{mlflow_port}", f"http://127.0.0.1:{prefect_port}/api"
     blocks = fenced_blocks(DOCUMENT.read_text())

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -29,7 +28,9 @@ from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
 from flows.pipelines.monitor import monitor
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog
-from tests.integration.conftest import Registered, free_port, wait_for_http
+from tests.integration.conftest import Registered
+from tests.support.ports import free_port
+from tests.support.servers import running, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -42,40 +43,19 @@ def mlflow_models_serve(model_uri: str, env: dict[str, str], log_path: Path) -> 
     own process group; yields (base URL, process) once ``/ping`` answers; stops it (SIGTERM to
     the group, as an orchestrator stops a container) at the end if the test did not."""
     port = free_port()
-    with log_path.open("wb") as output:
-        server = subprocess.Popen(
-            [str(VENV_BIN / "mlflow"), "models", "serve", "-m", model_uri, "--env-manager", "local",
-             "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/ping", server, log_path, "mlflow models serve", timeout=180)
+    command = [VENV_BIN / "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local", "--host", "127.0.0.1",
+               "--port", str(port)]
+    with running(command, log=log_path, what="mlflow models serve", ready=f"{url}/ping", timeout=180, env=env,
+                 group=True, grace=60) as server:
         yield url, server
-    finally:
-        stop(server)
 
 
 def stop(server: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the server's process group (the ``mlflow`` CLI and its uvicorn child), then
-    wait until every process of the group has ended (SIGKILL after 60 s)."""
-    try:
-        os.killpg(server.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 60
-    while True:
-        server.poll()
-        try:
-            os.killpg(server.pid, 0)  # is any process of the group left?
-        except ProcessLookupError:
-            break
-        if time.monotonic() > deadline:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
-            pytest.fail("mlflow models serve did not stop within 60 s of SIGTERM")
-        time.sleep(0.2)
-    server.wait(timeout=10)
+    wait until every process of the group has ended (SIGKILL after 60 s, and the test fails)."""
+    if not stop_process(server, signal.SIGTERM, 60, group=True):
+        pytest.fail("mlflow models serve did not stop within 60 s of SIGTERM")
 
 
 def invoke(url: str, columns: list[str], rows: list[list[Any]]) -> list[dict[str, Any]]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -39,7 +38,8 @@ import yaml
 from packaging.requirements import Requirement
 
 from benchmarks.startup import every_core_busy
-from tests.integration.conftest import free_port, stop_process, wait_for_http
+from tests.support.ports import free_port
+from tests.support.servers import running
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -266,16 +266,11 @@ def _read(url: str) -> str:
 def test_the_dashboard_serves_the_page_and_metrics(installed: Installed, demo: DemoRun) -> None:
     assert demo.done.returncode == 0, "needs the demo's state"
     port = free_port()
-    log = installed.work / "dashboard.log"
     env = installed.env | {"THERMOSTAT_STATE_DIR": str(demo.state_dir)}
-    with log.open("wb") as output:
-        server = subprocess.Popen([str(installed.venv / "bin" / "thermostat"), "dashboard", "--port", str(port)],
-                                  cwd=installed.work, env=env, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/healthz", server, log, "the installed thermostat dashboard", timeout=300)
+    with running([installed.venv / "bin" / "thermostat", "dashboard", "--port", str(port)],
+                 log=installed.work / "dashboard.log", what="the installed thermostat dashboard",
+                 ready=f"{url}/healthz", timeout=300, cwd=installed.work, env=env):
         page, metrics = (_read(f"{url}{path}") for path in ("/", "/metrics"))
-    finally:
-        stop_process(server, signal.SIGTERM, 20)
     assert "<svg" in page and "digits" in page
     assert 'thermostat_ece{' in metrics and 'model="digits"' in metrics

@@ -13,7 +13,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -26,6 +25,7 @@ import pytest
 import sqlalchemy as sa
 
 from monitoring import PredictionLog
+from tests.support.ports import free_port
 
 PG_BIN_GLOBS = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/opt/postgresql*/bin")
 
@@ -39,12 +39,6 @@ def _postgres_bin_dir() -> Path | None:
         key=lambda d: [int(part) if part.isdigit() else 0 for part in d.parts],
     )
     return candidates[-1] if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_postgres_user(command: list[str]) -> list[str]:
@@ -109,7 +103,7 @@ def postgres_server(request: pytest.FixtureRequest) -> Iterator[str]:
     data, log_file = root / "data", root / "server.log"
     if os.geteuid() == 0:
         shutil.chown(root, user="postgres")
-    port = _free_port()
+    port = free_port()
     cluster = PostgresCluster(
         url=f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", bin_dir=bin_dir, data=data,
         options=f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",

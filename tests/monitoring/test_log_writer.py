@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 from monitoring import PredictionLog, PredictionLogWriter
+from tests.support.ports import free_port
 
 T = 1.5
 
@@ -112,9 +112,7 @@ def test_a_refused_submission_loses_only_its_own_rows(
 def test_an_unreachable_database_is_counted_never_raised(
     writers: list[PredictionLogWriter], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     writer = _writer(writers, f"postgresql+psycopg://thermostat@127.0.0.1:{port}/log", batch_rows=2,
                      flush_interval=600.0, report_every=3)
     with caplog.at_level(logging.WARNING, logger="thermostat.serving"):

@@ -42,15 +42,16 @@ def real_logits_dir() -> Path:
 # a server started in a test's body goes through tests/support/servers.running, which checks the
 # same at run time.
 SERVER_FIXTURES = frozenset({
-    "prefect_api",          # Prefect's test harness: a temporary API server process
-    "prefect_server",       # `prefect server start`
-    "postgres_server",      # a throwaway PostgreSQL cluster
-    "server_url",           # `mlflow server` (tests/integration/test_registration_faults.py)
-    "credentialed_server",  # `mlflow server` behind basic auth (tests/integration/test_credentials.py)
-    "demo_state",           # `thermostat demo` (its temporary Prefect server)
-    "dashboard",            # `thermostat dashboard`
-    "cluster",              # a local Dask cluster (tests/flows/test_engines.py)
-    "remote_cluster",       # `dask scheduler` and `dask worker`
+    "prefect_api",            # Prefect's test harness: a temporary API server process
+    "module_prefect_server",  # `prefect server start`, one per module
+    "prefect_server",         # the same, per test
+    "postgres_server",        # a throwaway PostgreSQL cluster
+    "server_url",             # `mlflow server` (tests/integration/test_registration_faults.py)
+    "credentialed_server",    # `mlflow server` behind basic auth (tests/integration/test_credentials.py)
+    "demo_state",             # `thermostat demo` (its temporary Prefect server)
+    "dashboard",              # `thermostat dashboard`
+    "cluster",                # a local Dask cluster (tests/flows/test_engines.py)
+    "remote_cluster",         # `dask scheduler` and `dask worker`
 })
 
 

@@ -100,30 +100,35 @@ def mlflow_client(registry: MlflowRegistry) -> MlflowClient:
     return MlflowClient(tracking_uri=registry.tracking_uri, registry_uri=registry.registry_uri)
 
 
+_DEPLOYED: set[str] = set()  # the API URLs of the servers where `prefect deploy --all` has run
+
+
 def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
-    """Create the process pool, `prefect deploy --all` from the repo root, start a worker (log: ``worker.log``)."""
+    """Create the process pool and `prefect deploy --all` from the repo root (once per server:
+    the deployments stay), then start a worker with ``env`` (log: ``tmp_path/worker.log``)."""
     prefect = str(VENV_BIN / "prefect")
-    for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
-                    [prefect, "--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
+    if env["PREFECT_API_URL"] not in _DEPLOYED:
+        for command in ([prefect, "work-pool", "create", "thermostat", "--type", "process"],
+                        [prefect, "--no-prompt", "deploy", "--all"]):
+            done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+        _DEPLOYED.add(env["PREFECT_API_URL"])
     # The worker writes to worker.log through its own descriptor; ours closes at once.
     with (tmp_path / "worker.log").open("wb") as worker_log:
         return subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
                                 stdout=worker_log, stderr=subprocess.STDOUT)
 
 
-@pytest.fixture
-def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A real ``prefect server start`` on a free loopback port (its own ``PREFECT_HOME`` under
-    ``tmp_path``); yields its API URL and the environment that points at it (worker settings
-    and ``THERMOSTAT_STATE_DIR=tmp_path/state`` included). The scheduler is off; the triggers
-    and actions services (automations) are on."""
+@pytest.fixture(scope="module")
+def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """A real ``prefect server start`` on a free loopback port for a module's tests (its own
+    ``PREFECT_HOME``); yields its API URL, the environment that points at it and its log."""
+    root = tmp_path_factory.mktemp("prefect-server")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     env = os.environ | {
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "PREFECT_HOME": str(root / "prefect-home"),
         "PREFECT_API_URL": api_url,
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         # `deploy --all` activates the monitor's hourly cron; a scheduled run crossing the hour
@@ -133,13 +138,26 @@ def prefect_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
         "PREFECT_WORKER_QUERY_SECONDS": "1",
         "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-        "THERMOSTAT_STATE_DIR": str(tmp_path / "state"),
         "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
     }
     command = [VENV_BIN / "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port), "--no-ui"]
-    with running(command, log=tmp_path / "server.log", what="prefect server", ready=f"{api_url}/health", env=env,
-                 timeout=60):
-        yield api_url, env
+    with running(command, log=root / "server.log", what="prefect server", ready=f"{api_url}/health", env=env,
+                 timeout=120):
+        yield api_url, env, root / "server.log"
+
+
+@pytest.fixture
+def prefect_server(module_prefect_server: tuple[str, dict[str, str], Path],
+                   tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """The module's Prefect server (:func:`module_prefect_server`: started, and its deployments
+    made, once per module; the scheduler off, the triggers and actions services, automations,
+    on); yields its API URL and the environment that points at it, worker settings and this
+    test's own ``THERMOSTAT_STATE_DIR=tmp_path/state`` included. The server's log is at
+    ``tmp_path/server.log``. A test leaves no flow run unfinished (it waits for the runs it
+    starts, and for those its events start): the next test's runs share the server."""
+    api_url, env, log = module_prefect_server
+    (tmp_path / "server.log").symlink_to(log)
+    return api_url, env | {"THERMOSTAT_STATE_DIR": str(tmp_path / "state")}
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,7 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     (deployment) -> a new version with a new T, the alias moved: all on a process worker.
 
     ``export-on-dask``: the worker reads windows from the partitioned export of the log (which
-    is then deleted), and the monitor summarises it on a temporary Dask cluster through
+    is then emptied), and the monitor summarises it on a temporary Dask cluster through
     prefect-dask's DaskTaskRunner."""
     from datetime import UTC, datetime, timedelta
 
@@ -84,7 +84,11 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
         if source == "export-on-dask":
             export_prediction_log(log, "digits", "1", state / "export", row_group_size=300)
     if source == "export-on-dask":
+        # Emptied, not deleted: the monitor's stream checks read the log, and a missing log is an
+        # error (issue 19). With no row left in it, the windows can only come from the export.
         (state / "predictions.db").unlink()
+        with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as empty:
+            empty.create()
         env = env | {"THERMOSTAT_WINDOW_SOURCE": "export", "THERMOSTAT_EXPORT_PATH": str(state / "export"),
                      "THERMOSTAT_ENGINE": "dask", "THERMOSTAT_DASK_WORKERS": "2"}
     worker = deploy_all_and_start_worker(env, tmp_path)

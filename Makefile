@@ -23,11 +23,14 @@ demo: $(STAMP)
 
 # The PostgreSQL tests need the server binaries, the dashboard's tests Debian's chromium and
 # prometheus: installed here when missing (as root; without root, the scripts say how, and those
-# tests skip with that reason).
+# tests skip with that reason). The suite runs on TEST_WORKERS pytest-xdist workers (one per core
+# of the 2-core machines), each test file on one worker: a module's servers start once, and
+# tests in one file run in order. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	bash .ci/postgres.sh
 	bash .ci/browser-and-prometheus.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The fast tier: every test that starts no server and is not slow (markers in pyproject.toml),
 # under 3 minutes on 2 cores. The whole suite is still `make test`.

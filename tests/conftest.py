@@ -6,8 +6,11 @@ from pathlib import Path
 
 from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 
-# Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
+# Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect, and
+# each pytest-xdist worker's apart (a worker inherits the home its controller made: their
+# embedded API servers would share one database).
+if os.environ.get("PYTEST_XDIST_WORKER") or "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="thermostat-prefect-home-")
 # No telemetry or analytics leaves the machine from a test run either.
 os.environ.update(LOCAL_ONLY_ENVIRONMENT)
 

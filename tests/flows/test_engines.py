@@ -250,7 +250,7 @@ def prefect_api() -> Iterator[None]:
     """A temporary Prefect API for the module's flows."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    with prefect_test_harness(server_startup_timeout=180):
         yield
 
 

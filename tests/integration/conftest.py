@@ -164,7 +164,8 @@ def prefect_server(module_prefect_server: tuple[str, dict[str, str], Path],
 def prefect_api() -> Iterator[None]:
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    # A start-up takes seconds on an idle machine and more than a minute on a loaded one.
+    with prefect_test_harness(server_startup_timeout=180):
         yield
 
 

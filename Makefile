@@ -35,7 +35,7 @@ test: $(STAMP)
 # The fast tier: every test that starts no server and is not slow (markers in pyproject.toml),
 # under 3 minutes on 2 cores. The whole suite is still `make test`.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not integration and not slow" $(PYTEST_ARGS)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy calibration monitoring flows

@@ -69,12 +69,14 @@ def _events_of(resource_id: str, since: datetime) -> list[str]:
         time.sleep(0.5)
 
 
-def _artifacts(key: str) -> list[str]:
+def _artifacts(key: str, flow_run_id: Any) -> list[str]:
+    """The artifacts ``key`` of one flow run (the session's Prefect API holds other tests' too)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     return [json.dumps(artifact.data) if not isinstance(artifact.data, str) else artifact.data for artifact in found]
 
 
@@ -111,14 +113,15 @@ def test_the_monitor_stores_and_shows_no_password(
         parameters = json.dumps(client.read_flow_run(state.state_details.flow_run_id).parameters)
     assert "alice:***@" in parameters and "bob:***@" in parameters, "the parameters still say where things are"
 
-    report = _artifacts(artifact_key("digits", "1", "report"))
+    report = _artifacts(artifact_key("digits", "1", "report"), state.state_details.flow_run_id)
     assert report and check.run_url in report[-1], "the report links the run (masked)"
     stored = {
         "logs (captured)": caplog.text,
         "console": "".join(capfd.readouterr()),
         "logs (Prefect API)": "\n".join(_stored_logs(state.state_details.flow_run_id)),
         "flow run parameters": parameters,
-        "markdown report and table": "\n".join(report + _artifacts(artifact_key("digits", "1", "table"))),
+        "markdown report and table": "\n".join(report + _artifacts(artifact_key("digits", "1", "table"),
+                                                                                  state.state_details.flow_run_id)),
         "drift event": "\n".join(_events_of("mlmodel.digits.v1", since)),
         "returned check": repr(check),
     }

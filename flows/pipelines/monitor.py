@@ -75,7 +75,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from calibration import json_safe
 
-from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT
+from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
+from flows.records.events import DRIFT_EVENT, CheckContext
 from flows.orchestration.events import emit, version_resource
 from flows.registry.adapter import MlflowRegistry
 from flows.orchestration.runtime import current_flow_run_id
@@ -413,19 +414,13 @@ def _record_failure(
     logger.error("%s check failed, MLflow run %s closed FAILED: %s", version.context, run_id, failure.error)
 
 
-@step_task(name="emit-drift-event")  # not retried: one event per drift
-def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str, settings: ThermostatSettings) -> str | None:
-    payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases),
-                                       "mlflow_experiment": settings.monitoring_experiment_name}
-    return emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload,
-                context=version.context, if_unsent="no refit will start; the next check will try again")
-
-
 @step_task(name="emit-monitor-event")  # not retried: one event per occasion
-def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str, Any]) -> str | None:
-    """Emit the confidence-shift or insufficient-data event of a version; its id, or None."""
-    return emit(event, version_resource(version.model_name, version.version, version.alias), payload,
-                context=version.context)
+def emit_monitor_event(planned: PlannedEvent, version: RegisteredVersion) -> str | None:
+    """Emit one of a check's events on the version; its id, or None when it could not be sent."""
+    unsent = ("no refit will start; the next check will try again" if planned.event == DRIFT_EVENT
+              else "nothing reacts to it")
+    return emit(planned.payload, version_resource(version.model_name, version.version, version.alias),
+                context=version.context, if_unsent=unsent)
 
 
 @io_task(name="remember-monitor-state")
@@ -491,30 +486,27 @@ def publish_artifacts(
 # ----------------------------------------------------------------------------------- flow
 
 
-def _remembered(registry: MlflowRegistry, version: RegisteredVersion, state: MonitorState,
-                **changes: Any) -> MonitorState:
-    """``state`` with ``changes``, written to the version (only the tags that change)."""
-    after = replace(state, **changes)
-    if after.changed_tags(state):
-        remember_state(registry, version, state, after)
+def _remembered(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
+                after: MonitorState) -> MonitorState:
+    """``after``, written to the version (only the tags that change from ``before``)."""
+    if after.changed_tags(before):
+        remember_state(registry, version, before, after)
     return after
 
 
-def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datetime) -> bool:
-    return last is not None and now < last + settings.drift.cooldown
-
-
-def _streak_event(
-    version: RegisteredVersion, streak: int, n: int, warning: EarlyWarning | None, context: dict[str, Any],
-    settings: ThermostatSettings,
-) -> tuple[str, str] | None:
-    """The insufficient-data event when the streak reaches ``insufficient_data_streak`` (and each multiple)."""
-    if streak < settings.drift.insufficient_data_streak or streak % settings.drift.insufficient_data_streak:
-        return None
-    payload = context | {"streak": streak, "n": n, "min_window": settings.drift.min_window,
-                         "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
-    event_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
-    return None if event_id is None else (INSUFFICIENT_DATA_EVENT, event_id)
+def _carry_out(step: MonitorStep, registry: MlflowRegistry, version: RegisteredVersion) -> dict[str, str]:
+    """Emit the check's events in order, each followed at once by the state it changes (a failure
+    after an event must not let the next check send it again), then write the state that holds
+    whatever was sent; the ids of the events sent, by event."""
+    state, handed, ids = version.monitor, [], {}
+    for planned in step.events:
+        event_id = emit_monitor_event(planned, version)
+        if event_id is not None:
+            handed.append(planned)
+            ids[planned.event] = event_id
+            state = _remembered(registry, version, state, replace(state, **planned.on_sent))
+    _remembered(registry, version, state, step.after(handed))
+    return ids
 
 
 def _check_version(
@@ -545,26 +537,40 @@ def _run_check(
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings, record: _CheckRecord,
 ) -> VersionCheck:
     close_left_running(registry, version, settings)
-    context: dict[str, Any] = {"aliases": list(version.aliases), "window_start": start.isoformat(),
-                               "window_end": end.isoformat(), "mlflow_experiment": settings.monitoring_experiment_name}
     if settings.engine == "dask":
         summary = summarise_on_dask(version, start, end, settings)
     else:
         summary = summarise(source, version, start, end, settings)
-    if summary is None:
-        # Never logged: an insufficient_data check of its own kind, which counts toward the streak.
-        streak = version.monitor.insufficient_streak + int(live)
-        alert = _streak_event(version, streak, 0, None, context | {"mlflow_run_id": None}, settings) if live else None
-        if live:
-            _remembered(registry, version, version.monitor, insufficient_streak=streak)
-        publish_artifacts(version, None, None, None, None, settings, start, end)
-        return VersionCheck(
-            model_name=version.model_name, version=version.version, aliases=version.aliases,
-            temperature=version.temperature, window_start=start, window_end=end, verdict="insufficient_data",
-            reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
-            event_id=None, other_events=() if alert is None else (alert,), insufficient_streak=streak,
-        )
-    # The checks across the stream read the SQL log (the window may come from the export).
+    # None: the version never logged a prediction, an insufficient_data check of its own kind.
+    report = None if summary is None else _decided(summary, version, source, log, start, end, live, settings)
+    run_id = run_url = None
+    if report is not None:
+        run_id = record.run_id = open_check_run(registry, version, start, end, settings)
+        record_check(registry, run_id, report, version, settings)
+        record.verdict = report.verdict
+        run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
+    context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
+                           run_id)
+    step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context)
+    sent = _carry_out(step, registry, version)
+    event_id = sent.pop(DRIFT_EVENT, None)
+    publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
+    return VersionCheck(
+        model_name=version.model_name, version=version.version, aliases=version.aliases,
+        temperature=version.temperature, window_start=start, window_end=end,
+        verdict="insufficient_data" if report is None else report.verdict,
+        reasons=("no prediction of this version was ever logged",) if report is None else report.reasons,
+        report=report, run_id=run_id, run_url=run_url, event_id=event_id, other_events=tuple(sent.items()),
+        insufficient_streak=step.state.insufficient_streak,
+    )
+
+
+def _decided(
+    summary: WindowSummary, version: RegisteredVersion, source: LabelledSource, log: PredictionLog, start: datetime,
+    end: datetime, live: bool, settings: ThermostatSettings,
+) -> DriftReport:
+    """The window's decision with the checks across the stream, which read the SQL log (the window
+    may come from the export): the sequential rule on checks of the current window only."""
     in_log = log is source or log.n_classes(version.model_name, version.version) is not None
     if not in_log:
         get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no row "
@@ -574,45 +580,7 @@ def _run_check(
                               "re-check); only checks of the current window advance the stream", version.context)
     sequential = sequential_update(log, version, start, end, settings) if in_log and live else None
     warning = early_warning(log, version, start, end, settings) if in_log else None
-    report = decide(summary, version, settings, sequential, warning)
-    run_id = record.run_id = open_check_run(registry, version, start, end, settings)
-    record_check(registry, run_id, report, version, settings)
-    record.verdict = report.verdict
-    run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
-    context["mlflow_run_id"] = run_id
-    event_id = None
-    others: list[tuple[str, str]] = []
-    # Each cool-down is written right after its event was handed to Prefect (a failure after it
-    # must not let the next check send it again); the stream's state last.
-    state = version.monitor
-    if report.refit_recommended:
-        event_id = emit_drift(report, version, run_id, settings)
-        if event_id is not None:
-            state = _remembered(registry, version, state, last_drift_event_at=datetime.now(UTC))
-    elif (live and warning is not None and warning.shifted
-          and not _in_cooldown(state.last_confidence_shift_at, settings, datetime.now(UTC))):
-        shift_id = emit_monitor_event(CONFIDENCE_SHIFT_EVENT, version, warning.to_dict() | context)
-        if shift_id is not None:
-            others.append((CONFIDENCE_SHIFT_EVENT, shift_id))
-            state = _remembered(registry, version, state, last_confidence_shift_at=datetime.now(UTC))
-    streak = state.insufficient_streak
-    if live:
-        streak = streak + 1 if report.verdict == "insufficient_data" else 0
-        streak_event = _streak_event(version, streak, report.n, warning, context, settings)
-        if streak_event is not None:
-            others.append(streak_event)
-    # An alarm whose drift event could not be sent is not consumed: the state stays where it was,
-    # so the next check folds these rows in again and alarms again.
-    consumed = sequential is not None and not (report.refit_recommended and event_id is None)
-    _remembered(registry, version, state, insufficient_streak=streak,
-                sequential=sequential.state if consumed and sequential is not None else state.sequential)
-    publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
-    return VersionCheck(
-        model_name=version.model_name, version=version.version, aliases=version.aliases,
-        temperature=version.temperature, window_start=start, window_end=end, verdict=report.verdict,
-        reasons=report.reasons, report=report, run_id=run_id, run_url=run_url, event_id=event_id,
-        other_events=tuple(others), insufficient_streak=streak,
-    )
+    return decide(summary, version, settings, sequential, warning)
 
 
 @flow(name="monitor")

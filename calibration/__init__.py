@@ -19,7 +19,17 @@ import typing as _typing
 # costs nothing and ``from calibration import DEFAULT_BOUNDS`` loads no scipy, pandas or numba:
 # the command line parses its arguments at once. The type checker reads these imports instead.
 if _typing.TYPE_CHECKING:
-    from ._defaults import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
+    from ._defaults import (
+        DEFAULT_BOOTSTRAP_RESAMPLES,
+        DEFAULT_BOUNDS,
+        DEFAULT_CONFIDENCE_LEVEL,
+        DEFAULT_MAX_TV_DISTANCE,
+        DEFAULT_MIN_PER_CLASS,
+        DEFAULT_MIN_TOTAL,
+        DEFAULT_N_BINS,
+        ESTIMATORS,
+        MAX_CLASSES,
+    )
     from ._engine import LOCAL_ENGINE, Engine, LocalEngine
     from ._estimators import (
         SMOOTH_GRID_BINS,
@@ -77,7 +87,13 @@ if _typing.TYPE_CHECKING:
     from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
+    "DEFAULT_BOOTSTRAP_RESAMPLES",
     "DEFAULT_BOUNDS",
+    "DEFAULT_CONFIDENCE_LEVEL",
+    "DEFAULT_MAX_TV_DISTANCE",
+    "DEFAULT_MIN_PER_CLASS",
+    "DEFAULT_MIN_TOTAL",
+    "DEFAULT_N_BINS",
     "ESTIMATORS",
     "LOCAL_ENGINE",
     "MAX_CLASSES",
@@ -150,7 +166,10 @@ __all__ = [
 # Which private module defines each name of __all__ (the imports above, for the run time;
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_defaults": ("DEFAULT_BOUNDS", "ESTIMATORS", "MAX_CLASSES"),
+    "_defaults": (
+        "DEFAULT_BOOTSTRAP_RESAMPLES", "DEFAULT_BOUNDS", "DEFAULT_CONFIDENCE_LEVEL", "DEFAULT_MAX_TV_DISTANCE",
+        "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES"
+    ),
     "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
     "_estimators": (
         "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",

@@ -53,10 +53,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
-from calibration import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
+from calibration import ESTIMATORS, MAX_CLASSES
 from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
 from flows.cli.json_keys import JSON_KEYS
+from flows.cli.options import add_options, resolve
 from flows.orchestration.local_only import stay_local
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ def _json_keys(sub: argparse.ArgumentParser, command: str) -> str:
     example, described, seen = _example_set(), [], set[str]()
     for argv in _EXAMPLES[command]:
         args = sub.parse_args(argv)
+        resolve(args, command)
         args.progress = _Progress()
         sets = {name: example for name in COMMANDS[command].data if getattr(args, name, None) is not None}
         payload = json_safe(COMMANDS[command].run(sets, args).payload)
@@ -244,13 +246,8 @@ def _parser() -> argparse.ArgumentParser:
         subs[name] = sub
         return sub
 
-    def binning(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--bins", type=int, default=15, metavar="M", help="number of ECE bins (default 15)")
+    def scheme(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--scheme", choices=_SCHEMES, default="equal-width", help="ECE binning (default equal-width)")
-
-    def bounds(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--lower", type=float, default=DEFAULT_BOUNDS[0], help="lowest T searched (default 0.05)")
-        sub.add_argument("--upper", type=float, default=DEFAULT_BOUNDS[1], help="highest T searched (default 20)")
 
     def engine(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--engine", choices=ENGINES, default="local",
@@ -272,17 +269,17 @@ def _parser() -> argparse.ArgumentParser:
 
     fit = command("fit", "fit T by minimising mean NLL over log T inside bounds")
     fit.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
-    bounds(fit)
-    binning(fit)
+    add_options(fit, "fit")
+    scheme(fit)
     engine(fit)
     json_flag(fit)
 
     ev = command("evaluate", "accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature")
     ev.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
     ev.add_argument("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
-    binning(ev)
+    add_options(ev, "evaluate")
+    scheme(ev)
     ev.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
-    ev.add_argument("--min-count", type=int, default=10, help="bins with fewer examples are sparse (default 10)")
     ev.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
                     help=f"also estimate the calibration error with a 95%% interval (repeatable): "
                          f"{', '.join(ESTIMATORS)}, or all; needs the set in memory")
@@ -295,17 +292,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="the T in force; a threshold from another T measures something else")
     sw.add_argument("--target-accuracy", type=float, required=True, metavar="A",
                     help="required accepted accuracy (its Wilson lower bound must reach A)")
-    sw.add_argument("--confidence-level", type=float, default=0.95, help="Wilson interval level (default 0.95)")
+    add_options(sw, "sweep")
     json_flag(sw)
 
     qu = command("qualify", "check size, class coverage, disjointness from training and representativeness")
     qu.add_argument("data", metavar="DATA", help=_DATA_HELP)
     qu.add_argument("--training-ids", metavar="FILE", help="text file of training example ids, one per line")
     qu.add_argument("--reference", metavar="DATA", help="scored set of recent traffic: its class proportions")
-    qu.add_argument("--min-total", type=int, default=300, help="minimum examples (default 300)")
-    qu.add_argument("--min-per-class", type=int, default=30, help="minimum examples per class (default 30)")
-    qu.add_argument("--max-tv", type=float, default=0.15,
-                    help="maximum total-variation distance of class proportions to --reference (default 0.15)")
+    add_options(qu, "qualify")
     json_flag(qu)
 
     co = command("compare", "fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap")
@@ -313,11 +307,8 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("eval_data", metavar="EVAL_DATA",
                     help="held-out scored set that measures the effect (a file, folder or glob; a partitioned set "
                          "gets a normal interval instead of the bootstrap)")
-    bounds(co)
-    binning(co)
-    co.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    co.add_argument("--confidence-level", type=float, default=0.95, help="interval level (default 0.95)")
-    co.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_options(co, "compare")
+    scheme(co)
     engine(co)
     json_flag(co)
 
@@ -331,25 +322,10 @@ def _parser() -> argparse.ArgumentParser:
     dr.add_argument("--groups", action="store_true",
                     help="also test each group of WINDOW's 'group' column (Bonferroni over the groups tested), against "
                          "the same group of REFERENCE when it has one with at least --min-group-size rows")
-    dr.add_argument("--margin", type=float, default=0.05,
-                    help="relative shift of T that counts: 0.05 flags T_window/T_reference beyond 1.05 or below "
-                         "1/1.05 (default 0.05)")
-    dr.add_argument("--tolerance", type=float, default=0.02,
-                    help="excess of the window's debiased ECE over the reference's that counts (default 0.02)")
-    dr.add_argument("--level", type=float, default=0.01,
-                    help="significance level of the decision on the whole window: its two tests run at half of it, "
-                         "a group's at half of it divided by the groups tested (default 0.01)")
-    dr.add_argument("--min-window", type=int, default=500,
-                    help="fewer labelled rows in WINDOW are refused (exit 2): too few to decide (default 500)")
-    dr.add_argument("--min-group-size", type=int, default=200, help="smaller groups are not tested (default 200)")
-    dr.add_argument("--bins", type=int, default=15, metavar="M", help="equal-width ECE bins (default 15)")
+    add_options(dr, "drift")
     dr.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
                     help=f"calibration-error estimators reported with intervals (repeatable): {', '.join(ESTIMATORS)}, "
                          "or all (default all)")
-    dr.add_argument("--confidence-level", type=float, default=0.95, help="level of the intervals (default 0.95)")
-    dr.add_argument("--resamples", type=int, default=1000,
-                    help="bootstrap resamples of the reported estimators' intervals (default 1000)")
-    dr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     json_flag(dr)
 
     for name, sub in subs.items():
@@ -427,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         command = COMMANDS[args.command]
+        resolve(args, args.command)  # options not given: THERMOSTAT_* or their declared defaults
         options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
                    getattr(args, "dask_workers", None))
         # The options are checked here, before any data is read; the engine starts below.

@@ -110,16 +110,15 @@ def add_options(parser: argparse.ArgumentParser, command: str) -> None:
 
 def resolve(args: argparse.Namespace, command: str, read_settings: Callable[[], Any] | None = None) -> None:
     """Fill each of ``command``'s setting options not given on the command line from the settings
-    (``THERMOSTAT_*``, else the declared default). ``read_settings`` makes them (default: the
-    environment's ``ThermostatSettings``); a setting the environment gets wrong is refused there,
-    naming its variable."""
-    missing: Sequence[SettingOption] = [o for o in COMMAND_OPTIONS.get(command, ()) if getattr(args, o.dest) is None]
-    if not missing:
-        return
+    (``THERMOSTAT_*``, else the declared default), and keep the settings as ``args.settings`` (the
+    drift command's policy starts from their drift section). ``read_settings`` makes them
+    (default: the environment's ``ThermostatSettings``); a setting the environment gets wrong is
+    refused there, naming its variable."""
     if read_settings is None:
-        from flows.settings import ThermostatSettings  # pydantic: only once parsed, and only when needed
+        from flows.settings import ThermostatSettings  # pydantic: only once parsed
 
         read_settings = ThermostatSettings
-    settings = read_settings()
+    args.settings = settings = read_settings()
+    missing: Sequence[SettingOption] = [o for o in COMMAND_OPTIONS.get(command, ()) if getattr(args, o.dest) is None]
     for option in missing:
         setattr(args, option.dest, getattr(settings, option.setting))

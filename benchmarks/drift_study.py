@@ -8,6 +8,7 @@ Usage::
     .venv/bin/python -m benchmarks.drift_study --effect-size        # the margin in T, in confidence and ECE
     .venv/bin/python -m benchmarks.drift_study --coverage           # the T interval's coverage (400 runs)
     .venv/bin/python -m benchmarks.drift_study --confident          # the test's level when errors are rare
+    .venv/bin/python -m benchmarks.drift_study --detectable         # the minimal detectable shift against simulation
 
 Method (docs/statistics.md states it with the results)
 ------------------------------------------------------
@@ -63,6 +64,7 @@ from calibration import (  # noqa: E402
     calibration_error_from_stats,
     consistency_resampling_from_stats,
     fit_temperature,
+    minimal_detectable_shift,
     temperature_test,
 )
 from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
@@ -279,7 +281,7 @@ def coverage(runs: int = 400) -> str:
 # --------------------------------------------------------------------------- rare errors (issue 22, item 1)
 
 CONFIDENT_FILE = "cifar10_wrn16-4_netcal"
-#: Pools of the most confident rows of CONFIDENT_FILE: about 3.7, 9 and 24 errors expected per 5,000 rows.
+#: Pools of the most confident rows of CONFIDENT_FILE: 5.0, 11.2 and 24.8 errors expected per 5,000 rows at its T.
 CONFIDENT_POOLS = (4_500, 5_500, 6_500)
 CONFIDENT_SIZES = (500, 2_000, 10_000)
 CONFIDENT_LEVEL = 0.005  # the window temperature test's level in the drift decision (α/2, α = 0.01)
@@ -303,7 +305,7 @@ def confident_study(references: int = 100, per_reference: int = 10, seed: int = 
     skipped and counted), the reference's sums at T; then ``per_reference`` windows of 500, 2,000
     and 10,000 rows drawn the same way (calibrated: the same distribution as the reference). Each
     window is tested at level 0.005 and margin 5 % before (every window tested:
-    ``min_expected_errors=0``) and after (the default minimum of expected errors). "One
+    ``min_expected_errors=0``) and after (the default minimum of expected errors, in window and reference). "One
     confident error": a window of 500 rows all right but one, on the row with the largest gap
     between its top two logits (labelled with its second class).
     """
@@ -355,6 +357,72 @@ def confident_study(references: int = 100, per_reference: int = 10, seed: int = 
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- detectable shift (issue 22, item 3)
+
+DETECTABLE_SIZES = (500, 2_000, 10_000)
+DETECTABLE_LEVEL = 0.005  # the window temperature test's level in the drift decision (α/2, α = 0.01)
+
+
+def detectable_study(files: tuple[str, ...], references: int = 200, seed: int = 22) -> str:
+    """The minimal detectable shift (95 % power) against the power simulated at it, per file and window size.
+
+    Population design: per reference, 5,000 rows drawn with replacement from the file and T
+    fitted on them (the reference's estimation error as in production); for each window size,
+    :func:`calibration.minimal_detectable_shift` of that reference (level 0.005, margin 5 %),
+    then one window drawn with replacement whose logits are multiplied by 1 + increase (its
+    optimal T moves by that factor: over-confident) and one by 1 − decrease (under-confident),
+    each tested by :func:`calibration.temperature_test`. If the prediction is right, each
+    share detected is 0.95.
+    """
+    lines = ["| file | window rows | SE(log T) of the reference (mean) | predicted shift, increase / decrease (mean) | "
+             "power at +shift | power at −shift |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name in files:
+        logits, labels = load(name)
+        cells = {n: [0.0, 0.0, 0.0, 0, 0, 0] for n in DETECTABLE_SIZES}  # SE, increase, decrease, runs, hits +, hits -
+        for r in range(references):
+            rng = np.random.default_rng([seed, file_index(name), r])
+            rows = rng.integers(0, labels.shape[0], 5_000)
+            temperature = fit_temperature(logits[rows], labels[rows]).temperature
+            reference = TemperatureStats.from_logits(logits[rows], labels[rows], temperature=temperature)
+            for n, cell in cells.items():
+                shift = minimal_detectable_shift(reference, n, level=DETECTABLE_LEVEL)
+                cell[0] += reference.log_temperature_standard_error()
+                cell[1] += shift.increase
+                cell[2] += shift.decrease
+                cell[3] += 1
+                for index, factor in ((4, 1.0 + shift.increase), (5, 1.0 - shift.decrease)):
+                    window = rng.integers(0, labels.shape[0], n)
+                    stats = TemperatureStats.from_logits(logits[window].astype(np.float64) * factor, labels[window],
+                                                         temperature=temperature)
+                    cell[index] += temperature_test(stats, reference, level=DETECTABLE_LEVEL).drifted
+        for n, (se, increase, decrease, runs, over, under) in cells.items():
+            lines.append(f"| {name} | {n:,} | {se / runs:.4f} | +{increase / runs:.1%} / −{decrease / runs:.1%} | "
+                         f"{over / runs:.3f} | {under / runs:.3f} |")
+        print(f"{name}: {references} references", file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
+def detectable_table(reference_n: int = 5_000, level: float = DETECTABLE_LEVEL) -> str:
+    """The minimal detectable shift (95 % power, margin 5 %) by the reference's SE(log T) and the
+    window's size, from :func:`calibration.minimal_detectable_shift` on sums with that SE."""
+    errors = (0.010, 0.015, 0.020, 0.030, 0.050)
+    sizes = (200, 500, 1_000, 2_000, 5_000, 10_000, 50_000)
+    lines = ["| SE(log T) of a 5,000-row reference | " + " | ".join(f"{n:,} rows" for n in sizes) + " |",
+             "| ---: |" + " ---: |" * len(sizes)]
+    for se in errors:
+        # At T = 1 with Σg = 0 and κ = 1 (score variance = information): SE(log T) = 1 / sqrt(Σh).
+        curvature_sum = 1.0 / se**2
+        reference = TemperatureStats(temperature=1.0, n=reference_n, gradient_sum=0.0,
+                                     gradient_square_sum=curvature_sum * (reference_n - 1) / reference_n,
+                                     curvature_sum=curvature_sum)
+        cells = []
+        for n in sizes:
+            shift = minimal_detectable_shift(reference, n, level=level)
+            cells.append(f"+{shift.increase:.0%} / −{shift.decrease:.0%}")
+        lines.append(f"| {se:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.drift_study", description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, default=200, help="windows per cell (default 200)")
@@ -366,7 +434,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage", action="store_true", help="print the T interval's coverage and exit")
     parser.add_argument("--confident", action="store_true",
                         help="print the temperature test's false alarms on very confident rows and exit")
+    parser.add_argument("--detectable", action="store_true",
+                        help="print the minimal detectable shift, its table and its validation by simulation, and exit")
     args = parser.parse_args(argv)
+    if args.detectable:
+        print(detectable_table())
+        print()
+        print(detectable_study(tuple(args.files)))
+        return 0
     if args.confident:
         print(confident_study())
         return 0

@@ -64,7 +64,7 @@ from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, wr
 from ._scores import TopLabelScores
 from ._serialise import JsonResult, json_safe
 from ._stats import CalibrationStats, ReliabilityTable
-from ._temperature import TemperatureStats, TemperatureTest, temperature_test
+from ._temperature import DetectableShift, TemperatureStats, TemperatureTest, minimal_detectable_shift, temperature_test
 from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
@@ -79,6 +79,7 @@ __all__ = [
     "CalibrationStats",
     "ConfidenceHistogram",
     "ConsistencyTest",
+    "DetectableShift",
     "Engine",
     "GateChoice",
     "GateSweep",
@@ -121,6 +122,7 @@ __all__ = [
     "json_safe",
     "maximum_calibration_error",
     "mean_confidence",
+    "minimal_detectable_shift",
     "negative_log_likelihood",
     "nll_difference_partitioned",
     "open_partitioned",

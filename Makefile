@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test typecheck bench clean
+.PHONY: demo test typecheck bench dist clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,18 @@ test: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/python -m mypy calibration monitoring flows
+
+# The wheel, dist/thermostat-VERSION-py3-none-any.whl: every package and its data files, the
+# dependencies declared. Built offline with the venv's pinned setuptools. Install it elsewhere with
+#   pip install -c constraints.txt 'dist/thermostat-0.1.0-py3-none-any.whl[postgresql,distributed]'
+dist: $(STAMP)
+	rm -rf build dist/thermostat-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+
+# Start-up, first fits and the demo's wall time, idle and with both cores busy (benchmarks/startup.py).
+.PHONY: bench-startup
+bench-startup: $(STAMP)
+	$(BIN)/python -m benchmarks.startup $(BENCH_ARGS)
 
 # Benchmarks run in their own environment (.venv-bench) with the `bench` extra's peers.
 bench:

@@ -12,60 +12,75 @@ Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2
 
 from __future__ import annotations
 
-from ._engine import LOCAL_ENGINE, Engine, LocalEngine
-from ._estimators import (
-    ESTIMATORS,
-    SMOOTH_GRID_BINS,
-    CalibrationErrorEstimate,
-    ConfidenceHistogram,
-    calibration_error,
-    calibration_error_from_stats,
-    calibration_errors,
-    equal_mass_edges,
-)
-from ._evidence import (
-    BootstrapComparison,
-    ConsistencyTest,
-    consistency_resampling_from_stats,
-    consistency_resampling_test,
-    paired_bootstrap_nll,
-)
-from ._fit import DEFAULT_BOUNDS, TemperatureFit, fit_temperature
-from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
-from ._metrics import (
-    CalibrationReport,
-    GroupBreakdown,
-    GroupCalibration,
-    accuracy,
-    brier_score,
-    classwise_calibration_error,
-    evaluate,
-    expected_calibration_error,
-    group_calibration,
-    maximum_calibration_error,
-    mean_confidence,
-    negative_log_likelihood,
-    reliability_table,
-)
-from ._partitioned import (
-    Partition,
-    PartitionedScoredSet,
-    check_unique_ids,
-    evaluate_partitioned,
-    fit_partitioned,
-    is_partitioned_path,
-    nll_difference_partitioned,
-    open_partitioned,
-    read_partition,
-)
-from ._probabilities import calibrated_probabilities, top_label_confidence
-from ._qualify import QualificationReport, qualify_calibration_set
-from ._scored import MAX_CLASSES, ScoredSet, ScoredSetError, read_scored_set, write_scored_set
-from ._scores import TopLabelScores
-from ._serialise import JsonResult, json_safe
-from ._stats import CalibrationStats, ReliabilityTable
-from ._temperature import DetectableShift, TemperatureStats, TemperatureTest, minimal_detectable_shift, temperature_test
-from ._validation import check_logits, check_n_bins, check_temperature
+import importlib as _importlib
+import typing as _typing
+
+# The names are loaded on first use (PEP 562 ``__getattr__`` below), so ``import calibration``
+# costs nothing and ``from calibration import DEFAULT_BOUNDS`` loads no scipy, pandas or numba:
+# the command line parses its arguments at once. The type checker reads these imports instead.
+if _typing.TYPE_CHECKING:
+    from ._defaults import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
+    from ._engine import LOCAL_ENGINE, Engine, LocalEngine
+    from ._estimators import (
+        SMOOTH_GRID_BINS,
+        CalibrationErrorEstimate,
+        ConfidenceHistogram,
+        calibration_error,
+        calibration_error_from_stats,
+        calibration_errors,
+        equal_mass_edges,
+    )
+    from ._evidence import (
+        BootstrapComparison,
+        ConsistencyTest,
+        consistency_resampling_from_stats,
+        consistency_resampling_test,
+        paired_bootstrap_nll,
+    )
+    from ._fit import TemperatureFit, fit_temperature
+    from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
+    from ._kernels import compile_kernels
+    from ._metrics import (
+        CalibrationReport,
+        GroupBreakdown,
+        GroupCalibration,
+        accuracy,
+        brier_score,
+        classwise_calibration_error,
+        evaluate,
+        expected_calibration_error,
+        group_calibration,
+        maximum_calibration_error,
+        mean_confidence,
+        negative_log_likelihood,
+        reliability_table,
+    )
+    from ._partitioned import (
+        Partition,
+        PartitionedScoredSet,
+        check_unique_ids,
+        evaluate_partitioned,
+        fit_partitioned,
+        is_partitioned_path,
+        nll_difference_partitioned,
+        open_partitioned,
+        read_partition,
+    )
+    from ._probabilities import calibrated_probabilities, top_label_confidence
+    from ._qualify import QualificationReport, qualify_calibration_set
+    from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+    from ._scores import TopLabelScores
+    from ._serialise import JsonResult, json_safe
+    from ._stats import CalibrationStats, ReliabilityTable
+    from ._temperature import (
+        DetectableShift,
+        TemperatureStats,
+        TemperatureTest,
+        log_normal_interval,
+        minimal_detectable_shift,
+        temperature_test,
+    )
+    from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
     "DEFAULT_BOUNDS",
@@ -109,6 +124,7 @@ __all__ = [
     "check_unique_ids",
     "choose_threshold",
     "classwise_calibration_error",
+    "compile_kernels",
     "consistency_resampling_from_stats",
     "consistency_resampling_test",
     "equal_mass_edges",
@@ -120,6 +136,7 @@ __all__ = [
     "group_calibration",
     "is_partitioned_path",
     "json_safe",
+    "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
     "minimal_detectable_shift",
@@ -136,3 +153,56 @@ __all__ = [
     "top_label_confidence",
     "write_scored_set",
 ]
+
+# Which private module defines each name of __all__ (the imports above, for the run time;
+# tests/test_exported_members.py checks that the two and __all__ agree).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_defaults": ("DEFAULT_BOUNDS", "ESTIMATORS", "MAX_CLASSES"),
+    "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
+    "_estimators": (
+        "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",
+        "calibration_error_from_stats", "calibration_errors", "equal_mass_edges"
+    ),
+    "_evidence": (
+        "BootstrapComparison", "ConsistencyTest", "consistency_resampling_from_stats", "consistency_resampling_test",
+        "paired_bootstrap_nll"
+    ),
+    "_fit": ("TemperatureFit", "fit_temperature"),
+    "_gate": ("GateChoice", "GateSweep", "choose_threshold", "sweep_thresholds"),
+    "_kernels": ("compile_kernels",),
+    "_metrics": (
+        "CalibrationReport", "GroupBreakdown", "GroupCalibration", "accuracy", "brier_score",
+        "classwise_calibration_error", "evaluate", "expected_calibration_error", "group_calibration",
+        "maximum_calibration_error", "mean_confidence", "negative_log_likelihood", "reliability_table"
+    ),
+    "_partitioned": (
+        "Partition", "PartitionedScoredSet", "check_unique_ids", "evaluate_partitioned", "fit_partitioned",
+        "is_partitioned_path", "nll_difference_partitioned", "open_partitioned", "read_partition"
+    ),
+    "_probabilities": ("calibrated_probabilities", "top_label_confidence"),
+    "_qualify": ("QualificationReport", "qualify_calibration_set"),
+    "_scored": ("ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set"),
+    "_scores": ("TopLabelScores",),
+    "_serialise": ("JsonResult", "json_safe"),
+    "_stats": ("CalibrationStats", "ReliabilityTable"),
+    "_temperature": (
+        "DetectableShift", "TemperatureStats", "TemperatureTest", "log_normal_interval", "minimal_detectable_shift",
+        "temperature_test"
+    ),
+    "_validation": ("check_logits", "check_n_bins", "check_temperature"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+if not _typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
+
+    def __getattr__(name: str) -> _typing.Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # later look-ups find it directly
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -111,6 +111,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr
 
+from ._defaults import ESTIMATORS
 from ._evidence import _blocks
 from ._scored import ScoredSet, checked_data
 from ._scores import TopLabelScores
@@ -138,7 +139,6 @@ __all__ = [
     "equal_mass_edges",
 ]
 
-ESTIMATORS = ("binned", "debiased_l2", "debiased_l1", "smooth")
 # Cells of the smooth ECE's grid (and the fewest it accepts): cell width 5e-4, so the
 # bandwidth floor is 5e-4 and the discretisation error stays below 2e-5 (module docstring).
 SMOOTH_GRID_BINS = 2000

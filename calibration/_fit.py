@@ -15,7 +15,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, closest_ratios, nearby_ratio, nll_expansion_sums
+from ._defaults import DEFAULT_BOUNDS
+from ._kernels import (
+    COMPILED_MIN_ELEMENTS,
+    N_EXPANSION_SUMS,
+    closest_ratios,
+    compiled_path,
+    nearby_ratio,
+    nll_expansion_sums,
+)
 from ._scored import ScoredSet, split_data, validated_set
 from ._serialise import JsonResult
 from ._temperature import log_temperature_interval
@@ -32,7 +40,6 @@ __all__ = [
     "DEFAULT_BOUNDS",
 ]
 
-DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,9 +412,10 @@ def _warm_start(logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], bou
     if rows == 0:
         return 1.0
     sample, sample_labels = logits[::stride], labels[::stride]
-    # The subsamples take the compiled kernels when the full data does, on the calling
-    # thread (they are below PARALLEL_MIN_ELEMENTS: no parallel region to wait for).
-    compiled = logits.size >= COMPILED_MIN_ELEMENTS
+    # The subsamples take the compiled kernels when the full data would (by its size, and
+    # whether the kernel is compiled yet), on the calling thread (they are below
+    # PARALLEL_MIN_ELEMENTS: no parallel region to wait for).
+    compiled = compiled_path("expansion_sums_serial", logits.size, logits.dtype)
     return warm_start_search(
         _subsample_expansion(logits, sample[::4], sample_labels[::4], compiled),
         lambda: _subsample_expansion(logits, sample, sample_labels, compiled),

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from ._serialise import JsonResult, json_safe
 from ._validation import check_confidence_level
@@ -142,7 +142,8 @@ def _wilson_lower_bound(
     The two-sided interval at level c has a lower end that is a one-sided bound at level
     1 - (1 - c) / 2 (e.g. 97.5% for c = 0.95).
     """
-    z = float(norm.ppf(1.0 - (1.0 - confidence_level) / 2.0))
+    # The normal quantile: what scipy.stats.norm.ppf computes, without loading scipy.stats (~0.4 s).
+    z = float(ndtri(1.0 - (1.0 - confidence_level) / 2.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         n = trials.astype(np.float64)
         p = successes / n

@@ -13,19 +13,31 @@ Two passes exist, each reading every logit once and accumulating in float64:
 Both return sums, never means: sums over parts of a dataset add up to the sums over the
 whole, so a fit or an evaluation over partitions is one map and one reduce.
 
-Each dispatches by size. Below :data:`COMPILED_MIN_ELEMENTS` logits the plain numpy
-functions (``_reference_*``, the reference the tests hold the compiled kernels to) run;
-above it the fused numba kernels of :mod:`calibration._kernels_numba` (imported on first
-use, so small inputs never pay numba's import, compilation or thread start-up), parallel
-from :data:`PARALLEL_MIN_ELEMENTS` logits and serial below (the expansion).
+Each dispatches by size and by whether the kernel is compiled yet. Below
+:data:`COMPILED_MIN_ELEMENTS` logits the plain numpy functions (``_reference_*``, the
+reference the tests hold the compiled kernels to) run. Above it the fused numba kernels of
+:mod:`calibration._kernels_numba` (imported on first use, so small inputs never pay numba's
+import, compilation or thread start-up) run once they are compiled on this installation —
+numba caches them on disk, and a marker beside that cache says so (:func:`compiled_path`) —
+parallel from :data:`PARALLEL_MIN_ELEMENTS` logits and serial below (the expansion). A
+kernel not compiled yet costs 5–25 s to compile, many numpy passes' worth: the numpy path
+runs instead, unless the input reaches :data:`COMPILE_MIN_ELEMENTS` logits, where
+compiling pays off within the call; :func:`compile_kernels` compiles them all ahead, once.
+Either path gives the same sums to float rounding (the tests hold them to 1e-12).
 Float32 logits are read as they are; the numpy path promotes them chunk by chunk, so
 the peak memory beyond the input is a few chunks whatever N.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
 from collections.abc import Iterator
+from functools import cache
+from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -43,7 +55,10 @@ __all__ = [
     "exact_ratio",
     "N_EXPANSION_SUMS",
     "COMPILED_MIN_ELEMENTS",
+    "COMPILE_MIN_ELEMENTS",
     "PARALLEL_MIN_ELEMENTS",
+    "compile_kernels",
+    "compiled_path",
     "MAX_LOGIT_SPREAD",
 ]
 
@@ -53,6 +68,11 @@ _CHUNK_ELEMENTS = 1 << 20  # ~8 MB of float64 per temporary
 # Below this many logits the numpy path is used: the compiled one would cost more in
 # import and thread start-up (~0.5 s once per process) than it saves.
 COMPILED_MIN_ELEMENTS = 1 << 17
+# From this many logits (1 GiB of float32) a kernel not compiled yet is compiled for the call:
+# a numpy fit of that size takes ~15 s, about what compiling the fit's kernels costs, so the
+# compile pays off by the second such fit. Below it, a kernel not compiled yet leaves the work
+# to numpy (~50 ns per logit for a whole fit: 0.5 s at 1M x 10) instead of a 5-25 s compile.
+COMPILE_MIN_ELEMENTS = 1 << 28
 # Below this many logits the compiled expansion runs on the calling thread (the serial
 # kernel: same blocks, same sums bit for bit). A parallel region must wait for the other
 # threads to be scheduled: on a loaded machine that wait (~10-20 ms) dwarfs a pass over a
@@ -107,9 +127,11 @@ def nll_expansion_sums(
     Inputs are trusted, but a non-finite logit, a row whose max − min overflows, or a label
     whose logit lies more than :data:`MAX_LOGIT_SPREAD` below its row's maximum makes the
     sums non-finite, so a caller can fold those checks into the pass (the spread of the
-    other logits does not reach the sums). ``compiled`` forces the path (None: by size).
+    other logits does not reach the sums). ``compiled`` forces the path (None:
+    :func:`compiled_path` decides, by size and whether the kernel is compiled yet).
     """
-    if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
+    name = "expansion_sums" if logits.size >= PARALLEL_MIN_ELEMENTS else "expansion_sums_serial"
+    if not (compiled if compiled is not None else compiled_path(name, logits.size, logits.dtype)):
         # Overflow (only at temperatures far outside any sensible bounds) shows as non-finite
         # sums, as in the kernels, not as numpy warnings.
         with np.errstate(over="ignore", invalid="ignore"):
@@ -124,11 +146,12 @@ def nll_expansion_sums(
             mode, (p, q) = kernels.NLL_AT_ONE_RATIO, ratio
         else:
             mode = kernels.NLL_AT_ONE_EXP
-    kernel = kernels.expansion_sums if logits.size >= PARALLEL_MIN_ELEMENTS else kernels.expansion_sums_serial
+    kernel = getattr(kernels, name)
     sums = np.zeros(N_EXPANSION_SUMS, dtype=np.float64)
     for part, part_labels in _compiled_parts(logits, labels):
         sums += kernel(part, part_labels, float(beta), mode, p, q, MAX_LOGIT_SPREAD, _block_rows(part))
         del part, part_labels  # a copied chunk is freed before the next one is made
+    _mark_compiled(name, logits.dtype)
     return sums
 
 
@@ -144,9 +167,9 @@ def calibration_sums(
 
     Bins are equal-width on the top-label confidence, bin m = (m/M, (m+1)/M] (bin 0 also
     holds 0); "correct" means the first arg-max of the logits is the label. ``compiled``
-    forces the path (None: by size). Inputs are trusted.
+    forces the path (None: :func:`compiled_path` decides). Inputs are trusted.
     """
-    if not (compiled if compiled is not None else logits.size >= COMPILED_MIN_ELEMENTS):
+    if not (compiled if compiled is not None else compiled_path("calibration_bin_sums", logits.size, logits.dtype)):
         return _reference_calibration_sums(logits, labels, beta, n_bins)
     kernels = _compiled()
     interior = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
@@ -164,6 +187,7 @@ def calibration_sums(
         variance_sum += sums[3]
         nll_sum += float(sums[4])
         brier_sum += float(sums[5])
+    _mark_compiled("calibration_bin_sums", logits.dtype)
     return count, confidence_sum, correct_count, variance_sum, nll_sum, brier_sum
 
 
@@ -186,11 +210,12 @@ def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX
     >>> first_refused_row(np.array([[0.0, 1.0], [-1e200, 1e200], [np.nan, 0.0]]))
     1
     """
-    if logits.size < COMPILED_MIN_ELEMENTS or logits.dtype not in (np.float32, np.float64):
-        return _reference_first_refused_row(logits, max_spread)
-    kernels = _compiled()
     # float32 values span at most 2 * 3.4e38 in float64: a limit above that needs no max and min.
     finite_only = max_spread >= _FLOAT32_SPREAD if logits.dtype == np.float32 else max_spread == math.inf
+    name = "first_nonfinite_row" if finite_only else "first_refused_row"
+    if logits.dtype not in (np.float32, np.float64) or not compiled_path(name, logits.size, logits.dtype):
+        return _reference_first_refused_row(logits, max_spread)
+    kernels = _compiled()
     offset = 0
     for part, _ in _compiled_parts(logits, np.zeros(logits.shape[0], dtype=np.intp)):
         row: int = int(kernels.first_nonfinite_row(part, _block_rows(part)) if finite_only
@@ -198,6 +223,7 @@ def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX
         if row >= 0:
             return offset + row
         offset += part.shape[0]
+    _mark_compiled(name, logits.dtype)
     return -1
 
 
@@ -268,6 +294,107 @@ def _compiled_parts(
     step = chunk_rows(logits.shape[1])
     for start in range(0, logits.shape[0], step):
         yield np.ascontiguousarray(logits[start : start + step], dtype=dtype), labels[start : start + step]
+
+
+def compiled_path(kernel: str, n_elements: int, dtype: np.dtype[Any]) -> bool:
+    """Does an input of ``n_elements`` logits of ``dtype`` take the compiled ``kernel``?
+
+    Below :data:`COMPILED_MIN_ELEMENTS`: never. From :data:`COMPILE_MIN_ELEMENTS`: always
+    (compiling it first if need be). Between: when the kernel is compiled for that dtype on
+    this installation — run in this process, or marked ready in numba's cache folder by an
+    earlier run (:func:`compile_kernels`, or a compiled call). A marker that outlives numba's
+    cache only costs one compile more; it never changes a number.
+
+    >>> compiled_path("expansion_sums_serial", 1_000, np.dtype(np.float32))
+    False
+    """
+    if n_elements < COMPILED_MIN_ELEMENTS:
+        return False
+    if n_elements >= COMPILE_MIN_ELEMENTS:
+        return True
+    key = (kernel, _kernel_dtype(dtype))
+    if key in _READY:
+        return True
+    if any((folder / _marker_name(*key)).exists() for folder in _marker_folders()):
+        _READY.add(key)
+        return True
+    return False
+
+
+def compile_kernels() -> list[str]:
+    """Compile every numeric kernel for float32 and float64 logits, or load them from numba's
+    on-disk cache, and mark them ready, so that large inputs take them from the first call.
+
+    Once per installation (about a minute on two cores; seconds when already cached).
+    Returns the kernels compiled, as ``name[dtype]``.
+
+    >>> compile_kernels()  # doctest: +SKIP
+    ['first_nonfinite_row[float32]', ...]
+    """
+    kernels = _compiled()
+    done = []
+    for dtype in (np.float32, np.float64):
+        logits = np.zeros((8, 3), dtype=dtype)
+        labels = np.zeros(8, dtype=np.intp)
+        interior = np.linspace(0.0, 1.0, 16)[1:-1]
+        # The argument types of the calls above (Python int and float), so the same signatures.
+        expansion = (kernels.NLL_AT_ONE_EXP, 1, 1, MAX_LOGIT_SPREAD, 4)
+        calls: dict[str, tuple[Any, ...]] = {
+            "first_nonfinite_row": (logits, 4),
+            "first_refused_row": (logits, float(MAX_LOGIT_SPREAD), 4),
+            "expansion_sums_serial": (logits, labels, 0.5, *expansion),
+            "expansion_sums": (logits, labels, 0.5, *expansion),
+            "calibration_bin_sums": (logits, labels, 0.5, interior, 4),
+        }
+        for name, arguments in calls.items():
+            getattr(kernels, name)(*arguments)
+            _mark_compiled(name, np.dtype(dtype))
+            done.append(f"{name}[{np.dtype(dtype).name}]")
+    return done
+
+
+# (kernel, dtype name) of the kernels known to be compiled on this installation.
+_READY: set[tuple[str, str]] = set()
+
+
+def _kernel_dtype(dtype: np.dtype[Any]) -> str:
+    # What _compiled_parts hands the kernels: float32 and float64 as they are, the rest as float64.
+    return np.dtype(dtype).name if dtype in (np.float32, np.float64) else "float64"
+
+
+@cache
+def _marker_name(kernel: str, dtype: str) -> str:
+    """The marker's file name: the kernel, the dtype, and what numba's cache depends on (its
+    version, Python's, and the kernels' source file: path, size and modification time)."""
+    source = Path(__file__).with_name("_kernels_numba.py")
+    stat = source.stat()
+    stamp = f"{metadata.version('numba')}|{sys.version_info[:2]}|{source}|{stat.st_size}|{stat.st_mtime_ns}"
+    return f"thermostat-{kernel}-{dtype}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.ready"
+
+
+def _marker_folders() -> list[Path]:
+    """Where the markers live: with NUMBA_CACHE_DIR, under it (deleting that cache deletes them);
+    otherwise beside the package (numba's own cache, in __pycache__), or the user's cache folder
+    when the package's folder cannot be written."""
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if cache_dir:
+        return [Path(cache_dir) / "thermostat"]
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "thermostat" / "kernels"
+    return [Path(__file__).with_name("__pycache__"), user]
+
+
+def _mark_compiled(kernel: str, dtype: np.dtype[Any]) -> None:
+    key = (kernel, _kernel_dtype(dtype))
+    if key in _READY:
+        return
+    _READY.add(key)
+    for folder in _marker_folders():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / _marker_name(*key)).touch()
+            return
+        except OSError:  # not writable: try the next folder; without one, the next process compiles again
+            continue
 
 
 _COMPILED: ModuleType | None = None

@@ -64,7 +64,7 @@ from ._fit import (
     warm_start_sample_rows,
     warm_start_search,
 )
-from ._kernels import COMPILED_MIN_ELEMENTS, N_EXPANSION_SUMS, nll_expansion_sums
+from ._kernels import N_EXPANSION_SUMS, compiled_path, nll_expansion_sums
 from ._metrics import CalibrationReport, GroupBreakdown, GroupCalibration
 from ._file_limits import not_a_regular_file
 from ._scored import (
@@ -673,7 +673,7 @@ def fit_partitioned(
     if rows:
         sample = np.concatenate([part.sample_logits for part in checked])
         sample_labels = np.concatenate([part.sample_labels for part in checked])
-        compiled = n_samples * n_classes >= COMPILED_MIN_ELEMENTS
+        compiled = compiled_path("expansion_sums_serial", n_samples * n_classes, sample.dtype)
         quarter, quarter_labels = np.ascontiguousarray(sample[::4]), np.ascontiguousarray(sample_labels[::4])
         start = warm_start_search(
             _expansion(quarter, quarter_labels, at_one=False, compiled=compiled),
@@ -768,7 +768,7 @@ def nll_difference_partitioned(
     ``n_resamples`` is 0 and ``seed`` is 0 in the result (no resampling: the interval is
     mean ± z · SD / sqrt(n)); the verdict follows the same rule.
     """
-    from scipy.stats import norm
+    from scipy.special import ndtri  # the normal quantile, as scipy.stats.norm.ppf computes it
 
     before, after = check_temperature(temperature_before), check_temperature(temperature_after)
     if not 0.0 < confidence_level < 1.0:
@@ -779,7 +779,7 @@ def nll_difference_partitioned(
     n, total, squares = (float(value) for value in reduce(add, (sums for sums, _ in parts)))
     mean = total / n
     spread = math.sqrt(max(squares / n - mean * mean, 0.0) * n / max(n - 1.0, 1.0))
-    half = float(norm.ppf(0.5 + confidence_level / 2.0)) * spread / math.sqrt(n)
+    half = float(ndtri(0.5 + confidence_level / 2.0)) * spread / math.sqrt(n)
     low, high = mean - half, mean + half
     verdict: Verdict = "improved" if high < 0.0 else "worse" if low > 0.0 else "not established"
     return BootstrapComparison(

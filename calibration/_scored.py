@@ -77,6 +77,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._defaults import MAX_CLASSES
 from ._file_limits import expansion_refusal, memory_limit, memory_refusal, not_a_regular_file
 from ._kernels import first_nonfinite_row, first_refused_row
 from ._validation import MAX_LOGIT_SPREAD, check_labels, check_logits, logit_spread_refusal, text_array
@@ -96,10 +97,6 @@ __all__ = [
 
 #: File extensions a scored set reads from and writes to.
 SCORED_SET_FORMATS: tuple[str, ...] = (".npz", ".parquet", ".csv")
-#: The most classes K :func:`read_scored_set` reads unless told otherwise (``max_classes``):
-#: far above any classifier head in use, far below what makes a read hang (a CSV header of
-#: a million logit columns).
-MAX_CLASSES = 100_000
 #: The longest id or group key read, in characters: far above any request id, hash or path
 #: in use; an id of 100,000 characters is not a name but a payload (or an attack).
 MAX_TEXT_LENGTH = 1_000

@@ -106,6 +106,7 @@ __all__ = [
     "Direction",
     "TemperatureStats",
     "TemperatureTest",
+    "log_normal_interval",
     "log_temperature_interval",
     "minimal_detectable_shift",
     "temperature_test",
@@ -249,6 +250,14 @@ class TemperatureStats(JsonResult):
         return max(self.gradient_square_sum - self.gradient_sum * self.gradient_sum / self.n, 0.0) / (self.n - 1)
 
     @property
+    def scaled_logit_variance(self) -> float:
+        """Mean Var_p[z / T] per row (NaN without rows): how much the scaled logits vary under the
+        model's own probabilities, the information a row carries about log T. About 0.5–1.7 for
+        the trained CIFAR classifiers of the test data; near 0 for collapsed (near-uniform or
+        saturated) outputs."""
+        return self.curvature_sum / self.n / self.temperature**2 if self.n else math.nan
+
+    @property
     def direction(self) -> Direction:
         """Which way T should move: "over-confident" (grow T), "under-confident" (shrink T), "none"."""
         if not self.n or self.gradient_sum == 0.0:
@@ -269,7 +278,7 @@ class TemperatureStats(JsonResult):
     @property
     def window_temperature(self) -> float:
         """T_w, the NLL-optimal temperature of these rows by one Newton step (NaN if undefined)."""
-        return self.temperature * math.exp(self.log_temperature_shift)
+        return _exp(math.log(self.temperature) + self.log_temperature_shift)
 
     def log_temperature_standard_error(self, variance: float | None = None) -> float:
         """Sandwich SE of log T_w; ``variance`` replaces the sample variance of g when given."""
@@ -280,10 +289,12 @@ class TemperatureStats(JsonResult):
         return math.sqrt(self.n * spread) / curvature
 
     def interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """(low, high): the ``confidence_level`` interval of T_w, symmetric in log T."""
-        return log_temperature_interval(
-            self.window_temperature, self.log_temperature_standard_error(), check_confidence_level(confidence_level)
-        )
+        """(low, high): the ``confidence_level`` interval of T_w, symmetric in log T (from 0 to
+        infinity when the rows say next to nothing about T)."""
+        _, low, high = log_normal_interval(math.log(self.temperature) + self.log_temperature_shift,
+                                           self.log_temperature_standard_error(),
+                                           check_confidence_level(confidence_level))
+        return low, high
 
     def to_dict(self) -> dict[str, Any]:
         """The sums, and what they give: mean gradient, direction, T_w with its 95% interval."""
@@ -301,16 +312,62 @@ def _json_number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _exp(exponent: float) -> float:
+    """exp, saturating: infinity beyond the float range (0 below it comes from math.exp itself)."""
+    return math.inf if exponent > _LARGEST_EXPONENT else math.exp(exponent)
+
+
+# log of the largest float: exp of anything larger overflows.
+_LARGEST_EXPONENT = math.log(np.finfo(np.float64).max)
+
+
+def log_normal_interval(
+    log_value: float, log_standard_error: float, confidence_level: float
+) -> tuple[float, float, float]:
+    """exp(``log_value``) and its normal interval in log space: exp(log_value ∓ z · SE).
+
+    Computed in log space, so a huge standard error (outputs that carry next to no information,
+    e.g. a collapsed classifier's) gives an interval from 0 to infinity instead of an
+    ``OverflowError``. The ends are NaN when ``log_value`` or the standard error is not finite.
+
+    Parameters
+    ----------
+    log_value : float
+        The estimate's logarithm, e.g. log T_w or log(T_w / T_ref).
+    log_standard_error : float
+        Its standard error (>= 0).
+    confidence_level : float
+        Level of the interval, in (0, 1).
+
+    Returns
+    -------
+    (value, low, high) : tuple of float
+
+    Examples
+    --------
+    >>> import math
+    >>> [round(v, 4) for v in log_normal_interval(math.log(2.0), 0.05, 0.95)]
+    [2.0, 1.8133, 2.2059]
+    >>> log_normal_interval(0.0, 1e6, 0.95)
+    (1.0, 0.0, inf)
+    """
+    value = _exp(log_value) if not math.isnan(log_value) else math.nan
+    if not (math.isfinite(log_value) and math.isfinite(log_standard_error)):
+        return value, math.nan, math.nan
+    spread = float(ndtri(0.5 + confidence_level / 2.0)) * log_standard_error
+    return value, _exp(log_value - spread), _exp(log_value + spread)
+
+
 def log_temperature_interval(temperature: float, log_standard_error: float, confidence_level: float) -> tuple[float, float]:
     """The normal interval of T symmetric in log T: T · exp(∓ z · SE); (NaN, NaN) if undefined.
 
     >>> [round(v, 4) for v in log_temperature_interval(2.0, 0.05, 0.95)]
     [1.8133, 2.2059]
     """
-    if not (math.isfinite(temperature) and math.isfinite(log_standard_error)):
+    if not (math.isfinite(temperature) and temperature > 0.0):
         return math.nan, math.nan
-    spread = float(ndtri(0.5 + confidence_level / 2.0)) * log_standard_error
-    return temperature * math.exp(-spread), temperature * math.exp(spread)
+    _, low, high = log_normal_interval(math.log(temperature), log_standard_error, confidence_level)
+    return low, high
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,10 +595,11 @@ def temperature_test(
     tested = defined and enough_errors
     p_value = float(ndtr(-margin_z)) if tested else math.nan
     p_no_margin = float(2.0 * ndtr(-abs(z))) if tested else math.nan
-    spread = float(ndtri(0.5 + confidence_level / 2.0))
-    window_temperature = window.window_temperature
-    low, high = log_temperature_interval(window_temperature, own_se, confidence_level)
-    ratio = math.exp(log_ratio) if math.isfinite(log_ratio) else math.nan
+    # In log space: a window that says next to nothing about T has ends at 0 and infinity.
+    log_temperature = math.log(window.temperature)
+    window_temperature, low, high = log_normal_interval(log_temperature + window.log_temperature_shift, own_se,
+                                                        confidence_level)
+    ratio, ratio_low, ratio_high = log_normal_interval(log_ratio, se if defined else math.nan, confidence_level)
     direction: Direction = "none" if not defined or log_ratio == 0 else (
         "over-confident" if log_ratio > 0 else "under-confident"
     )
@@ -552,10 +610,10 @@ def temperature_test(
         window_temperature_low=low,
         window_temperature_high=high,
         reference_n=reference.n if reference is not None and has_reference else 0,
-        reference_temperature=window.temperature * math.exp(reference_shift),
+        reference_temperature=_exp(log_temperature + reference_shift),
         ratio=ratio,
-        ratio_low=ratio * math.exp(-spread * se) if defined else math.nan,
-        ratio_high=ratio * math.exp(spread * se) if defined else math.nan,
+        ratio_low=ratio_low,
+        ratio_high=ratio_high,
         log_ratio=log_ratio,
         standard_error=se,
         window_standard_error=window_se,

@@ -24,9 +24,9 @@ version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``fo
     registration reference before labels could tell; the accuracy they predict; a labelled
     check of the model is scheduled (the ``monitor`` deployment's trigger).
 
-and two on the ``refit`` flow's own runs (Prefect's flow-run state events, matched to the flow
-through the event's related resource of role ``flow`` named ``refit``), one per flow run, for
-the refits that end without emitting ``refit_failed``:
+and four on flow runs (Prefect's flow-run state events, matched to the flow through the
+event's related resource of role ``flow``), one per flow run. Two for the refits that end
+without emitting ``refit_failed``:
 
 ``thermostat: refit crashed``
     on ``prefect.flow-run.Crashed`` (the process or its infrastructure died: killed, out of
@@ -36,6 +36,17 @@ the refits that end without emitting ``refit_failed``:
     encountered an exception: ..."; e.g. the checkpoint could not be fetched): the same. A
     refused refit also ends Failed, but with its escalation or reason as the message, and is
     announced by ``refit refused`` alone.
+
+and two for the ``monitor`` flow, whose failure means no verdict at all (a check that cannot
+read its prediction log, MLflow unreachable, a bug), so any Failed or Crashed run alerts:
+
+``thermostat: monitor failed``
+    on ``prefect.flow-run.Failed`` of a ``monitor`` run: the model, the state's message (the
+    error), the flow run. The failed check's MLflow run says ``failed`` with the error, and the
+    dashboard shows "check failed" for the version instead of its last verdict.
+``thermostat: monitor crashed``
+    on ``prefect.flow-run.Crashed`` of a ``monitor`` run (killed, out of memory, the worker
+    lost): the same; a check run it left open is closed ``FAILED`` by the version's next check.
 
 Each automation's one action is Prefect's ``send-notification``: the server renders the
 subject and body (Jinja, with ``event``, ``flow_run`` …) and hands them to a **notification
@@ -72,7 +83,7 @@ from prefect.events.schemas.automations import AutomationCore, EventTrigger, Pos
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
-from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
 from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
 from monitoring import mask_url, redact_credentials
 
@@ -101,9 +112,11 @@ FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
 # "Flow run encountered an exception: FileNotFoundError: ...").
 _EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 _MODEL_VERSIONS: Final = {"prefect.resource.id": "mlmodel.*"}
-# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.refit).
+# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.refit);
+# the monitor's, to the flow named "monitor" (flows.monitor).
 _FLOW_RUNS: Final = {"prefect.resource.id": "prefect.flow-run.*"}
 _REFIT_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
+_MONITOR_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "monitor"}
 WEBHOOK_BLOCK_TYPE: Final = "custom-webhook"
 
 # What the default webhook block POSTs (CustomWebhookNotificationBlock substitutes {{subject}},
@@ -239,6 +252,29 @@ REFIT_CRASHED_BODY: Final = (
 )
 
 
+MONITOR_FAILED_SUBJECT: Final = (
+    "[thermostat] monitor {{ 'crashed' if event.resource['prefect.state-name'] == 'Crashed' else 'failed' }}: "
+    "{% if flow_run and flow_run.parameters.model_name %}{{ flow_run.parameters.model_name }}{% else %}a model"
+    "{% endif %}: no verdict (flow run {{ event.resource['prefect.resource.name'] }})"
+)
+MONITOR_FAILED_BODY: Final = (
+    "The monitor flow run {{ event.resource['prefect.resource.name'] }}"
+    "{% if flow_run and flow_run.parameters.model_name %} checking {{ flow_run.parameters.model_name }}"
+    "{% if flow_run.parameters.aliases %} (aliases {{ flow_run.parameters.aliases|join(', ') }}){% endif %}"
+    "{% endif %} ended {{ event.resource['prefect.state-name'] }}: its serving versions have no verdict for this "
+    "window, and no drift alert can come from it.\n"
+    "State message: {{ event.resource['prefect.state-message'] or '(none)' }}\n"
+    "The failed check's MLflow run (experiment thermostat-monitoring, unless THERMOSTAT_MONITORING_EXPERIMENT_NAME "
+    "says otherwise) is closed FAILED with the error (tag thermostat.check_error), and the dashboard shows "
+    "'check failed' for the version; a run a crash left open is closed by the version's next check. Read the flow "
+    "run's logs and fix the cause (a missing prediction log, MLflow unreachable, ...); the next scheduled check "
+    "runs as usual.\n"
+    "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
+    "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
+    "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class AlertDefinition:
     """One alert: the event it listens for, its automation's (stable) name and its templates.
@@ -318,6 +354,18 @@ ALERTS: Final = (
                     "that one is the refit refused alert's.",
         subject=REFIT_CRASHED_SUBJECT, body=REFIT_CRASHED_BODY,
         match=_FLOW_RUNS | {"prefect.state-message": _EXCEPTION_MESSAGE}, match_related=_REFIT_FLOW,
+    ),
+    AlertDefinition(
+        key="monitor_failed", event=FLOW_RUN_FAILED_EVENT, name="thermostat: monitor failed",
+        description="A run of the monitor flow failed (any cause: the prediction log missing, MLflow unreachable, "
+                    "a bug): its versions have no verdict for the window.",
+        subject=MONITOR_FAILED_SUBJECT, body=MONITOR_FAILED_BODY, match=_FLOW_RUNS, match_related=_MONITOR_FLOW,
+    ),
+    AlertDefinition(
+        key="monitor_crashed", event=FLOW_RUN_CRASHED_EVENT, name="thermostat: monitor crashed",
+        description="A run of the monitor flow crashed (its process or infrastructure died): its versions have no "
+                    "verdict for the window.",
+        subject=MONITOR_FAILED_SUBJECT, body=MONITOR_FAILED_BODY, match=_FLOW_RUNS, match_related=_MONITOR_FLOW,
     ),
 )
 
@@ -528,7 +576,7 @@ def install_alerts(
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: six automations that
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eight automations that
 send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
@@ -540,6 +588,11 @@ or one per run of the refit flow that ends without refit_failed, on
 
   prefect.flow-run.Crashed                  the refit's process or infrastructure died
   prefect.flow-run.Failed                   the refit raised (e.g. the checkpoint could not be fetched)
+
+or one per run of the monitor flow that ends without a verdict, on
+
+  prefect.flow-run.Failed                   the check failed (any cause: no prediction log, MLflow down, ...)
+  prefect.flow-run.Crashed                  the check's process or infrastructure died
 
 through a Prefect notification block: --webhook-url saves a custom-webhook block that POSTs
 JSON {"text", "subject", "body", "source"} to the URL; --block uses a block already saved

@@ -45,14 +45,11 @@ from calibration import (
     sweep_thresholds,
     top_label_confidence,
 )
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
 
-EXIT_OK = 0
-EXIT_DID_NOT_PASS = 1
-EXIT_BAD_INPUT = 2
-EXIT_COMPUTATION_FAILED = 3
 
 # The core names its Python arguments in refusals; the command line names its flags.
 _FLAG_WORDING = (

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
 from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
@@ -454,8 +454,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db"
     try:
         result = setup_databases(args.admin_url, specs)
     except ImportError as error:
-        return fail(EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); install it with "
-                                    "pip install -c constraints.txt 'psycopg[binary]'")
+        return fail(EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); it comes with the "
+                                    "'postgresql' extra: pip install 'thermostat[postgresql]'")
     except ValueError as error:
         return fail(EXIT_BAD_INPUT, str(error))
     except PrivilegedRoleError as error:

@@ -39,31 +39,23 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mlflow.sklearn
 import numpy as np
-from mlflow.models import infer_signature
 from numpy.typing import NDArray
-from sklearn.datasets import load_digits  # type: ignore[import-untyped]
-from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
-from sklearn.model_selection import train_test_split  # type: ignore[import-untyped]
-from sklearn.neural_network import MLPClassifier  # type: ignore[import-untyped]
-from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]
-from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
-from flows.holdout import write_features, write_ids
 from flows.local_only import stay_local
-from flows.monitor import VersionCheck, monitor
-from flows.pipeline import post_finetune
-from flows.registration import Registration
-from flows.refit import RefitFailed, RefitOutcome, refit
-from flows.registry import MlflowRegistry
-from flows.serving import ServedModel
-from flows.settings import ThermostatSettings
-from flows.tasks import open_prediction_log
-from flows.versions import VersionRecord, binning_convention
-from monitoring import PredictionLog, mask_url
+
+# MLflow, Prefect, scikit-learn and the flows are imported where they are used, once the
+# arguments are parsed: `thermostat demo --help` answers at once.
+if TYPE_CHECKING:
+    from flows.monitor import VersionCheck
+    from flows.refit import RefitOutcome
+    from flows.registration import Registration
+    from flows.registry import MlflowRegistry
+    from flows.serving import ServedModel
+    from flows.settings import ThermostatSettings
+    from monitoring import PredictionLog
 
 __all__ = [
     "DemoCheckpoint",
@@ -116,6 +108,9 @@ class DemoCheckpoint:
 
 def digits_split(*, holdout_fraction: float = 0.5, seed: int = 0) -> DigitsSplit:
     """scikit-learn's 1,797 8×8 digits, split stratified by label (seeded)."""
+    from sklearn.datasets import load_digits  # type: ignore[import-untyped]
+    from sklearn.model_selection import train_test_split  # type: ignore[import-untyped]
+
     features, labels = load_digits(return_X_y=True)
     ids = np.array([f"digit-{i:04d}" for i in range(len(labels))])
     train_index, holdout_index = train_test_split(
@@ -127,6 +122,11 @@ def digits_split(*, holdout_fraction: float = 0.5, seed: int = 0) -> DigitsSplit
 
 def make_estimator(kind: str, seed: int) -> Any:
     """``"logistic"``: weakly regularised, so over-confident (T > 1); ``"mlp"``: one hidden layer."""
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+    from sklearn.neural_network import MLPClassifier  # type: ignore[import-untyped]
+    from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]
+    from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
+
     if kind == "logistic":
         return make_pipeline(StandardScaler(), LogisticRegression(C=1e4, max_iter=5000))
     if kind == "mlp":
@@ -144,6 +144,9 @@ def train_checkpoint(
 
     With ``reuse``, a checkpoint already logged under ``name`` is returned instead.
     """
+    import mlflow.sklearn
+    from mlflow.models import infer_signature
+
     if reuse:
         run = registry.finished_run_tagged(FINETUNE_EXPERIMENT, "thermostat.demo_checkpoint", name)
         if run is not None:
@@ -192,6 +195,8 @@ def _interval_shown(interval: tuple[float, float] | None) -> str:
 
 
 def _report(registration: Registration, seconds: float) -> str:
+    from flows.versions import VersionRecord, binning_convention
+
     record = VersionRecord.from_tags(registration.tags, where=f"{registration.model_name} version {registration.version}")
     threshold = "none (everything goes to review)" if record.gate_threshold is None else f"{record.gate_threshold:.4f}"
     status = ("NEW version, alias moved" if registration.created
@@ -245,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="thermostat demo", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--state-dir", type=Path, help="state folder (default: THERMOSTAT_STATE_DIR or ./.thermostat)")
     args = parser.parse_args(argv)
+    from flows.settings import ThermostatSettings
+
     settings = ThermostatSettings() if args.state_dir is None else ThermostatSettings(state_dir=args.state_dir)
     # The demo attaches labels in-process, committed before each check: no settle time needed for
     # the sequential rule to see them (production waits THERMOSTAT_LABEL_SETTLE_TIME, 5 min).
@@ -260,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(settings: ThermostatSettings, log_path: Path) -> int:
+    from flows.holdout import write_features, write_ids
+    from flows.pipeline import post_finetune
+    from flows.registry import MlflowRegistry
+    from monitoring import mask_url
+
     started = time.perf_counter()
     fresh = not (settings.state_dir / "mlflow.db").exists() if settings.tracking_uri is None else False
     print(f"Thermostat demo — state in {settings.state_dir.absolute()} ({'fresh' if fresh else 'existing'})")
@@ -396,6 +408,8 @@ def _serve_phase(
 
 
 def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedModel]:
+    from flows.serving import ServedModel
+
     return {alias: ServedModel.load(f"models:/{MODEL_NAME}@{alias}", registry=registry, cache_dir=workdir / alias)
             for alias in ("champion", "challenger")}
 
@@ -403,6 +417,10 @@ def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedMod
 def _monitor_story(
     settings: ThermostatSettings, registry: MlflowRegistry, split: DigitsSplit, registered: dict[str, str]
 ) -> None:
+    from flows.monitor import monitor
+    from flows.refit import RefitFailed, refit
+    from flows.tasks import open_prediction_log
+
     print("\nMONITOR — a router serves traffic through both aliases; every prediction goes to the prediction log")
     for alias, version in registered.items():
         holder = registry.alias_holder(MODEL_NAME, alias)

@@ -16,12 +16,16 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from flows.commands import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
 from flows.settings import ThermostatSettings
-from monitoring import ExportResult, PredictionLog, export_prediction_log, mask_url
+from monitoring import mask_url
+
+if TYPE_CHECKING:
+    from monitoring import ExportResult
 
 __all__ = ["main"]
 
@@ -107,6 +111,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") 
     except ValueError as error:  # the settings (pydantic's ValidationError is one)
         return fail(EXIT_BAD_INPUT, str(error))
     shown = mask_url(url)
+    from monitoring import PredictionLog, export_prediction_log  # after parsing: --help loads no SQL layer
+
     try:
         log = PredictionLog(url)
     except (sa.exc.ArgumentError, ImportError) as error:  # a malformed URL, an unknown dialect or driver

@@ -9,6 +9,8 @@ bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) an
 * an MLflow run per check per version in the experiment ``thermostat-monitoring``, tagged
   with the model, version, aliases and verdict, its metrics stamped with the window's end
   (so the UI charts them over time) and the reliability diagram ``plots/reliability.png``;
+  each group's metrics under the key of :func:`monitoring.group_metric_key`, the hashed ones
+  named in the tag ``thermostat.group_keys`` (:class:`flows.run_records.GroupMetricKeys`);
 * a Prefect table artifact and a markdown artifact per check (keys
   ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
 * on a drift that recommends a refit, the event ``thermostat.calibration.drift``
@@ -34,6 +36,18 @@ export, which has neither label times nor unlabelled rows):
 * the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak``, checks of the
   current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
   multiple), the event ``thermostat.calibration.insufficient_data``.
+
+Failures
+--------
+A check that fails — any cause: the prediction log missing (reading never creates it), MLflow
+unreachable, a bug, an interrupt — ends its run ``FAILED`` with the verdict ``failed`` and the
+error (:class:`flows.run_records.CheckFailure`; a run is opened for it when the check had none),
+so the dashboard shows "check failed" instead of the version's last verdict; the other
+versions are still checked, and the flow run fails with the error (the ``monitor failed``
+alert, :mod:`flows.alerts`). The run gets its verdict last: one left ``RUNNING`` by a process
+that died or lost MLflow has none (the dashboard does not count it) and is closed ``FAILED``
+by the version's next check. MLflow's own HTTP retries are bounded by the settings
+(``THERMOSTAT_MLFLOW_HTTP_*``), so with the server gone a check fails within a minute or so.
 
 Cool-down state
 ---------------
@@ -63,10 +77,19 @@ from calibration import json_safe
 
 from flows.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, emit, version_resource
 from flows.registry import MlflowRegistry
-from flows.run_records import CHECK_KIND, KIND_TAG, PREFECT_FLOW_RUN_TAG, current_flow_run_id, model_slug
+from flows.run_records import (
+    CHECK_KIND,
+    KIND_TAG,
+    PREFECT_FLOW_RUN_TAG,
+    VERDICT_TAG,
+    CheckFailure,
+    GroupMetricKeys,
+    current_flow_run_id,
+    model_slug,
+)
 from flows.settings import ThermostatSettings
 from flows.cluster import summarise_export_on_dask
-from flows.tasks import check_window, io_task, open_prediction_log, open_window_source, step_task
+from flows.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
 from flows.versions import (
     LAST_DRIFT_EVENT_TAG,
     MonitorState,
@@ -91,6 +114,7 @@ from monitoring import (
     drift_metrics,
     drift_payload,
     drift_table_rows,
+    group_metric_key,
     mask_url,
     reliability_figure,
     summarise_window,
@@ -104,6 +128,8 @@ __all__ = ["VersionCheck", "artifact_key", "monitor"]
 # Served-time lower bound of the sequential rule's increments after the first: any row of the
 # version whose label arrived since the cursor counts, however long ago it was served.
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# Every group's metric key, by name, beside the check's report.
+_GROUP_KEYS_FILE: Final = "check/group_keys.json"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -305,41 +331,93 @@ def decide(
     return report
 
 
+def _check_tags(version: RegisteredVersion, start: datetime, end: datetime) -> dict[str, str]:
+    """The tags that say which check a run is (no verdict: a run without one never reached its end)."""
+    flow_run_id = current_flow_run_id()
+    return {
+        "thermostat.model_name": version.model_name, "thermostat.model_version": version.version,
+        "thermostat.aliases": ",".join(version.aliases), "thermostat.window_start": start.isoformat(),
+        "thermostat.window_end": end.isoformat(), "temperature": repr(version.temperature),
+        "checkpoint_uri": version.checkpoint_uri, "checkpoint_digest": version.checkpoint_digest, KIND_TAG: CHECK_KIND,
+    } | ({} if flow_run_id is None else {PREFECT_FLOW_RUN_TAG: flow_run_id})
+
+
+def _start_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
+                     settings: ThermostatSettings) -> str:
+    return registry.start_run(f"check {version.model_name} v{version.version} {end.isoformat(timespec='seconds')}",
+                              _check_tags(version, start, end), experiment_name=settings.monitoring_experiment_name,
+                              start_time=end)
+
+
+@io_task(name="close-left-running-checks")
+def close_left_running(registry: MlflowRegistry, version: RegisteredVersion, settings: ThermostatSettings) -> int:
+    """Close ``FAILED`` the version's check runs that an earlier flow run left ``RUNNING`` (its
+    process died, or MLflow became unreachable before it could close them); how many."""
+    current = current_flow_run_id()
+    left = [run for run in registry.running_runs(settings.monitoring_experiment_name)
+            if run.data.tags.get(KIND_TAG) == CHECK_KIND
+            and run.data.tags.get("thermostat.model_name") == version.model_name
+            and run.data.tags.get("thermostat.model_version") == version.version
+            and (current is None or run.data.tags.get(PREFECT_FLOW_RUN_TAG) != current)]
+    for run in left:
+        owner = run.data.tags.get(PREFECT_FLOW_RUN_TAG, "unknown")
+        failure = CheckFailure(error=f"the check was left RUNNING by flow run {owner}: its process died or MLflow "
+                                     "became unreachable before it could close the run; closed by a later check")
+        registry.set_run_tags(run.info.run_id, failure.to_tags())
+        registry.end_run(run.info.run_id, failed=True)
+        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run.info.run_id, failure.error)
+    return len(left)
+
+
+@io_task(name="open-check-run")
+def open_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
+                   settings: ThermostatSettings) -> str:
+    """The check's MLflow run, without a verdict yet (one a lost reply left behind is closed by
+    the next check): stamped with the window's end, so the UI charts checks over time."""
+    return _start_check_run(registry, version, start, end, settings)
+
+
 @io_task(name="record-check")
-def record_check(registry: MlflowRegistry, report: DriftReport, version: RegisteredVersion,
-                 settings: ThermostatSettings) -> str:
-    """One MLflow run for the check: tags, metrics at the window's end, the diagram, the report."""
+def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, version: RegisteredVersion,
+                 settings: ThermostatSettings) -> None:
+    """Metrics at the window's end, the diagram, the report and the group keys on the check's
+    run, then its verdict, and the run closed ``FINISHED``: each write is safe to repeat."""
     aliases = ",".join(version.aliases)
-    run_id = registry.start_run(
-        f"check {version.model_name} v{version.version} {report.window_end.isoformat(timespec='seconds')}",
-        {
-            "thermostat.model_name": version.model_name, "thermostat.model_version": version.version,
-            "thermostat.aliases": aliases, "thermostat.verdict": report.verdict,
-            "thermostat.window_start": report.window_start.isoformat(),
-            "thermostat.window_end": report.window_end.isoformat(),
-            "thermostat.refit_recommended": str(report.refit_recommended).lower(),
-            "thermostat.tests_fired": ",".join(report.tests_fired) or "none",
-            "temperature": repr(version.temperature), "checkpoint_uri": version.checkpoint_uri,
-            "checkpoint_digest": version.checkpoint_digest, KIND_TAG: CHECK_KIND,
-        } | ({} if (flow_run_id := current_flow_run_id()) is None else {PREFECT_FLOW_RUN_TAG: flow_run_id}),
-        experiment_name=settings.monitoring_experiment_name, start_time=report.checked_at,
-    )
-    try:
-        metrics = drift_metrics(report) | {
-            "temperature": version.temperature, "baseline_ece": report.baseline_ece,
-        }
-        registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
-        title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
-        registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
-        registry.log_text(run_id, drift_markdown(report), "check/report.md")
-        registry.log_json(run_id, drift_payload(report), "check/report.json")
-        registry.end_run(run_id)
-    except BaseException:
-        registry.end_run(run_id, failed=True)
-        raise
+    metrics = drift_metrics(report) | {"temperature": version.temperature, "baseline_ece": report.baseline_ece}
+    registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
+    title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
+    registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
+    registry.log_text(run_id, drift_markdown(report), "check/report.md")
+    registry.log_json(run_id, drift_payload(report), "check/report.json")
+    if report.groups:
+        registry.log_json(run_id, {g.group: group_metric_key(g.group) for g in report.groups}, _GROUP_KEYS_FILE)
+    registry.set_run_tags(run_id, {
+        VERDICT_TAG: report.verdict, "thermostat.refit_recommended": str(report.refit_recommended).lower(),
+        "thermostat.tests_fired": ",".join(report.tests_fired) or "none",
+    } | GroupMetricKeys.of(g.group for g in report.groups).to_tags())
+    registry.end_run(run_id)
     get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
                           settings.monitoring_experiment_name)
-    return run_id
+
+
+def _record_failure(
+    registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings,
+    error: BaseException, *, run_id: str | None = None, recorded_verdict: str | None = None,
+) -> None:
+    """End the check's run ``FAILED`` naming ``error`` (a new run when the check had none yet), so
+    the dashboard shows "check failed" for the version. Best effort: when MLflow itself is what
+    failed, this fails too, is logged, and the failure goes on as it was (the alert still fires)."""
+    failure = CheckFailure(error=settings.redacted(CheckFailure.of(error, recorded_verdict=recorded_verdict).error))
+    logger = get_run_logger()
+    try:
+        run_id = run_id or _start_check_run(registry, version, start, end, settings)
+        registry.set_run_tags(run_id, failure.to_tags())
+        registry.end_run(run_id, failed=True)
+    except Exception as unrecorded:  # noqa: BLE001 - reported, and the check's own error is raised
+        logger.error("%s the failed check could not be recorded in MLflow (%s: %s); the check failed with %s",
+                     version.context, type(unrecorded).__name__, unrecorded, failure.error)
+        return
+    logger.error("%s check failed, MLflow run %s closed FAILED: %s", version.context, run_id, failure.error)
 
 
 @step_task(name="emit-drift-event")  # not retried: one event per drift
@@ -450,6 +528,30 @@ def _check_version(
     version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
+    """One version's check; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
+    record = _CheckRecord()
+    try:
+        return _run_check(version, registry=registry, source=source, log=log, start=start, end=end, live=live,
+                          settings=settings, record=record)
+    except BaseException as error:
+        _record_failure(registry, version, start, end, settings, error, run_id=record.run_id,
+                       recorded_verdict=record.verdict)
+        raise
+
+
+class _CheckRecord:
+    """How far a check got in MLflow: its run (once opened) and its verdict (once recorded)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.verdict: str | None = None
+
+
+def _run_check(
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, record: _CheckRecord,
+) -> VersionCheck:
+    close_left_running(registry, version, settings)
     context: dict[str, Any] = {"aliases": list(version.aliases), "window_start": start.isoformat(),
                                "window_end": end.isoformat(), "mlflow_experiment": settings.monitoring_experiment_name}
     if settings.engine == "dask":
@@ -480,7 +582,9 @@ def _check_version(
     sequential = sequential_update(log, version, start, end, settings) if in_log and live else None
     warning = early_warning(log, version, start, end, settings) if in_log else None
     report = decide(summary, version, settings, sequential, warning)
-    run_id = record_check(registry, report, version, settings)
+    run_id = record.run_id = open_check_run(registry, version, start, end, settings)
+    record_check(registry, run_id, report, version, settings)
+    record.verdict = report.verdict
     run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
     context["mlflow_run_id"] = run_id
     event_id = None
@@ -546,12 +650,27 @@ def monitor(
     settings = settings if settings is not None else ThermostatSettings()
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     registry = MlflowRegistry.from_settings(settings)
-    with open_window_source(settings) as source, ExitStack() as stack:
-        # The checks across the stream read the SQL log also when the window comes from the export.
-        log = source if isinstance(source, PredictionLog) else stack.enter_context(open_prediction_log(settings))
-        versions = find_serving_versions(registry, model_name, aliases)
-        return [
-            _check_version(version, registry=registry, source=source, log=log, start=start, end=end,
-                           live=window_end is None, settings=settings)
-            for version in versions
-        ]
+    versions = find_serving_versions(registry, model_name, aliases)
+    checks: list[VersionCheck] = []
+    failed: list[tuple[RegisteredVersion, Exception]] = []
+    with ExitStack() as stack:
+        try:
+            source = stack.enter_context(open_window_source(settings))
+            # The checks across the stream read the SQL log also when the window comes from the export.
+            log = source if isinstance(source, PredictionLog) else stack.enter_context(read_prediction_log(settings))
+        except Exception as error:  # nothing to read: every serving version's check failed
+            for version in versions:
+                _record_failure(registry, version, start, end, settings, error)
+            raise
+        for version in versions:
+            try:
+                checks.append(_check_version(version, registry=registry, source=source, log=log, start=start,
+                                             end=end, live=window_end is None, settings=settings))
+            except Exception as error:  # recorded on the version's run; the other versions are still checked
+                failed.append((version, error))
+    if len(failed) == 1:
+        raise failed[0][1]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(versions)} checks of {model_name} failed: "
+                           + "; ".join(f"v{v.version}: {type(e).__name__}: {e}" for v, e in failed)) from failed[0][1]
+    return checks

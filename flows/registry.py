@@ -272,6 +272,10 @@ class MlflowRegistry:
 
     @classmethod
     def from_settings(cls, settings: ThermostatSettings) -> MlflowRegistry:
+        """The adapter of ``settings``; also sets MLflow's own HTTP retries and timeout from them
+        (:meth:`ThermostatSettings.mlflow_http_environment`: MLflow reads them from the process
+        environment at every request, and has no other way to be told)."""
+        os.environ.update(settings.mlflow_http_environment())
         if settings.tracking_uri is None:
             settings.state_dir.mkdir(parents=True, exist_ok=True)
         return cls(
@@ -367,6 +371,17 @@ class MlflowRegistry:
         # Tags are compared here, not in the filter: no value of the user's to quote.
         return [run for run in found
                 if run.data.tags.get("thermostat.model_name") == model_name and IDEMPOTENCY_TAG in run.data.tags]
+
+    def running_runs(self, experiment_name: str) -> list[Run]:
+        """The runs of ``experiment_name`` still RUNNING, at most 1,000 ([] when the experiment
+        does not exist: it is not created here)."""
+        experiment = self.find_experiment_id(experiment_name)
+        if experiment is None:
+            return []
+        return list(retry_transient(
+            lambda: self._client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
+            what=f"searching running runs of {experiment_name}",
+        ))
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]

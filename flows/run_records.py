@@ -15,6 +15,16 @@ A refit started by a drift event knows its :class:`DriftCause` (the event and th
 run) and writes a :class:`RefitLink` back on the check's run: the check that found the drift
 shows the refit it caused, and the refit (its record, its version, its events) names the check.
 
+On the check's run itself, two more:
+
+* :class:`CheckFailure`: a check that failed (any cause: the prediction log missing, MLflow
+  unreachable, a bug) ends its run ``FAILED`` with ``thermostat.verdict`` = ``failed`` and
+  the error (``thermostat.check_error``), so the dashboard shows "check failed" for the
+  version instead of its last good verdict; a run the check could not close (its process died,
+  or MLflow went away) is closed so by the version's next check.
+* :class:`GroupMetricKeys`: the group each hashed metric key (``ece.group.<key>``, see
+  :func:`monitoring.group_metric_key`) stands for.
+
 Also here, for the flows' Prefect artifacts: :func:`model_slug`, a model's part of an
 artifact key.
 
@@ -23,19 +33,28 @@ No MLflow here (the flows write and read through :class:`flows.registry.MlflowRe
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from monitoring import group_metric_key
+
 __all__ = [
+    "CHECK_ERROR_TAG",
     "CHECK_KIND",
+    "FAILED_VERDICT",
+    "GROUP_KEYS_TAG",
+    "VERDICT_TAG",
     "KIND_TAG",
     "PREFECT_FLOW_RUN_TAG",
     "REFIT_KIND",
     "VERSION_DRIFT_TAG_PREFIX",
+    "CheckFailure",
     "DriftCause",
+    "GroupMetricKeys",
     "RefitLink",
     "RefitRecord",
     "current_flow_run_id",
@@ -46,6 +65,12 @@ PREFECT_FLOW_RUN_TAG: Final = "thermostat.prefect_flow_run_id"
 KIND_TAG: Final = "thermostat.kind"
 CHECK_KIND: Final = "check"
 REFIT_KIND: Final = "refit"
+VERDICT_TAG: Final = "thermostat.verdict"
+"""A check's verdict: ok, drift, insufficient_data, or :data:`FAILED_VERDICT`; set when the
+check is recorded (a run without it is a check that never reached its end)."""
+FAILED_VERDICT: Final = "failed"
+CHECK_ERROR_TAG: Final = "thermostat.check_error"
+GROUP_KEYS_TAG: Final = "thermostat.group_keys"
 
 # MLflow keeps at most 5,000 characters of a tag value (the full text goes to an artifact).
 _TAG_LIMIT = 4000
@@ -265,3 +290,104 @@ class RefitRecord:
         """The finite real numbers of ``values`` (booleans and None left out)."""
         return {key: float(value) for key, value in values.items()
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckFailure:
+    """A check that failed, as tags of its MLflow run (which ends ``FAILED``).
+
+    ``error`` names the exception and its message (at most 4,000 characters kept). Written
+    when a check fails (any cause, also after its verdict was recorded: ``verdict`` is then
+    named in the error) and by the version's next check on a run an earlier check left
+    ``RUNNING``. A run closed ``FAILED`` without these tags (before they existed) reads as a
+    failure too.
+
+    Examples
+    --------
+    >>> failure = CheckFailure.of(FileNotFoundError("no prediction log at sqlite:///x.db"))
+    >>> failure.to_tags()
+    {'thermostat.verdict': 'failed', 'thermostat.check_error': 'FileNotFoundError: no prediction log at sqlite:///x.db'}
+    >>> CheckFailure.from_tags(failure.to_tags(), "FAILED") == failure
+    True
+    >>> CheckFailure.from_tags({"thermostat.verdict": "ok"}, "FINISHED") is None
+    True
+    >>> CheckFailure.from_tags({"thermostat.verdict": "drift"}, "FAILED").error
+    "the check's MLflow run ended FAILED (verdict drift)"
+    """
+
+    error: str
+
+    @classmethod
+    def of(cls, error: BaseException, *, recorded_verdict: str | None = None) -> CheckFailure:
+        """The failure of ``error``; ``recorded_verdict`` when the check had recorded it before failing."""
+        text = f"{type(error).__name__}: {error}".rstrip(": ")
+        if recorded_verdict is not None:
+            text += f" (after its verdict {recorded_verdict} was recorded)"
+        return cls(error=text)
+
+    def to_tags(self) -> dict[str, str]:
+        """``thermostat.verdict`` = ``failed`` and ``thermostat.check_error``."""
+        return {VERDICT_TAG: FAILED_VERDICT, CHECK_ERROR_TAG: _shortened(self.error)}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str], status: str) -> CheckFailure | None:
+        """The failure of a check run with these tags and MLflow ``status``; None if it did not fail."""
+        if tags.get(VERDICT_TAG) == FAILED_VERDICT or CHECK_ERROR_TAG in tags:
+            return cls(error=tags.get(CHECK_ERROR_TAG, "the check failed"))
+        if status in ("FAILED", "KILLED"):
+            return cls(error=f"the check's MLflow run ended {status} (verdict {tags.get(VERDICT_TAG, '?')})")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetricKeys:
+    """Which group each metric key stands for (:func:`monitoring.group_metric_key`), as a tag of
+    the check's run: ``names`` maps a key to its group for the groups whose key is not their
+    name (hashed keys; a name MLflow takes as it is stands for itself).
+
+    The tag holds JSON ``{key: name}`` of at most 4,000 characters (the entries that fit, in key
+    order; the check's ``check/group_keys.json`` artifact holds every group). Checks written
+    before it existed have no tag: their keys are the names (sanitised).
+
+    Examples
+    --------
+    >>> keys = GroupMetricKeys.of(["web", "eu:west"])
+    >>> keys.names
+    {'eu_west.hc0a20939aed2dfe9': 'eu:west'}
+    >>> GroupMetricKeys.from_tags(keys.to_tags()) == keys, keys.name("web"), keys.name("eu_west.hc0a20939aed2dfe9")
+    (True, 'web', 'eu:west')
+    >>> GroupMetricKeys.of(["web"]).to_tags()
+    {}
+    """
+
+    names: Mapping[str, str]
+
+    @classmethod
+    def of(cls, groups: Iterable[str]) -> GroupMetricKeys:
+        """The keys of ``groups`` that are not the group's own name."""
+        keys = {group: group_metric_key(group) for group in groups}
+        return cls(names={key: group for group, key in sorted(keys.items(), key=lambda item: item[1]) if key != group})
+
+    def name(self, key: str) -> str:
+        """The group ``key`` stands for (the key itself when it is not a hashed one)."""
+        return self.names.get(key, key)
+
+    def to_tags(self) -> dict[str, str]:
+        """``thermostat.group_keys`` (JSON ``{key: name}``), none when every key is its name."""
+        kept: dict[str, str] = {}
+        for key, name in self.names.items():
+            if len(json.dumps(kept | {key: name})) > _TAG_LIMIT:
+                break
+            kept[key] = name
+        return {GROUP_KEYS_TAG: json.dumps(kept, sort_keys=True)} if kept else {}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> GroupMetricKeys:
+        """The map of a check's tags; empty for a check without the tag (or with an unreadable one)."""
+        try:
+            loaded = json.loads(tags.get(GROUP_KEYS_TAG, "{}"))
+        except ValueError:
+            return cls(names={})
+        if not isinstance(loaded, dict):
+            return cls(names={})
+        return cls(names={str(key): str(name) for key, name in loaded.items()})

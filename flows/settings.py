@@ -21,7 +21,7 @@ from pydantic import Field, ValidationInfo, field_serializer, field_validator, m
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from flows.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, holds_masked_credentials, mask_url
+from monitoring import URL_MASK, holds_masked_credentials, mask_url, redact_credentials
 
 __all__ = ["ThermostatSettings"]
 
@@ -89,12 +89,37 @@ class ThermostatSettings(BaseSettings):
         default=0.01, ge=0.0, le=1.0, description="largest allowed holdout accuracy drop below the alias holder"
     )
 
+    # MLflow's own HTTP layer, under the adapter's 4 attempts of every call that is safe to repeat:
+    # bounded so that a check fails within minutes when the server is gone (docs/deployment.md).
+    mlflow_http_max_retries: int = Field(
+        default=1, ge=0, le=10,
+        description="times MLflow's HTTP client repeats a failed request itself (MLFLOW_HTTP_REQUEST_MAX_RETRIES; "
+        "MLflow's default 7 takes about 4 minutes per call with the server down)",
+    )
+    mlflow_http_backoff_factor: int = Field(
+        default=1, ge=0, le=120,
+        description="MLflow's back-off between its own repeats: factor x 2^(n-1) s from the second repeat on "
+        "(MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR)",
+    )
+    mlflow_http_timeout_seconds: int = Field(
+        default=20, ge=1, le=600,
+        description="how long one MLflow HTTP request waits for the server (MLFLOW_HTTP_REQUEST_TIMEOUT)",
+    )
+
     # Registration.
     lock_timeout_seconds: float = Field(default=600.0, gt=0.0, description="wait for the per-model lock")
     lock_lease_seconds: float = Field(
         default=30.0, ge=3.0, description="the lock's lease, renewed every quarter of it; a dead holder elsewhere "
         "loses the lock once it expires, and a holder writes only within two thirds of it after its last renewal "
         "(workers' clocks must agree to well within the last third)",
+    )
+
+    # The embedded Prefect API (no PREFECT_API_URL): Prefect's own default gives up after 20 s, which
+    # a first start (creating and migrating its database) exceeds when both cores are busy.
+    prefect_startup_timeout_seconds: int = Field(
+        default=180, ge=1,
+        description="how long a run without PREFECT_API_URL waits for Prefect's temporary API server to start "
+        "(passed to Prefect in place of PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)",
     )
 
     # The prediction log and the drift monitor.
@@ -233,6 +258,35 @@ class ThermostatSettings(BaseSettings):
                 f"{variable} in the worker's environment"
             )
         return value
+
+    def redacted(self, text: str) -> str:
+        """``text`` (an error message) with the credentials of every URL setting taken out, e.g.
+        before it is stored with a failed check.
+
+        Examples
+        --------
+        >>> settings = ThermostatSettings(tracking_uri="http://u:s3cret@mlflow:5000")
+        >>> settings.redacted("GET http://u:s3cret@mlflow:5000/api failed")
+        'GET http://u:***@mlflow:5000/api failed'
+        """
+        return redact_credentials(text, *(url for url in (getattr(self, name) for name in _URL_FIELDS) if url))
+
+    def mlflow_http_environment(self) -> dict[str, str]:
+        """The environment variables through which MLflow's HTTP client reads its retries and
+        timeout (at every request); a server's ``Retry-After`` is not obeyed, so that no answer
+        can stretch a retry beyond these bounds.
+
+        Examples
+        --------
+        >>> ThermostatSettings().mlflow_http_environment()["MLFLOW_HTTP_REQUEST_MAX_RETRIES"]
+        '1'
+        """
+        return {
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(self.mlflow_http_max_retries),
+            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(self.mlflow_http_backoff_factor),
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(self.mlflow_http_timeout_seconds),
+            "MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER": "false",
+        }
 
     @property
     def bounds(self) -> tuple[float, float]:

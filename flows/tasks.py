@@ -32,8 +32,7 @@ from flows.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
 from monitoring import LabelledSource, PredictionLog, PredictionLogExport
 
 __all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "open_window_source",
-           "retry_if_transient",
-           "step_task"]
+           "read_prediction_log", "retry_if_transient", "step_task"]
 
 guard_ephemeral_server()
 
@@ -120,12 +119,13 @@ def check_window(
 @contextmanager
 def open_window_source(settings: ThermostatSettings) -> Iterator[LabelledSource]:
     """Where the monitor and the refit read their windows (``THERMOSTAT_WINDOW_SOURCE``): the
-    prediction log, or its partitioned Parquet export under ``THERMOSTAT_EXPORT_PATH``.
+    prediction log (for reading: :func:`read_prediction_log`), or its partitioned Parquet
+    export under ``THERMOSTAT_EXPORT_PATH``.
 
     Raises
     ------
     FileNotFoundError
-        The export folder does not exist (nothing was exported there yet).
+        The export folder or the prediction log's SQLite file does not exist.
     """
     if settings.window_source == "export" and settings.export_path is not None:
         if not settings.export_path.is_dir():
@@ -135,12 +135,26 @@ def open_window_source(settings: ThermostatSettings) -> Iterator[LabelledSource]
             )
         yield PredictionLogExport(settings.export_path)
         return
-    with open_prediction_log(settings) as log:
+    with read_prediction_log(settings) as log:
         yield log
 
 
+def read_prediction_log(settings: ThermostatSettings) -> PredictionLog:
+    """The prediction log of ``settings`` for reading: a SQLite file that does not exist is a
+    :class:`FileNotFoundError` naming the URL — a check fails loud instead of reporting every
+    version as "never logged" from a log created empty for it. In an existing database the
+    tables and indexes are created if missing (idempotent), as for writing."""
+    log = PredictionLog.existing(settings.resolved_prediction_log_url())
+    try:
+        log.create()
+    except BaseException:
+        log.dispose()
+        raise
+    return log
+
+
 def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:
-    """The prediction log of ``settings`` (tables created if missing: idempotent)."""
+    """The prediction log of ``settings`` for writing (tables created if missing: idempotent)."""
     if settings.prediction_log_url is None:
         settings.state_dir.mkdir(parents=True, exist_ok=True)
     log = PredictionLog(settings.resolved_prediction_log_url())

@@ -31,63 +31,80 @@ The pieces, in the order a monitor uses them:
 
 from __future__ import annotations
 
-from .drift import (
-    DRIFT_ECE_ESTIMATOR,
-    DriftReport,
-    GroupDrift,
-    ReliabilityShape,
-    Verdict,
-    decide_drift,
-    diagnose_reliability_shape,
-    with_stream_checks,
-)
-from .early_warning import (
-    CONFIDENCE_EDGES,
-    ConfidenceProfile,
-    EarlyWarning,
-    ServedSource,
-    confidence_profile,
-    warn_before_labels,
-)
-from .export import (
-    ExportPartition,
-    ExportResult,
-    PredictionLogExport,
-    export_partitions,
-    export_prediction_log,
-    summarise_export,
-    summarise_partition,
-)
-from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
-from .prediction_log import (
-    MAX_NAME_LENGTH,
-    LabelAttachReport,
-    LabelConflict,
-    LabelledChunk,
-    LabelledFingerprint,
-    NewlyLabelled,
-    PredictionLog,
-    PredictionRecord,
-    PredictionRowError,
-    ServedChunk,
-    log_predictions,
-)
-from .report import drift_markdown, drift_metrics, drift_payload, drift_table_rows, reliability_figure
-from .sequential import (
-    CUSUM_REFERENCE,
-    CUSUM_THRESHOLD,
-    MIN_INCREMENT_ROWS,
-    SequentialCheck,
-    SequentialState,
-    update_sequential,
-)
-from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
-from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
+import importlib as _importlib
+import typing as _typing
+
+# The names are loaded on first use (PEP 562 ``__getattr__`` below), so ``import monitoring``
+# costs nothing and a name loads only its own module (and what that imports): a command that
+# needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
+if _typing.TYPE_CHECKING:
+    from .drift import (
+        COLLAPSE_SPREAD_RATIO,
+        DRIFT_ECE_ESTIMATOR,
+        DriftReport,
+        GroupDrift,
+        ReliabilityShape,
+        Verdict,
+        decide_drift,
+        diagnose_reliability_shape,
+        with_stream_checks,
+    )
+    from .early_warning import (
+        CONFIDENCE_EDGES,
+        ConfidenceProfile,
+        EarlyWarning,
+        ServedSource,
+        confidence_profile,
+        warn_before_labels,
+    )
+    from .export import (
+        ExportPartition,
+        ExportResult,
+        PredictionLogExport,
+        export_partitions,
+        export_prediction_log,
+        summarise_export,
+        summarise_partition,
+    )
+    from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
+    from .prediction_log import (
+        MAX_NAME_LENGTH,
+        LabelAttachReport,
+        LabelConflict,
+        LabelledChunk,
+        LabelledFingerprint,
+        NewlyLabelled,
+        PredictionLog,
+        PredictionRecord,
+        PredictionRowError,
+        ServedChunk,
+        log_predictions,
+    )
+    from .report import (
+        drift_markdown,
+        drift_metrics,
+        drift_payload,
+        drift_table_rows,
+        group_metric_key,
+        reliability_figure,
+    )
+    from .sequential import (
+        CUSUM_REFERENCE,
+        CUSUM_THRESHOLD,
+        MIN_INCREMENT_ROWS,
+        SequentialCheck,
+        SequentialState,
+        update_sequential,
+    )
+    from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
+    from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
+
 
 __all__ = [
     "CONFIDENCE_EDGES",
     "CUSUM_REFERENCE",
     "CUSUM_THRESHOLD",
+    "COLLAPSE_SPREAD_RATIO",
     "DRIFT_ECE_ESTIMATOR",
     "MAX_NAME_LENGTH",
     "MIN_INCREMENT_ROWS",
@@ -129,6 +146,7 @@ __all__ = [
     "encode_credentials",
     "export_partitions",
     "export_prediction_log",
+    "group_metric_key",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",
@@ -143,3 +161,52 @@ __all__ = [
     "warn_before_labels",
     "with_stream_checks",
 ]
+
+# Which module defines each name of __all__ (the imports above, for the run time;
+# tests/test_exported_members.py checks that the two and __all__ agree).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "drift": (
+        "COLLAPSE_SPREAD_RATIO", "DRIFT_ECE_ESTIMATOR", "DriftReport", "GroupDrift", "ReliabilityShape", "Verdict", "decide_drift",
+        "diagnose_reliability_shape", "with_stream_checks"
+    ),
+    "early_warning": (
+        "CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource", "confidence_profile",
+        "warn_before_labels"
+    ),
+    "export": (
+        "ExportPartition", "ExportResult", "PredictionLogExport", "export_partitions", "export_prediction_log",
+        "summarise_export", "summarise_partition"
+    ),
+    "log_writer": ("LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"),
+    "prediction_log": (
+        "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledChunk", "LabelledFingerprint",
+        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "ServedChunk", "log_predictions"
+    ),
+    "report": (
+        "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "group_metric_key",
+        "reliability_figure"
+    ),
+    "sequential": (
+        "CUSUM_REFERENCE", "CUSUM_THRESHOLD", "MIN_INCREMENT_ROWS", "SequentialCheck", "SequentialState",
+        "update_sequential"
+    ),
+    "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
+    "window": (
+        "GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+if not _typing.TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name
+
+    def __getattr__(name: str) -> _typing.Any:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # later look-ups find it directly
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -26,12 +26,23 @@ with, larger than a stated effect, and significant. Two tests, each two-sample:
   but no longer tested; the consistency-resampling p-value (window vs a perfectly calibrated
   model, Vaicenavicius et al. 2019) is reported as context (``consistency_p_value``).
 
+And a guard that needs no test: **model output collapsed**. When the logits of a window (or
+of a tested group) barely vary under the model's own probabilities — the mean of Var_p[z / T]
+per row, the information its rows carry about T, below :data:`COLLAPSE_SPREAD_RATIO` (1 %) of
+the reference's (of 1 without reference sums; 0.45–1.7 on the six CIFAR models of the test
+data) — the model's outputs collapsed: a near-uniform classifier (logits shrunk towards a
+constant: their spread fell ten-fold or more), or saturated outputs. Such a window says next to
+nothing about T (its interval runs towards 0 and infinity), so no test can be relied on to
+fire, and yet this is exactly what a monitor must flag: it is a drift (``tests_fired`` names
+``collapsed``), whose refit will be refused with "needs retraining or a data fix". Healthy
+windows of 200 rows of those six models stay above 86 % of their reference's.
+
 Then:
 
 * ``insufficient_data`` when the window holds fewer than ``min_window`` labelled rows: not a
   drift, not an ok; nothing is tested.
-* ``drift`` when a test fires on the whole window, or on a group with at least
-  ``min_group_size`` rows (the group and the test are named in ``tests_fired``). A group is
+* ``drift`` when a test fires (or the outputs collapsed) on the whole window, or on a group
+  with at least ``min_group_size`` rows (the group and the test are named in ``tests_fired``). A group is
   tested against its own reference when one is given (``group_reference``,
   ``group_baseline_ece``), else against the version's. Groups below that size are skipped
   and listed.
@@ -90,6 +101,7 @@ from .sequential import SequentialCheck
 from .window import WindowSummary
 
 __all__ = [
+    "COLLAPSE_SPREAD_RATIO",
     "DRIFT_ECE_ESTIMATOR",
     "DriftReport",
     "GroupDrift",
@@ -108,6 +120,9 @@ _MAX_LISTED: Final = 10
 DRIFT_ECE_ESTIMATOR: Final = "debiased_l1"
 # Bootstrap resamples of the ECE estimates' intervals (the interval's ends move by ~1e-3).
 _ECE_RESAMPLES: Final = 1000
+#: Below this share of the reference's mean Var_p[z / T] per row, a window's or group's outputs
+#: collapsed (module docstring).
+COLLAPSE_SPREAD_RATIO: Final = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +135,8 @@ class GroupDrift:
     ECE test's estimate, ``ece_excess`` its excess over ``baseline_ece`` and ``p_value`` the ECE
     test's p-value. ``temperature_stats`` are the group's sums (always present);
     ``temperature_test`` the group's temperature test against ``group_reference`` or the
-    version's reference. ``drifted`` iff either test fired.
+    version's reference. ``collapsed``: the group's outputs carry next to no information about T
+    (module docstring). ``drifted`` iff either test fired or the outputs collapsed.
     """
 
     group: str
@@ -143,6 +159,7 @@ class GroupDrift:
     temperature_drift: bool
     temperature_stats: TemperatureStats
     temperature_test: TemperatureTest | None
+    collapsed: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -152,8 +169,10 @@ class DriftReport:
     Metrics are at ``temperature`` (the registered T) with ``n_bins`` equal-width bins;
     NaN where undefined (an empty window, an empty accepted set, an untested p-value).
     ``reasons`` are full sentences with the numbers, first the ones that decided the verdict.
-    ``tests_fired`` names each test that fired ("temperature", "ece", "group 'x' temperature",
-    "group 'x' ece"); empty unless ``verdict == "drift"``.
+    ``tests_fired`` names each test that fired ("collapsed", "temperature", "ece", "group 'x'
+    collapsed", "group 'x' temperature", "group 'x' ece"); empty unless ``verdict == "drift"``.
+    ``output_collapsed``: the window's outputs carry next to no information about T (a
+    collapsed or near-uniform classifier; module docstring), a drift of its own.
 
     The temperature test: ``temperature_test`` (None for ``insufficient_data``) with the
     window's optimal T and its interval, the ratio to the reference's T, ``z`` (signed: > 0
@@ -231,6 +250,7 @@ class DriftReport:
     reliability: ReliabilityTable
     sequential: SequentialCheck | None = None
     early_warning: EarlyWarning | None = None
+    output_collapsed: bool = False
 
     @property
     def change_point(self) -> datetime | None:
@@ -369,6 +389,21 @@ def _ece_test(
     else:
         sentence = f"{head}: within the tolerance {tolerance:.4f} (excess {excess:+.4f}; p = {_fmt_p(p_value)})"
     return _EceTest(result.estimate, result.low, result.high, excess, p_value, drifted, sentence)
+
+
+def _collapse(what: str, test: TemperatureTest, stats: TemperatureStats, reference: TemperatureStats | None) -> str | None:
+    """The sentence when ``what``'s outputs collapsed (module docstring), else None."""
+    spread = stats.scaled_logit_variance
+    has_reference = reference is not None and reference.n > 0 and reference.curvature_sum > 0
+    usual = reference.scaled_logit_variance if reference is not None and has_reference else 1.0
+    if not stats.n or spread >= COLLAPSE_SPREAD_RATIO * usual:
+        return None
+    versus = f"the reference's {usual:.3g}" if has_reference else "1, typical of a trained classifier (no reference sums)"
+    return (f"model output collapsed: the logits of {what} ({stats.n} rows) barely vary under the model's own probabilities "
+            f"(variance of z/T {spread:.3g} per row, below {COLLAPSE_SPREAD_RATIO:.0%} of {versus}): a near-uniform "
+            f"classifier or saturated outputs, which say next to nothing about T (window T "
+            f"{test.window_temperature:.4g} [{test.window_temperature_low:.4g}, {test.window_temperature_high:.4g}]); "
+            "needs retraining or a data fix")
 
 
 def decide_drift(
@@ -563,16 +598,20 @@ def decide_drift(
             baseline_interval=ece_interval if key not in group_baselines else (math.nan, math.nan),
             confidence_level=confidence_level, seed=seed + 1 + index,
         )
-        fired = [t_test.sentence(f"group {key!r}")] if t_test.drifted else []
+        group_collapse = _collapse(f"group {key!r}", t_test, scores, group_references.get(key, reference))
+        fired = [group_collapse] if group_collapse is not None else []
+        fired += [t_test.sentence(f"group {key!r}")] if t_test.drifted else []
         fired += [e_test.sentence] if e_test.drifted else []
         reason = "; ".join(fired) if fired else f"{t_test.sentence(f'group {key!r}')}; {e_test.sentence}"
         group_results.append(
             GroupDrift(
-                group=key, n=stats.n, tested=True, drifted=t_test.drifted or e_test.drifted, ece=stats.ece,
+                group=key, n=stats.n, tested=True, drifted=t_test.drifted or e_test.drifted or group_collapse is not None,
+                ece=stats.ece,
                 baseline_ece=baseline, ece_excess=e_test.excess, p_value=e_test.p_value, p_threshold=group_level,
                 nll=stats.nll, accuracy=stats.accuracy, mean_confidence=stats.mean_confidence, reason=reason,
                 ece_estimate=e_test.estimate, ece_low=e_test.low, ece_high=e_test.high, ece_drift=e_test.drifted,
                 temperature_drift=t_test.drifted, temperature_stats=scores, temperature_test=t_test,
+                collapsed=group_collapse is not None,
             )
         )  # fmt: skip
 
@@ -581,6 +620,7 @@ def decide_drift(
     consistency_p, null_mean, null_quantile = math.nan, math.nan, math.nan
     tests_fired: list[str] = []
     temperature_drift = ece_drift = False
+    collapse: str | None = None
     if n < min_window:
         reasons.append(
             f"only {n} labelled row{'' if n == 1 else 's'} in the window {window}; at least {min_window} are "
@@ -601,16 +641,21 @@ def decide_drift(
             consistency.p_value, consistency.null_mean, consistency.null_quantile_95
         )
         temperature_drift, ece_drift = window_test.drifted, ece_result.drifted
+        collapse = _collapse("the window", window_test, summary.temperature_stats, reference)
         drifted_groups = [g for g in group_results if g.drifted]
-        verdict = "drift" if temperature_drift or ece_drift or drifted_groups else "ok"
-        tests_fired = (["temperature"] if temperature_drift else []) + (["ece"] if ece_drift else [])
+        window_drift = collapse is not None or temperature_drift or ece_drift
+        verdict = "drift" if window_drift or drifted_groups else "ok"
+        tests_fired = (["collapsed"] if collapse is not None else []) + (["temperature"] if temperature_drift else []) \
+            + (["ece"] if ece_drift else [])
         for g in drifted_groups:
-            tests_fired += ([f"group {g.group!r} temperature"] if g.temperature_drift else []) + (
+            tests_fired += ([f"group {g.group!r} collapsed"] if g.collapsed else []) + (
+                [f"group {g.group!r} temperature"] if g.temperature_drift else []) + (
                 [f"group {g.group!r} ece"] if g.ece_drift else []
             )
-        hides = " (the average hides the group drift)" if drifted_groups and not (temperature_drift or ece_drift) else ""
+        hides = " (the average hides the group drift)" if drifted_groups and not window_drift else ""
         t_sentence, e_sentence = window_test.sentence("window") + hides, ece_result.sentence + hides
         # The sentences that decided the verdict first, then the rest of the window's.
+        reasons += [collapse] if collapse is not None else []
         reasons += [t_sentence] if temperature_drift else []
         reasons += [e_sentence] if ece_drift else []
         reasons += [g.reason for g in drifted_groups]
@@ -639,7 +684,7 @@ def decide_drift(
     if drift_detected and last_event is not None and cooldown_until is not None:
         # After the sentences that decided the drift, before the context.
         reasons.insert(
-            int(temperature_drift) + int(ece_drift) + sum(g.drifted for g in group_results),
+            int(collapse is not None) + int(temperature_drift) + int(ece_drift) + sum(g.drifted for g in group_results),
             f"drift within the cool-down: the last drift event was at {last_event.isoformat()}; no refit is "
             f"recommended before {cooldown_until.isoformat()} (cooldown {cooldown})",
         )
@@ -663,7 +708,7 @@ def decide_drift(
         scheme="equal-width",
         n=n,
         min_window=min_window,
-        overall_drift=temperature_drift or ece_drift,
+        overall_drift=collapse is not None or temperature_drift or ece_drift,
         temperature_drift=temperature_drift,
         temperature_margin=temperature_margin,
         temperature_test=window_test,
@@ -705,6 +750,7 @@ def decide_drift(
         group_weighted_ece=summary.group_weighted_ece,
         served_temperatures=summary.served_temperatures,
         reliability=overall.reliability_table(min_count=min_bin_count),
+        output_collapsed=collapse is not None,
     )
 
 

@@ -633,6 +633,29 @@ class PredictionLog:
         self._engine = engine
         self._metadata, self._table, self._versions = _build_metadata()
 
+    @classmethod
+    def existing(cls, url: str | URL) -> PredictionLog:
+        """The log at ``url``, whose database must exist: a SQLite file that is not there is not
+        created (connecting would create it, empty, and every version would read as never logged).
+
+        Raises
+        ------
+        FileNotFoundError
+            The SQLite file does not exist; the message names the URL (its password masked).
+        """
+        from pathlib import Path
+
+        parsed = make_url(url)
+        database = parsed.database
+        if parsed.get_backend_name() == "sqlite" and database not in (None, "", ":memory:") and not (
+            parsed.query.get("uri") or Path(database).is_file()
+        ):
+            raise FileNotFoundError(
+                f"the prediction log {mask_url(parsed.render_as_string(hide_password=False))} does not exist (no file "
+                f"{database}); point THERMOSTAT_PREDICTION_LOG_URL at the log the serving processes write"
+            )
+        return cls(parsed)
+
     # -- plumbing ----------------------------------------------------------------------------
 
     @property

@@ -9,7 +9,9 @@ JSON-safe (NaN becomes None) because Prefect artifacts and events are JSON.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import posixpath
 import re
 from dataclasses import fields
 from typing import Any
@@ -20,9 +22,9 @@ from matplotlib.figure import Figure
 
 from calibration import ReliabilityTable, TemperatureTest, json_safe
 
-from .drift import DriftReport
+from .drift import COLLAPSE_SPREAD_RATIO, DriftReport
 
-__all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "reliability_figure"]
+__all__ = ["drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows", "group_metric_key", "reliability_figure"]
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -226,7 +228,7 @@ def drift_markdown(report: DriftReport) -> str:
                 f"{_fmt_p(g.temperature_test.p_value) if g.temperature_test is not None else '-'} | "
                 f"{_fmt(g.ece_estimate if g.tested else g.ece)} | {_fmt(g.baseline_ece)} | "
                 f"{_fmt_p(g.p_value) if g.tested else '-'} | {f'{g.p_threshold:.2g}' if g.tested else '-'} | "
-                f"{_group_fired(g.temperature_drift, g.ece_drift) if g.drifted else 'no'} |"
+                f"{_group_fired(g.temperature_drift, g.ece_drift, g.collapsed) if g.drifted else 'no'} |"
                 for g in report.groups
             ),
         ]
@@ -254,8 +256,9 @@ def _stream_rows(report: DriftReport) -> list[str]:
     return rows
 
 
-def _group_fired(temperature: bool, ece: bool) -> str:
-    return "yes (" + " and ".join(name for name, fired in (("T", temperature), ("ECE", ece)) if fired) + ")"
+def _group_fired(temperature: bool, ece: bool, collapsed: bool) -> str:
+    tests = (("output collapsed", collapsed), ("T", temperature), ("ECE", ece))
+    return "yes (" + " and ".join(name for name, fired in tests if fired) + ")"
 
 
 def _tests_table(report: DriftReport) -> list[str]:
@@ -265,9 +268,14 @@ def _tests_table(report: DriftReport) -> list[str]:
         return ["not tested: too few labelled rows (see the reasons)"]
     reference = (f"reference T {test.reference_temperature:.4g} (n={test.reference_n})" if test.reference_n
                  else f"deployed T {test.temperature:.4g} (no reference sums: one-sample)")
+    usual = "reference's" if report.reference_stats is not None else "1 (no reference sums)"
+    collapsed = ([f"| model output collapsed | variance of z/T per row vs {COLLAPSE_SPREAD_RATIO:.0%} of the {usual} | "
+                  f"{report.temperature_stats.scaled_logit_variance:.3g} | - | - | yes |"]
+                 if report.output_collapsed else [])
     return [
         "| test | compares | statistic | p-value | level | fired |",
         "| --- | --- | --- | --- | --- | --- |",
+        *collapsed,
         f"| temperature (margin {report.temperature_margin:.0%}) | window T {_temperature_cell(test)} vs {reference}; "
         f"ratio {test.ratio:.3f}{_interval(test.ratio_low, test.ratio_high, 3)}, {test.direction} | z = {test.z:+.2f} "
         f"(beyond the margin {test.margin_z:+.2f}) | {_fmt_p(test.p_value)} (no margin: "
@@ -282,7 +290,8 @@ def _tests_table(report: DriftReport) -> list[str]:
 def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
     """One JSON-safe row for the whole window and one per group, for a dashboard table.
 
-    Columns: scope ("overall" or "group"), group, n, tested, drifted, temperature_drift,
+    Columns: scope ("overall" or "group"), group, n, tested, drifted, collapsed (the outputs
+    carry next to no information about T), temperature_drift,
     window_temperature, window_temperature_low, window_temperature_high, temperature_ratio,
     temperature_z, temperature_p_value, ece_drift, ece_estimate, ece_low, ece_high, ece,
     baseline_ece, ece_excess, p_value (the ECE test's), p_threshold, nll, accuracy,
@@ -306,6 +315,7 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
             "n": report.n,
             "tested": report.temperature_test is not None,
             "drifted": report.overall_drift,
+            "collapsed": report.output_collapsed,
             **_temperature_columns(report.temperature_test, report.temperature_drift),
             "ece_drift": report.ece_drift,
             "ece_estimate": json_safe(report.ece_estimate),
@@ -331,6 +341,7 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
                 "n": g.n,
                 "tested": g.tested,
                 "drifted": g.drifted,
+                "collapsed": g.collapsed,
                 **_temperature_columns(g.temperature_test, g.temperature_drift),
                 "ece_drift": g.ece_drift,
                 "ece_estimate": json_safe(g.ece_estimate),
@@ -367,7 +378,43 @@ def _temperature_columns(test: TemperatureTest | None, drifted: bool) -> dict[st
     }
 
 
-_METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
+# MLflow's metric keys: at most 250 characters of [A-Za-z0-9_-. /], a path that normalises to itself.
+_METRIC_KEY_PLAIN = re.compile(r"[A-Za-z0-9_\-. /]+")
+_READABLE_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. ]")  # and no "/": a hashed key is never a path to normalise
+_HASHED_KEY = re.compile(r"\.h[0-9a-f]{16}\Z")
+_GROUP_KEY_PREFIXES = ("ece.group.", "temperature_z.group.")
+_PLAIN_KEY_LENGTH = 120
+_READABLE_LENGTH = 64
+
+
+def group_metric_key(group: str) -> str:
+    """The part of a group's metric keys (``ece.group.<key>``, ``temperature_z.group.<key>``)
+    that names it: bounded and collision-free.
+
+    A group name that MLflow accepts as it is (at most 120 characters of ``[A-Za-z0-9_-. /]``,
+    no path that normalises to something else) is its own key, as before. Any other name gets a
+    readable prefix (its first 64 characters, each other character as ``_``) and ``.h`` with 16
+    hex digits of its SHA-256, so ``eu:west`` and ``eu;west`` no longer overwrite each other's
+    metric, and a 255-character group no longer makes every check fail (MLflow's limit is 250
+    characters). A name that looks like a hashed key is hashed too: no plain name can equal
+    another group's key. The name of each key is recorded with the check
+    (:class:`flows.run_records.GroupMetricKeys`).
+
+    Examples
+    --------
+    >>> group_metric_key("eu-west"), group_metric_key("en/US")
+    ('eu-west', 'en/US')
+    >>> group_metric_key("eu:west"), group_metric_key("eu;west")
+    ('eu_west.hc0a20939aed2dfe9', 'eu_west.h1583a88944c90319')
+    >>> len(group_metric_key("x" * 255))
+    82
+    """
+    full = [prefix + group for prefix in _GROUP_KEY_PREFIXES]
+    if (_METRIC_KEY_PLAIN.fullmatch(group) and len(group) <= _PLAIN_KEY_LENGTH and not _HASHED_KEY.search(group)
+            and all(posixpath.normpath(key) == key for key in full)):
+        return group
+    digest = hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{_READABLE_UNSAFE.sub('_', group[:_READABLE_LENGTH])}.h{digest}"
 
 
 def drift_metrics(report: DriftReport) -> dict[str, float]:
@@ -376,13 +423,14 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     Keys: ece, ece_estimate, ece_low, ece_high, ece_excess, nll, accuracy, mean_confidence,
     brier, coverage, accepted_accuracy, p_value (the ECE test's), window_temperature,
     window_temperature_low, window_temperature_high, temperature_ratio, temperature_z,
-    temperature_p_value, n, drift, temperature_drift, ece_drift, refit_recommended (0/1 each);
+    temperature_p_value, n, drift, temperature_drift, ece_drift, output_collapsed,
+    refit_recommended (0/1 each);
     with the sequential rule cusum_upper, cusum_lower, sequential_alarm (0/1); with the early
     warning predicted_accuracy (low, high), served_n, confidence_shift_p_value,
     confidence_shifted (0/1);
-    and per group ``ece.group.<name>`` and ``temperature_z.group.<name>`` (characters outside
-    ``[A-Za-z0-9_-. /]`` become ``_``). Undefined values (NaN) are left out, so a chart shows
-    a gap rather than a fake number.
+    and per group ``ece.group.<key>`` and ``temperature_z.group.<key>``, the key of
+    :func:`group_metric_key` (the name itself when MLflow accepts it). Undefined values (NaN)
+    are left out, so a chart shows a gap rather than a fake number.
 
     Examples
     --------
@@ -392,7 +440,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
     >>> metrics = drift_metrics(decide_drift(s, baseline_ece=0.0))
-    >>> metrics["drift"], metrics["n"], "ece.group.a_b" in metrics, "p_value" in metrics
+    >>> metrics["drift"], metrics["n"], f"ece.group.{group_metric_key('a:b')}" in metrics, "p_value" in metrics
     (0.0, 3.0, True, False)
     """
     test = report.temperature_test
@@ -413,6 +461,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
         "drift": 1.0 if report.drift_detected else 0.0,
         "temperature_drift": 1.0 if report.temperature_drift else 0.0,
         "ece_drift": 1.0 if report.ece_drift else 0.0,
+        "output_collapsed": 1.0 if report.output_collapsed else 0.0,
         "refit_recommended": 1.0 if report.refit_recommended else 0.0,
     }
     if test is not None:
@@ -435,7 +484,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
                    "served_n": float(warning.n), "confidence_shift_p_value": warning.p_value,
                    "confidence_shifted": 1.0 if warning.shifted else 0.0}
     for g in report.groups:
-        name = _METRIC_UNSAFE.sub("_", g.group)
+        name = group_metric_key(g.group)
         values[f"ece.group.{name}"] = g.ece
         if g.temperature_test is not None:
             values[f"temperature_z.group.{name}"] = g.temperature_test.z

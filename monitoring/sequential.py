@@ -103,7 +103,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy.special import ndtri
 
-from calibration import JsonResult, TemperatureStats, check_temperature
+from calibration import JsonResult, TemperatureStats, check_temperature, log_normal_interval
 
 from ._validation import as_utc
 
@@ -371,10 +371,8 @@ def _segment_ratio(
     window_se = segment.log_temperature_standard_error(kappa * segment.curvature_sum / segment.n) if segment.n else math.nan
     if not (math.isfinite(shift) and math.isfinite(window_se)):
         return math.nan, math.nan, math.nan
-    se = math.hypot(window_se, reference_se)
-    d = shift - reference_shift
-    spread = float(ndtri(0.5 + confidence_level / 2.0)) * se
-    return math.exp(d), math.exp(d - spread), math.exp(d + spread)
+    # In log space: a segment that says next to nothing about T has ends at 0 and infinity.
+    return log_normal_interval(shift - reference_shift, math.hypot(window_se, reference_se), confidence_level)
 
 
 def update_sequential(

@@ -11,7 +11,11 @@ JSON API is its :meth:`DashboardState.to_dict`.
 Where a fact comes from
 -----------------------
 * a check: its MLflow run (tags ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``,
-  ``baseline_ece``, ``ece.group.<g>`` ...; the x position is the window's end);
+  ``baseline_ece``, ``ece.group.<key>`` ... with the group of each hashed key in the tag
+  ``thermostat.group_keys``; the x position is the window's end). A run ended ``FAILED``
+  (:class:`flows.run_records.CheckFailure`) is a failed check: verdict ``failed`` and its
+  error; a run without a verdict is a check still running (or one a crash left open, closed by
+  the version's next check) and is not shown;
 * an alias move: a registration names the alias it was made for and the version that held it
   (tags ``thermostat.alias``, ``thermostat.alias_previous_version``), at the version's
   creation time. MLflow keeps no history of aliases, so a move made by hand (a rollback) is
@@ -37,7 +41,15 @@ from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 
 from flows.registry import MlflowRegistry
-from flows.run_records import KIND_TAG, PREFECT_FLOW_RUN_TAG, REFIT_KIND, RefitRecord
+from flows.run_records import (
+    KIND_TAG,
+    PREFECT_FLOW_RUN_TAG,
+    REFIT_KIND,
+    VERDICT_TAG,
+    CheckFailure,
+    GroupMetricKeys,
+    RefitRecord,
+)
 from flows.settings import ThermostatSettings
 from flows.versions import registered_version
 from monitoring import PredictionLog, mask_url, redact_credentials
@@ -73,7 +85,7 @@ _GROUP_PREFIX = "ece.group."
 _EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
 
-AlertKind = Literal["drift", "refit_refused", "insufficient_data"]
+AlertKind = Literal["drift", "refit_refused", "insufficient_data", "check_failed"]
 
 
 def _json_value(value: Any) -> Any:
@@ -113,7 +125,8 @@ class Thresholds(_Serialisable):
 
 @dataclass(frozen=True, slots=True)
 class Check(_Serialisable):
-    """One monitor check of one version (an MLflow run of the monitoring experiment)."""
+    """One monitor check of one version (an MLflow run of the monitoring experiment); ``verdict``
+    ``failed`` with its ``error`` when the check failed."""
 
     run_id: str
     model_name: str
@@ -140,6 +153,8 @@ class Check(_Serialisable):
     """The early warning's accuracy predicted from every served row's confidence (None: not measured)."""
     cusum: float | None = None
     """The sequential rule's larger side after the check, in standard deviations (alarm at 6)."""
+    error: str | None = None
+    """Why the check failed (verdict ``failed``); None for a check that reached its verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,24 +405,27 @@ def _link(base: str | None, suffix: str) -> str | None:
 
 def _check(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Check | None:
     tags, metrics = run.data.tags, run.data.metrics
-    if "thermostat.verdict" not in tags or "thermostat.model_name" not in tags:
+    failure = CheckFailure.from_tags(tags, run.info.status)
+    if (VERDICT_TAG not in tags and failure is None) or "thermostat.model_name" not in tags:
         return None
+    verdict = tags.get(VERDICT_TAG, "?") if failure is None else "failed"
     flow_run = tags.get(PREFECT_FLOW_RUN_TAG)
     n = _metric(metrics, "n")
+    keys = GroupMetricKeys.from_tags(tags)
     return Check(
         run_id=run.info.run_id, model_name=tags["thermostat.model_name"],
         version=tags.get("thermostat.model_version", "?"),
         aliases=tuple(a for a in tags.get("thermostat.aliases", "").split(",") if a),
-        verdict=tags["thermostat.verdict"], window_start=_time(tags.get("thermostat.window_start"), "window start"),
+        verdict=verdict, window_start=_time(tags.get("thermostat.window_start"), "window start"),
         window_end=(_time(tags.get("thermostat.window_end"), "window end")
                     or _millis(run.info.start_time, "start time")),
         ece=_metric(metrics, "ece"), nll=_metric(metrics, "nll"), p_value=_metric(metrics, "p_value"),
-        drift=_metric(metrics, "drift") == 1.0 or tags["thermostat.verdict"] == "drift",
+        drift=verdict == "drift" or (failure is None and _metric(metrics, "drift") == 1.0),
         refit_recommended=tags.get("thermostat.refit_recommended") == "true",
         baseline_ece=_metric(metrics, "baseline_ece"), ece_excess=_metric(metrics, "ece_excess"),
         labelled_rows=None if n is None else int(n), accuracy=_metric(metrics, "accuracy"),
         temperature=_metric(metrics, "temperature") or _float(tags.get("temperature")),
-        groups={key.removeprefix(_GROUP_PREFIX): float(value) for key, value in sorted(metrics.items())
+        groups={keys.name(key.removeprefix(_GROUP_PREFIX)): float(value) for key, value in sorted(metrics.items())
                 if key.startswith(_GROUP_PREFIX) and math.isfinite(value)},
         prefect_flow_run_id=flow_run,
         run_url=_link(mlflow_ui, f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"),
@@ -415,6 +433,7 @@ def _check(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Check | N
         predicted_accuracy=_metric(metrics, "predicted_accuracy"),
         cusum=max((value for value in (_metric(metrics, "cusum_upper"), _metric(metrics, "cusum_lower"))
                    if value is not None), default=None),
+        error=None if failure is None else failure.error,
     )
 
 
@@ -736,12 +755,24 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
     * ``refit_refused``: a refit of the version registered nothing, and no check of the
       version since says ok (the version still serves a miscalibrated scale);
     * ``insufficient_data``: the version's last ``insufficient_data_streak`` checks or more
-      all had too few labelled rows (labels are not arriving, or traffic stopped).
+      all had too few labelled rows (labels are not arriving, or traffic stopped);
+    * ``check_failed``: the version's latest check failed (no verdict: its last good one is
+      not shown as current).
     """
     found: list[Alert] = []
     for version, aliases in model.serving().items():
         alias = ",".join(aliases)
         own = model.checks_of(version=version)
+        if own and own[-1].verdict == "failed":
+            last = own[-1]
+            found.append(Alert(
+                kind="check_failed", at=last.window_end, model_name=model.name, version=version, alias=alias,
+                title=f"check failed, no verdict: {last.error or 'the check failed'}",
+                numbers={"window_start": None if last.window_start is None else last.window_start.isoformat(),
+                         "window_end": last.window_end.isoformat()},
+                run_id=last.run_id, run_url=last.run_url, prefect_flow_run_id=last.prefect_flow_run_id,
+                prefect_url=last.prefect_url,
+            ))
         if own and own[-1].verdict == "drift":
             last = own[-1]
             excess = "n/a" if last.ece_excess is None else f"{last.ece_excess:+.4f}"

@@ -38,8 +38,8 @@ from flows.dashboard.data import DashboardState
 __all__ = ["CONTENT_TYPE", "VERDICTS", "exposition", "families"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-VERDICTS = ("ok", "drift", "insufficient_data")
-_ALERT_KINDS = ("drift", "refit_refused", "insufficient_data")
+VERDICTS = ("ok", "drift", "insufficient_data", "failed")
+_ALERT_KINDS = ("drift", "refit_refused", "insufficient_data", "check_failed")
 _LABELS = ["model", "version", "alias"]
 
 

@@ -48,6 +48,8 @@ code { font-size: 12px; }
 .alerts tr[data-kind="drift"] td.kind { background: #fde2d6; }
 .alerts tr[data-kind="refit_refused"] td.kind { background: #f8d0dc; }
 .alerts tr[data-kind="insufficient_data"] td.kind { background: #fff1c6; }
+.alerts tr[data-kind="check_failed"] td.kind { background: #e4d4f4; }
+.check-failed { color: #6a1b9a; font-weight: 600; }
 .none { color: #555; font-style: italic; }
 .grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 10px; }
 figure { margin: 0; background: #fff; border: 1px solid #d9d9d9; padding: 6px; }
@@ -101,7 +103,8 @@ def _prefect_link(run_id: str | None, url: str | None) -> str:
     return f'<span class="prefect-run">Prefect flow run <code>{_e(run_id)}</code></span>'
 
 
-_KIND_LABEL = {"drift": "▲ DRIFT", "refit_refused": "✕ REFIT REFUSED", "insufficient_data": "□ NO LABELS"}
+_KIND_LABEL = {"drift": "▲ DRIFT", "refit_refused": "✕ REFIT REFUSED", "insufficient_data": "□ NO LABELS",
+               "check_failed": "✕ CHECK FAILED"}
 
 
 def _numbers(numbers: Mapping[str, float | int | str | None]) -> str:
@@ -302,6 +305,10 @@ def _reliability_panel(model: ModelState, view: AliasView) -> str:
     latest = next((c for c in reversed(checks) if c.run_id == view.latest_check_run_id), None)
     if latest is None:
         left = '<p class="none">no check of this alias yet</p>'
+    elif latest.verdict == "failed":
+        left = (f'<p class="check-failed" data-run-id="{_e(latest.run_id)}" data-version="{_e(latest.version)}">'
+                f"latest check of v{_e(latest.version)} at {_e(_time(latest.window_end))}: check failed, no verdict"
+                f"<br><small>{_e(latest.error or '')}</small></p>")
     else:
         title = f"latest window: v{latest.version}, {latest.verdict}, n = {latest.labelled_rows}, ECE {_num(latest.ece)}"
         if view.latest_reliability is not None:

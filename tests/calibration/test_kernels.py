@@ -6,6 +6,10 @@ each), so the shapes vary inside a test, not across many tests. No test measures
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,21 +97,16 @@ def test_calibration_sums_match_the_reference(dtype: Any) -> None:
             _assert_calibration_equal(got, want)
 
 
-def test_the_dispatch_takes_numpy_below_the_threshold_and_numba_above(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = np.random.default_rng(8)
-    k = 100
-    small_rows = (COMPILED_MIN_ELEMENTS - 1) // k
-    small, small_labels = _logits(rng, small_rows, k, np.float32), _labels(rng, small_rows, k)
-    large, large_labels = _logits(rng, small_rows + 1, k, np.float32), _labels(rng, small_rows + 1, k)
-    assert small.size < COMPILED_MIN_ELEMENTS <= large.size
+@pytest.fixture
+def fresh_installation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """As after installing: no kernel known to be compiled (an empty marker folder)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba-cache"))
+    monkeypatch.setattr(_kernels, "_READY", set())
+    return tmp_path / "numba-cache"
+
+
+def _spy_on_compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     loaded = _kernels._compiled()
-
-    def refuse() -> Any:
-        raise AssertionError("the compiled kernels were used below the threshold")
-
-    monkeypatch.setattr(_kernels, "_compiled", refuse)
-    nll_expansion_sums(small, small_labels, 0.5)
-    calibration_sums(small, small_labels, 0.5, 15)
     used: list[str] = []
 
     def spy() -> Any:
@@ -115,9 +114,84 @@ def test_the_dispatch_takes_numpy_below_the_threshold_and_numba_above(monkeypatc
         return loaded
 
     monkeypatch.setattr(_kernels, "_compiled", spy)
+    return used
+
+
+def test_the_dispatch_takes_numpy_below_the_threshold_and_numba_above_once_compiled(
+    fresh_installation: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(8)
+    k = 100
+    small_rows = (COMPILED_MIN_ELEMENTS - 1) // k
+    small, small_labels = _logits(rng, small_rows, k, np.float32), _labels(rng, small_rows, k)
+    large, large_labels = _logits(rng, small_rows + 1, k, np.float32), _labels(rng, small_rows + 1, k)
+    assert small.size < COMPILED_MIN_ELEMENTS <= large.size
+    used = _spy_on_compiled(monkeypatch)
+    for name in ("expansion_sums_serial", "calibration_bin_sums"):
+        _kernels._mark_compiled(name, np.dtype(np.float32))
+    nll_expansion_sums(small, small_labels, 0.5)
+    calibration_sums(small, small_labels, 0.5, 15)
+    assert used == []
     nll_expansion_sums(large, large_labels, 0.5)
     calibration_sums(large, large_labels, 0.5, 15)
     assert used == ["compiled", "compiled"]
+
+
+def test_a_large_input_on_a_fresh_installation_is_not_held_up_by_compiling(
+    fresh_installation: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between COMPILED_MIN_ELEMENTS and COMPILE_MIN_ELEMENTS a kernel not compiled yet leaves the
+    work to numpy (a compile costs 5-25 s); from COMPILE_MIN_ELEMENTS on, compiling pays off."""
+    rng = np.random.default_rng(10)
+    logits, labels = _logits(rng, 20_000, 10, np.float32), _labels(rng, 20_000, 10)
+    assert COMPILED_MIN_ELEMENTS <= logits.size < _kernels.COMPILE_MIN_ELEMENTS
+    used = _spy_on_compiled(monkeypatch)
+    reference = nll_expansion_sums(logits, labels, 0.5, compiled=False)
+    np.testing.assert_array_equal(nll_expansion_sums(logits, labels, 0.5), reference)
+    calibration_sums(logits, labels, 0.5, 15)
+    assert first_nonfinite_row(logits) == -1
+    fit_temperature(logits, labels)
+    assert used == []
+    monkeypatch.setattr(_kernels, "COMPILE_MIN_ELEMENTS", logits.size)
+    _assert_sums_close(nll_expansion_sums(logits, labels, 0.5), reference)
+    assert used == ["compiled"]
+
+
+def test_a_compiled_kernel_is_remembered_across_processes(fresh_installation: Path) -> None:
+    """The marker a compiled call leaves in the cache folder is what a later process reads."""
+    dtype = np.dtype(np.float64)
+    assert not _kernels.compiled_path("calibration_bin_sums", COMPILED_MIN_ELEMENTS, dtype)
+    rng = np.random.default_rng(11)
+    logits, labels = _logits(rng, 10, 4, np.float64), _labels(rng, 10, 4)
+    calibration_sums(logits, labels, 0.5, 15, compiled=True)
+    assert list(fresh_installation.rglob("*.ready"))
+    _kernels._READY.clear()  # as in a new process
+    assert _kernels.compiled_path("calibration_bin_sums", COMPILED_MIN_ELEMENTS, dtype)
+    assert not _kernels.compiled_path("calibration_bin_sums", COMPILED_MIN_ELEMENTS, np.dtype(np.float32))
+    assert not _kernels.compiled_path("calibration_bin_sums", COMPILED_MIN_ELEMENTS - 1, dtype)
+
+
+_FIRST_LARGE_FIT = """
+import sys
+import numpy as np
+from calibration import fit_temperature
+rng = np.random.default_rng(0)
+labels = rng.integers(0, 10, 1_000_000)
+logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
+fit = fit_temperature(logits, labels)
+print(fit.temperature, "numba" in sys.modules)
+"""
+
+
+def test_the_first_large_fit_on_a_fresh_installation_compiles_nothing(tmp_path: Path) -> None:
+    """1M x 10 with an empty numba cache: numpy, at once; before, ~30 s of compiling (once)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba-cache")
+    done = subprocess.run([sys.executable, "-c", _FIRST_LARGE_FIT], env=env, capture_output=True, text=True,
+                          timeout=600, check=True)
+    temperature, numba_loaded = done.stdout.split()
+    assert numba_loaded == "False" and 0.05 < float(temperature) < 20.0
+    assert not list((tmp_path / "numba-cache").rglob("*.nbi"))
 
 
 def test_sums_over_partitions_add_up_to_the_sums_over_the_whole() -> None:

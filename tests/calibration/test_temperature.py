@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -138,6 +139,33 @@ def test_arguments_are_checked() -> None:
         temperature_test(object())  # type: ignore[arg-type]
     empty = temperature_test(window)
     assert not empty.drifted and math.isnan(empty.z) and empty.direction == "none"
+
+
+def test_collapsed_outputs_give_an_interval_up_to_infinity_not_an_overflow() -> None:
+    """Logits 1e-4 x normal (a collapsed, near-uniform classifier) carry almost no information
+    about T: the intervals widen towards 0 and infinity instead of raising OverflowError."""
+    rng = np.random.default_rng(7)
+    reference = TemperatureStats.from_logits(*_labelled(rng, 4_000, 1.0), temperature=2.0)
+    errors = []
+    for _ in range(12):  # the sign of a collapsed window's score sum is a coin flip: both sides
+        window = TemperatureStats.from_logits(1e-4 * rng.normal(size=(2_000, 10)), rng.integers(0, 10, 2_000),
+                                              temperature=2.0)
+        low, high = window.interval()
+        assert 0.0 <= low <= window.window_temperature <= high
+        test = temperature_test(window, reference)
+        assert 0.0 <= test.ratio_low <= test.ratio <= test.ratio_high and math.isfinite(test.z)
+        assert json.dumps(test.to_dict(), allow_nan=False) and json.dumps(window.to_dict(), allow_nan=False)
+        errors.append(test.standard_error)
+    assert max(errors) > 100  # the case that overflowed: a held Newton step with a huge error
+    # No information at all: the interval is (0, inf), serialised with null ends.
+    blind = TemperatureStats(temperature=2.0, n=1_000, gradient_sum=0.0, gradient_square_sum=1.0, curvature_sum=1e-12)
+    assert blind.interval() == (0.0, math.inf)
+    unresolved = temperature_test(blind, reference)
+    assert (unresolved.window_temperature_low, unresolved.window_temperature_high) == (0.0, math.inf)
+    assert (unresolved.ratio_low, unresolved.ratio_high) == (0.0, math.inf)
+    payload = json.loads(json.dumps(unresolved.to_dict(), allow_nan=False))
+    assert payload["window_temperature_high"] is None and payload["ratio_high"] is None
+    assert "inf]" in unresolved.sentence()
 
 
 # --------------------------------------------------------------------------- the interval of a fit

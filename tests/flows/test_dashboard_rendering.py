@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import importlib
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,26 @@ def test_alerts_are_open_drifts_and_refusals_of_serving_versions() -> None:
     assert "needs retraining or a data fix" in refused.title and refused.prefect_flow_run_id == "flow-2"
 
 
+def test_a_failed_latest_check_shows_check_failed_instead_of_the_last_verdict() -> None:
+    failed = replace(_check("2", "challenger", 40, "failed", 0.0), ece=None, nll=None, p_value=None,
+                     labelled_rows=None, error="FileNotFoundError: the prediction log sqlite:///x.db does not exist")
+    model = _model([*STORY, failed])
+    model = replace(model, alias_views=(model.alias_views[0],
+                                        AliasView("challenger", "2", ("2",), failed.run_id, None, "reg2")))
+    alerts = alerts_for(model, THRESHOLDS)
+    assert _kinds(alerts) == {("check_failed", "2", "challenger")}, "not its last verdict (drift)"
+    (alert,) = alerts
+    assert "check failed, no verdict: FileNotFoundError: the prediction log" in alert.title
+    state = _state(model)
+    html = render_page(state)
+    assert 'data-kind="check_failed"' in html and "CHECK FAILED" in html
+    assert 'class="check-failed"' in html and "sqlite:///x.db does not exist" in html
+    families = {f.name: f for f in text_string_to_metric_families(exposition(lambda: state).decode())}
+    verdicts = {(s.labels["version"], s.labels["verdict"]): s.value for s in families["thermostat_verdict"].samples}
+    assert verdicts[("2", "failed")] == 1.0 and verdicts[("2", "drift")] == 0.0
+    assert [s.value for s in families["thermostat_drift"].samples if s.labels["version"] == "2"] == [0.0]
+
+
 def test_a_refusal_followed_by_an_ok_check_is_closed() -> None:
     story = [*STORY[:-1], _check("2", "challenger", 30, "ok", 0.02)]
     assert _kinds(alerts_for(_model(story, [_refused(25)]), THRESHOLDS)) == set()
@@ -142,14 +163,14 @@ def test_names_are_escaped_in_the_page_and_the_metrics() -> None:
     assert sample.labels == {"model": name, "version": "3", "alias": "champion"} and sample.value == 0.09
     assert [s.value for s in families["thermostat_drift"].samples] == [1.0]
     verdicts = {s.labels["verdict"]: s.value for s in families["thermostat_verdict"].samples}
-    assert verdicts == {"ok": 0.0, "drift": 1.0, "insufficient_data": 0.0}
+    assert verdicts == {"ok": 0.0, "drift": 1.0, "insufficient_data": 0.0, "failed": 0.0}
     temperatures = {s.labels["version"]: s.value for s in families["thermostat_temperature"].samples}
     assert temperatures == {"2": 1.05, "3": 4.7}  # the versions an alias points at, checked or not
     assert families["thermostat_temperature_low"].samples[0].value == 4.7 * 0.9
     assert [s.value for s in families["thermostat_predicted_accuracy"].samples] == [0.88]
     assert [s.value for s in families["thermostat_cusum"].samples] == [7.5]
     assert {s.labels["kind"]: s.value for s in families["thermostat_open_alerts"].samples} == {
-        "drift": 1.0, "refit_refused": 0.0, "insufficient_data": 0.0}
+        "drift": 1.0, "refit_refused": 0.0, "insufficient_data": 0.0, "check_failed": 0.0}
     last = families["thermostat_last_check_timestamp_seconds"].samples[0].value
     assert last == (T0 + timedelta(minutes=30)).timestamp()
 

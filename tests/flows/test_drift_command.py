@@ -83,6 +83,23 @@ def test_a_sharper_window_is_a_drift_exit_1(files: Path, capsys: pytest.CaptureF
     assert err.startswith("thermostat: warning: drift: window optimal T")
 
 
+def test_a_collapsed_window_is_a_drift_exit_1_not_a_crash(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Logits 1e-4 x normal (a collapsed, near-uniform classifier) exited 3 with "math range
+    error"; it is the drift a monitor must flag."""
+    rng = np.random.default_rng(2)
+    write_scored_set(ScoredSet.from_arrays(1e-4 * rng.normal(size=(2_000, 5)), rng.integers(0, 5, 2_000),
+                                           ids=[f"x{i}" for i in range(2_000)]), files / "collapsed.npz")
+    payload = run_json(capsys, "drift", files / "reference.npz", files / "collapsed.npz", "--temperature", "2",
+                       status=1)
+    assert payload["verdict"] == "drift" and payload["tests_fired"] == ["collapsed"]
+    assert payload["reasons"][0].startswith("model output collapsed: ")
+    high = payload["temperature_test"]["window_temperature_high"]
+    assert high is None or high > 1e3  # the window says next to nothing about T (null: beyond float range)
+    code, out, err = run(capsys, "drift", files / "reference.npz", files / "collapsed.npz", "--temperature", "2",
+                         "--resamples", "100")
+    assert code == 1 and "verdict: DRIFT (collapsed" in out and "math range error" not in out + err
+
+
 def test_groups_are_tested_against_the_reference_groups(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     payload = run_json(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2", "--groups",
                        status=0)

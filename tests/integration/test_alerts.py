@@ -131,6 +131,8 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
         ("refit_crashed", "prefect.flow-run.Crashed", "thermostat: refit crashed"),
         ("refit_errored", "prefect.flow-run.Failed", "thermostat: refit errored"),
+        ("monitor_failed", "prefect.flow-run.Failed", "thermostat: monitor failed"),
+        ("monitor_crashed", "prefect.flow-run.Crashed", "thermostat: monitor crashed"),
     ]
     assert INSUFFICIENT_DATA_EVENT == "thermostat.calibration.insufficient_data"
     assert CONFIDENCE_SHIFT_EVENT == "thermostat.calibration.confidence_shift"
@@ -155,8 +157,12 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
     assert triggers["refit_crashed"] == ({"prefect.resource.id": "prefect.flow-run.*"}, refit_flow)
     assert triggers["refit_errored"] == ({"prefect.resource.id": "prefect.flow-run.*",
                                           "prefect.state-message": "Flow run encountered an exception:*"}, refit_flow)
+    # Any failed or crashed run of the flow named monitor: whatever the message, no verdict came out.
+    monitor_flow = {"prefect.resource.role": "flow", "prefect.resource.name": "monitor"}
+    assert triggers["monitor_failed"] == triggers["monitor_crashed"] == (
+        {"prefect.resource.id": "prefect.flow-run.*"}, monitor_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 6
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 8
 
 
 def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
@@ -201,8 +207,14 @@ def test_refit_runs_that_end_without_refit_failed_and_only_those_trigger_an_aler
     assert firing(_flow_run_event("Failed", "Flow run encountered an exception: FileNotFoundError: checkpoint")) == [
         "refit_errored"]
     assert firing(_flow_run_event("Failed", "needs retraining or a data fix")) == []
-    assert firing(_flow_run_event("Crashed", "killed", flow="monitor")) == []
     assert firing(_flow_run_event("Completed", "All states completed.")) == []
+    # The monitor: any Failed or Crashed run alerts (it has no event of its own for a failure).
+    assert firing(_flow_run_event("Crashed", "killed", flow="monitor")) == ["monitor_crashed"]
+    assert firing(_flow_run_event("Failed", "Flow run encountered an exception: FileNotFoundError: log",
+                                  flow="monitor")) == ["monitor_failed"]
+    assert firing(_flow_run_event("Failed", "anything else", flow="monitor")) == ["monitor_failed"]
+    assert firing(_flow_run_event("Completed", "All states completed.", flow="monitor")) == []
+    assert firing(_flow_run_event("Cancelled", "Deployment concurrency limit reached.", flow="monitor")) == []
 
 
 @pytest.mark.integration
@@ -330,6 +342,30 @@ def test_the_refit_crash_alert_names_the_flow_run_the_model_and_the_message() ->
     assert subject == "[thermostat] refit errored: a model version (flow run brave-fox)"
     body = _render(errored.body, FLOW_RUN_FAILED_EVENT, {}, resource=failed)
     assert "ended Failed" in body and "State message: Flow run encountered an exception: OSError: gone" in body
+
+
+def test_the_monitor_failure_alert_names_the_model_the_error_and_the_dashboard() -> None:
+    from uuid import uuid4
+
+    from prefect.server.schemas.core import FlowRun
+
+    failed, crashed = ALERTS[6], ALERTS[7]
+    message = "Flow run encountered an exception: FileNotFoundError: the prediction log sqlite:///p.db does not exist"
+    event = _flow_run_event("Failed", message, flow="monitor")
+    resource = dict(event.resource)
+    run = FlowRun(id=UUID(resource["prefect.resource.id"].rsplit(".", 1)[1]), flow_id=uuid4(), name="brave-fox",
+                  parameters={"model_name": "digits", "aliases": ["champion", "challenger"]})
+    subject = _render(failed.subject, FLOW_RUN_FAILED_EVENT, {}, resource=resource, flow_run=run)
+    assert subject == "[thermostat] monitor failed: digits: no verdict (flow run brave-fox)"
+    body = _render(failed.body, FLOW_RUN_FAILED_EVENT, {}, resource=resource, flow_run=run)
+    for text in ("The monitor flow run brave-fox checking digits (aliases champion, challenger) ended Failed",
+                 f"State message: {message}", "'check failed' for the version", f"Prefect flow run: brave-fox ({run.id})",
+                 "Event: prefect.flow-run.Failed"):
+        assert text in body, (text, body)
+    gone = dict(_flow_run_event("Crashed", "Flow run infrastructure exited with non-zero status code -9.",
+                                flow="monitor").resource)
+    assert _render(crashed.subject, FLOW_RUN_CRASHED_EVENT, {}, resource=gone) == (
+        "[thermostat] monitor crashed: a model: no verdict (flow run brave-fox)")
 
 
 def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
@@ -492,7 +528,7 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
         installed = _install(env, "--webhook-url", receiver.url)
         assert [a["event"] for a in installed["automations"]] == [
             DRIFT_EVENT, REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT, CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT,
-            FLOW_RUN_FAILED_EVENT]
+            FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_CRASHED_EVENT]
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
         assert isinstance(flow_run, FlowRun)
@@ -531,3 +567,48 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
                  "reliability shape ", "Prefect flow run: "):
         assert text in message["body"], (text, message["body"])
     assert [str(v.version) for v in registry.versions("digits")] == ["1"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_failed_monitor_run_reaches_the_webhook_and_the_dashboard(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, receiver: Receiver, tmp_path: Path
+) -> None:
+    """The ``monitor`` deployment on a store whose prediction log does not exist: the run fails
+    naming the log (it was created empty and every version read insufficient_data), the
+    "monitor failed" automation POSTs one notification, and the dashboard shows "check failed"."""
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.dashboard.data import gather
+
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    state.mkdir()
+    shutil.copyfile(registered.db, state / "mlflow.db")
+    log = state / "predictions.db"
+    worker = deploy_all_and_start_worker(env, tmp_path)
+    try:
+        _install(env, "--webhook-url", receiver.url)
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
+        assert isinstance(flow_run, FlowRun) and flow_run.state is not None and flow_run.state.is_failed(), (
+            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}")
+        prefix = "[thermostat] monitor failed: digits: no verdict"
+        messages = _wait_for(receiver, (prefix,), timeout=120)
+        time.sleep(3)  # a duplicate would arrive within seconds
+        messages = receiver.messages()
+    finally:
+        stop_process(worker, signal.SIGINT, 15)
+    logs = f"{(tmp_path / 'worker.log').read_text()[-4000:]}\n{(tmp_path / 'server.log').read_text()[-3000:]}"
+    assert [m["subject"] for m in messages] == [f"{prefix} (flow run {flow_run.name})"], (messages, logs)
+    body = messages[0]["body"]
+    for text in (f"The monitor flow run {flow_run.name} checking digits ended Failed",
+                 f"FileNotFoundError: the prediction log sqlite:///{log} does not exist", "'check failed'"):
+        assert text in body, (text, body)
+    assert not log.exists(), "reading the log created it"
+    dashboard = gather(ThermostatSettings(state_dir=state))
+    [alert] = [a for a in dashboard.alerts if a.model_name == "digits"]
+    assert alert.kind == "check_failed" and alert.version == "1" and "does not exist" in alert.title
+    assert alert.prefect_flow_run_id == str(flow_run.id)

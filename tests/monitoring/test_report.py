@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import posixpath
+import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -19,6 +21,7 @@ from monitoring import (
     drift_metrics,
     drift_payload,
     drift_table_rows,
+    group_metric_key,
     reliability_figure,
     summarise_arrays,
 )
@@ -90,9 +93,34 @@ def test_table_rows_and_payload_are_json_safe(group_drift_report: DriftReport) -
     assert len(payload["reliability"]) == 15
 
 
+def test_group_metric_keys_are_bounded_valid_and_collision_free() -> None:
+    """MLflow refuses metric keys over 250 characters (a 241-255 character group made every check
+    fail) and keeps [A-Za-z0-9_-. /]; groups differing only in punctuation overwrote each other."""
+    names = ["eu:west", "eu;west", "eu_west", "eu west", "eu/west", "eu//west", "eu/", "", "../x", "a" * 120,
+             "a" * 121, *("g" * n for n in range(241, 256)), "é" * 130, "eu_west.h0123456789abcdef"]
+    names += [group_metric_key("eu:west")]  # a plain name that looks like another group's key
+    rng = np.random.default_rng(3)
+    summary = summarise_arrays(2.0 * rng.normal(size=(len(names) * 3, 3)), rng.integers(0, 3, len(names) * 3),
+                               temperature=1.0, start=T0 - timedelta(hours=1), end=T0, groups=names * 3)
+    report = decide_drift(summary, baseline_ece=0.0, min_window=1, min_group_size=1)
+    keys = {name: group_metric_key(name) for name in names}
+    assert len(set(keys.values())) == len(names), "two groups share a key"
+    metrics = drift_metrics(report)
+    group_keys = [key for key in metrics if ".group." in key]
+    assert len(group_keys) == 2 * len(names)
+    for key in group_keys:
+        assert len(key) <= 250 and re.fullmatch(r"[A-Za-z0-9_\-. /]+", key) and posixpath.normpath(key) == key, key
+    assert keys["eu-west" if "eu-west" in keys else "eu_west"] == "eu_west" and keys["eu/west"] == "eu/west"
+    assert keys["a" * 120] == "a" * 120 and keys["a" * 121].startswith("a" * 64 + ".h")
+    assert keys["eu:west"].startswith("eu_west.h") and keys["eu;west"].startswith("eu_west.h")
+    assert group_metric_key("eu:west") == keys["eu:west"], "stable"
+
+
 def test_metrics_are_finite_and_group_names_sanitised(group_drift_report: DriftReport) -> None:
     metrics = drift_metrics(group_drift_report)
     assert metrics["drift"] == 1.0 and metrics["refit_recommended"] == 1.0
-    assert "ece.group.web_mobile" in metrics and "ece.group.scans" in metrics
+    # A name MLflow takes as it is keeps its key; "web|mobile" gets a readable prefix and a hash.
+    assert f"ece.group.{group_metric_key('web|mobile')}" in metrics and "ece.group.scans" in metrics
+    assert group_metric_key("web|mobile").startswith("web_mobile.h")
     assert all(np.isfinite(v) for v in metrics.values())
     assert ("accepted_accuracy" in metrics) == math.isfinite(group_drift_report.accepted_accuracy), "NaN is left out"

@@ -193,6 +193,27 @@ def test_a_drift_starting_mid_stream_is_found_with_its_change_point() -> None:
     assert "ALARM" in check.sentence() and check.threshold == CUSUM_THRESHOLD
 
 
+def test_collapsed_outputs_alarm_without_an_overflow() -> None:
+    """Increments of a collapsed classifier (its logits shrunk to 1e-4 of their scale): an
+    under-confident alarm whose segment T ratio and interval are computed in log space."""
+    rng = np.random.default_rng(4)
+    logits = 2.5 * rng.normal(size=(3_000, 10))
+    reference = TemperatureStats.from_logits(logits, sample_labels(rng, logits))
+    state = SequentialState.initial(1.0)
+    checks = []
+    for hour in range(6):
+        shrunk = 2.5 * rng.normal(size=(400, 10))  # still ranks the classes, at 1e-4 of the scale
+        increment = TemperatureStats.from_logits(1e-4 * shrunk, sample_labels(rng, shrunk))
+        check = update_sequential(state, increment, start=T0 + hour * HOUR, end=T0 + (hour + 1) * HOUR,
+                                  reference=reference)
+        state = check.state
+        checks.append(check)
+        assert json.dumps(check.to_dict(), allow_nan=False)
+    alarm = next(check for check in checks if check.alarm)
+    assert alarm.side == "under-confident" and "ALARM" in alarm.sentence()
+    assert 0.0 <= alarm.shift_ratio_low <= alarm.shift_ratio <= alarm.shift_ratio_high < 1.0
+
+
 def test_the_change_point_is_also_given_in_serving_time_when_labels_come_late() -> None:
     """Increments are cut by label arrival; with labels 3 hours late, the rows of the climb were
     served 3 hours before the change point on that clock: where a refit must start reading."""

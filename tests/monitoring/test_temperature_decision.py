@@ -141,6 +141,31 @@ def test_reports_show_the_tests_and_serialise() -> None:
     assert overall["temperature_drift"] and overall["window_temperature"] > 1.2 and groups[0]["temperature_z"] > 0
 
 
+def test_collapsed_outputs_are_a_drift_with_their_reason() -> None:
+    """Logits 1e-4 x normal or constant (a collapsed, near-uniform classifier): a drift, never an
+    OverflowError, whichever way the window's score sum falls; constant outputs have no information
+    about T at all and are named as collapsed."""
+    rng = np.random.default_rng(11)
+    reference = Reference(rng)
+    windows = [1e-4 * rng.normal(size=(2_000, 10)) for _ in range(8)] + [np.zeros((2_000, 10))]
+    for logits in windows:
+        report = reference.decide(window(logits, rng.integers(0, 10, 2_000)))
+        assert report.verdict == "drift" and report.refit_recommended, report.reasons[:2]
+        assert json.dumps(drift_payload(report), allow_nan=False)
+        assert all(math.isfinite(value) for value in drift_metrics(report).values())
+    assert report.tests_fired == ("collapsed",) and report.output_collapsed
+    assert report.reasons[0].startswith("model output collapsed: ") and "needs retraining" in report.reasons[0]
+    assert "collapsed" in drift_markdown(report)
+    # One group's outputs collapse (a client sending blank inputs): the group test names it.
+    logits, labels = rows(rng, 3_000)
+    logits[2_000:] = 0.0
+    labels[2_000:] = rng.integers(0, 10, 1_000)
+    groups = np.array(["web"] * 2_000 + ["blank"] * 1_000, dtype=object)
+    report = reference.decide(window(logits, labels, groups))
+    assert "group 'blank' collapsed" in report.tests_fired and report.drifted_groups == ("blank",)
+    assert next(g for g in report.groups if g.group == "blank").collapsed
+
+
 @settings(max_examples=40, deadline=None)
 @given(data=scored_arrays(min_rows=4), cut=st.floats(0.1, 0.9))
 def test_window_summaries_of_parts_merge_to_the_whole(data: tuple[np.ndarray, np.ndarray], cut: float) -> None:

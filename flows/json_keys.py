@@ -1,0 +1,66 @@
+"""The ``--json`` keys each command prints, as ``thermostat COMMAND --help`` lists them.
+
+Kept here, not computed for each ``--help`` (that would load the numeric core to run the
+command on an example): ``tests/flows/test_cli_startup.py`` runs every command on its small
+example and fails, printing this table anew, when a command's output and this list disagree.
+"""
+
+from __future__ import annotations
+
+__all__ = ["JSON_KEYS"]
+
+JSON_KEYS: dict[str, str] = {
+    "fit": (
+        "data, temperature, nll_before, nll_after, at_bound, n, n_classes, bounds, nll_reduction, "
+        "temperature_low, temperature_high, confidence_level, ece_before, ece_after, n_bins, scheme, accuracy, "
+        "in_sample, engine, n_partitions, n_workers"
+    ),
+    "evaluate": (
+        "data, n, n_classes, temperature, nll, ece, mce, brier, accuracy, mean_confidence, n_bins, scheme, "
+        "min_count, bins [{lower, upper, count, mean_confidence, accuracy, gap, sparse}], engine, n_partitions, "
+        "n_workers; with --by-group also groups [{group, n, ece, accuracy, mean_confidence}], "
+        "group_weighted_ece; with --estimator also estimators [{estimator, estimate, low, high, "
+        "confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, bandwidth}]"
+    ),
+    "sweep": (
+        "data, temperature, n, threshold, met, target_accuracy, coverage, accepted_count, accepted_accuracy, "
+        "accuracy_lower_bound, confidence_level, reason, table [{threshold, coverage, accepted_count, "
+        "accepted_accuracy, accuracy_lower_bound}]"
+    ),
+    "qualify": (
+        "data, training_ids, reference, passed, failures, warnings, n, n_classes, class_counts, n_errors, "
+        "id_overlap, tv_distance, min_total, min_per_class, max_tv_distance"
+    ),
+    "compare": (
+        "fit_data, eval_data, temperature, at_bound, bounds, temperature_low, temperature_high, "
+        "temperature_confidence_level, fit_n, eval_n, n_classes, n_bins, scheme, before {temperature, nll, ece, "
+        "mce, brier, accuracy, mean_confidence}, after {temperature, nll, ece, mce, brier, accuracy, "
+        "mean_confidence}, nll_difference {estimate, low, high, verdict, temperature_before, temperature_after, "
+        "n, n_resamples, confidence_level, seed}, verdict, id_overlap, interval, engine, n_partitions, n_workers"
+    ),
+    "drift": (
+        "reference, window, reference_n, verdict, drift_detected, reasons, tests_fired, temperature, n_bins, "
+        "scheme, n, overall_drift, temperature_drift, temperature_margin, temperature_test {temperature, n, "
+        "window_temperature, window_temperature_low, window_temperature_high, reference_n, "
+        "reference_temperature, ratio, ratio_low, ratio_high, log_ratio, standard_error, window_standard_error, "
+        "reference_standard_error, z, margin, margin_z, p_value, p_value_no_margin, level, drifted, direction, "
+        "confidence_level, information_ratio}, temperature_stats {temperature, n, gradient_sum, "
+        "gradient_square_sum, curvature_sum, mean_gradient, direction, window_temperature, "
+        "window_temperature_low, window_temperature_high}, reference_stats {temperature, n, gradient_sum, "
+        "gradient_square_sum, curvature_sum, mean_gradient, direction, window_temperature, "
+        "window_temperature_low, window_temperature_high}, ece_drift, ece_estimator, ece_estimate, ece_low, "
+        "ece_high, confidence_level, ece, baseline_ece, baseline_ece_low, baseline_ece_high, ece_excess, "
+        "ece_tolerance, p_value, p_threshold, test_level, consistency_p_value, null_quantile_95, seed, nll, "
+        "baseline_nll, accuracy, mean_confidence, brier, mce, threshold, coverage, accepted_accuracy, "
+        "groups [{scope, group, n, tested, drifted, collapsed, temperature_drift, window_temperature, "
+        "window_temperature_low, window_temperature_high, temperature_ratio, temperature_z, temperature_p_value, "
+        "ece_drift, ece_estimate, ece_low, ece_high, ece, baseline_ece, ece_excess, p_value, p_threshold, nll, "
+        "accuracy, mean_confidence, coverage, accepted_accuracy}], drifted_groups, skipped_groups, "
+        "min_group_size, group_weighted_ece, reliability [{lower, upper, count, mean_confidence, accuracy, gap, "
+        "sparse}], sequential, early_warning, output_collapsed, change_point, refit_window_start, "
+        "estimators [{estimator, window {estimator, estimate, low, high, confidence_level, n, n_bins, "
+        "temperature, binning, convention, method, squared_estimate, bandwidth}, reference {estimator, estimate, "
+        "low, high, confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, "
+        "bandwidth}}]"
+    ),
+}

@@ -83,7 +83,14 @@ if _typing.TYPE_CHECKING:
     from ._scores import TopLabelScores
     from ._serialise import JsonResult, json_safe
     from ._stats import CalibrationStats, ReliabilityTable
-    from ._temperature import TemperatureStats, TemperatureTest, log_normal_interval, temperature_test
+    from ._temperature import (
+        DetectableShift,
+        TemperatureStats,
+        TemperatureTest,
+        log_normal_interval,
+        minimal_detectable_shift,
+        temperature_test,
+    )
     from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
@@ -104,6 +111,7 @@ __all__ = [
     "CalibrationStats",
     "ConfidenceHistogram",
     "ConsistencyTest",
+    "DetectableShift",
     "Engine",
     "GateChoice",
     "GateSweep",
@@ -149,6 +157,7 @@ __all__ = [
     "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
+    "minimal_detectable_shift",
     "negative_log_likelihood",
     "nll_difference_partitioned",
     "open_partitioned",
@@ -198,7 +207,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_scores": ("TopLabelScores",),
     "_serialise": ("JsonResult", "json_safe"),
     "_stats": ("CalibrationStats", "ReliabilityTable"),
-    "_temperature": ("TemperatureStats", "TemperatureTest", "log_normal_interval", "temperature_test"),
+    "_temperature": (
+        "DetectableShift", "TemperatureStats", "TemperatureTest", "log_normal_interval", "minimal_detectable_shift",
+        "temperature_test"
+    ),
     "_validation": ("check_logits", "check_n_bins", "check_temperature"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -692,7 +692,8 @@ def _detectable_shift(
         power=power,
         standard_error=standard_error,
         log_shift=log_shift,
-        increase=math.expm1(log_shift),
+        # Saturating: rows that say next to nothing about T (collapsed outputs) see no finite shift.
+        increase=_exp(log_shift) - 1.0 if log_shift > 1.0 else math.expm1(log_shift),
         decrease=-math.expm1(-log_shift),
         expected_errors=expected_errors,
         detectable=detectable,

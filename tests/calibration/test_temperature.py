@@ -314,3 +314,16 @@ def test_minimal_detectable_shift_follows_the_formula_and_the_test() -> None:
         minimal_detectable_shift(reference, 0)
     with pytest.raises(ValueError, match="at least two rows with information about T"):
         minimal_detectable_shift(TemperatureStats.empty(1.0), 2_000)
+
+
+def test_the_detectable_shift_of_rows_without_information_is_unbounded_not_an_overflow() -> None:
+    from calibration import TemperatureStats, temperature_test
+
+    flat = TemperatureStats(temperature=1.0, n=2_000, gradient_sum=1.0, gradient_square_sum=2_000.0,
+                            curvature_sum=1e-30, expected_errors=1_800.0)  # a collapsed model's rows
+    shift = temperature_test(flat).minimal_detectable_shift()
+    assert shift.increase > 1e6 and 0.99 < shift.decrease <= 1.0 and "+" in shift.sentence()
+    from calibration._temperature import _detectable_shift
+
+    unbounded = _detectable_shift(2_000, 0, 1e4, 1_800.0, margin=0.05, level=0.01, power=0.95)  # was OverflowError
+    assert unbounded.increase == float("inf") and unbounded.decrease == 1.0

@@ -510,7 +510,7 @@ def _carry_out(step: MonitorStep, registry: MlflowRegistry, version: RegisteredV
 
 
 def _check_version(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
     """One version's check; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
@@ -533,7 +533,7 @@ class _CheckRecord:
 
 
 def _run_check(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings, record: _CheckRecord,
 ) -> VersionCheck:
     close_left_running(registry, version, settings)
@@ -565,22 +565,31 @@ def _run_check(
     )
 
 
+def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionLog | None:
+    """With the window from the export, the SQL log the checks across the stream read, or None
+    when it does not exist (those checks are then skipped, and said so; the window is still checked)."""
+    try:
+        return stack.enter_context(read_prediction_log(settings))
+    except FileNotFoundError as missing:
+        get_run_logger().warning("the sequential rule and the early warning are skipped: %s", missing)
+        return None
+
+
 def _decided(
-    summary: WindowSummary, version: RegisteredVersion, source: LabelledSource, log: PredictionLog, start: datetime,
-    end: datetime, live: bool, settings: ThermostatSettings,
+    summary: WindowSummary, version: RegisteredVersion, source: LabelledSource, log: PredictionLog | None,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> DriftReport:
     """The window's decision with the checks across the stream, which read the SQL log (the window
     may come from the export): the sequential rule on checks of the current window only."""
-    in_log = log is source or log.n_classes(version.model_name, version.version) is not None
-    if not in_log:
-        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no row "
-                              "of this version", version.context, log)
-    elif not live:
+    if log is None or not (log is source or log.n_classes(version.model_name, version.version) is not None):
+        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %s holds no row "
+                              "of this version", version.context, "(none)" if log is None else repr(log))
+        return decide(summary, version, settings)
+    if not live:
         get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
                               "re-check); only checks of the current window advance the stream", version.context)
-    sequential = sequential_update(log, version, start, end, settings) if in_log and live else None
-    warning = early_warning(log, version, start, end, settings) if in_log else None
-    return decide(summary, version, settings, sequential, warning)
+    sequential = sequential_update(log, version, start, end, settings) if live else None
+    return decide(summary, version, settings, sequential, early_warning(log, version, start, end, settings))
 
 
 @flow(name="monitor")
@@ -617,8 +626,7 @@ def monitor(
     with ExitStack() as stack:
         try:
             source = stack.enter_context(open_window_source(settings))
-            # The checks across the stream read the SQL log also when the window comes from the export.
-            log = source if isinstance(source, PredictionLog) else stack.enter_context(read_prediction_log(settings))
+            log = source if isinstance(source, PredictionLog) else _stream_log(stack, settings)
         except Exception as error:  # nothing to read: every serving version's check failed
             for version in versions:
                 _record_failure(registry, version, start, end, settings, error)

@@ -149,6 +149,9 @@ class DriftTest(ABC):
     """One drift test (module docstring). Subclasses set ``name`` and are registered by it."""
 
     name: ClassVar[str]
+    #: The names of the metrics its outcome on the window records (:attr:`TestOutcome.metrics`): what a
+    #: check run may hold and a dashboard may read (:func:`monitoring.drift_metric_names`).
+    metric_names: ClassVar[tuple[str, ...]]
     #: A statistical test takes a share of the decision's level (Bonferroni); a guard (no p-value) does not.
     uses_level: ClassVar[bool] = True
     registry: ClassVar[dict[str, type[DriftTest]]] = {}
@@ -211,6 +214,7 @@ class CollapsedOutputTest(DriftTest):
     """
 
     name = "collapsed"
+    metric_names = ("output_collapsed",)
     uses_level = False
 
     @staticmethod
@@ -245,6 +249,8 @@ class TemperatureShiftTest(DriftTest):
     """The window's optimal T against the reference's, beyond the policy's margin (primary)."""
 
     name = "temperature"
+    metric_names = ("window_temperature", "window_temperature_low", "window_temperature_high", "temperature_ratio",
+                    "temperature_z", "temperature_p_value", "temperature_drift")
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:
@@ -282,6 +288,7 @@ class EceExcessTest(DriftTest):
     """
 
     name = "ece"
+    metric_names = ("ece_estimate", "ece_low", "ece_high", "ece_excess", "p_value", "ece_drift")
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:

@@ -333,9 +333,8 @@ def test_a_refused_refit_links_to_its_check_and_records_the_cause(
     client = mlflow_client(registry)
     assert RefitLink.from_tags(client.get_run(check_run).data.tags) == RefitLink(
         flow_run_id=str(state.state_details.flow_run_id), status="failed", new_version=None)
-    [record_run] = [run for run in registry.runs(settings.monitoring_experiment_name)
-                    if run.data.tags.get("thermostat.kind") == "refit"]
-    record = RefitRecord.from_tags(record_run.data.tags)
+    [record] = [found for run in registry.runs(settings.monitoring_experiment_name)
+                if (found := RefitRecord.from_run(run)) is not None]
     assert record.refused and record.cause == outcome.cause
     assert record.prefect_flow_run_id == str(state.state_details.flow_run_id)
 

@@ -127,7 +127,7 @@ def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, s
                  start=base + timedelta(hours=1), tag="b", temperature=registered.temperature)
     [drift] = monitor("digits", window_start=noisy[0], window_end=noisy[1], settings=settings)
     assert drift.verdict == "drift" and drift.refit_recommended and drift.event_id is not None
-    assert drift.report is not None and drift.report.ece > drift.report.baseline_ece + 0.02
+    assert drift.report is not None and drift.report.window.ece > drift.report.baseline_ece + 0.02
 
     registry = MlflowRegistry.from_settings(settings)
     client = mlflow_client(registry)

@@ -8,8 +8,9 @@ The decision (:func:`monitoring.decide_drift`) folds the tests the policy names
 (:attr:`monitoring.DriftPolicy.tests`) over the window and its tested groups; reports,
 Prometheus, the dashboard and the alert texts iterate the outcomes.
 
-Adding a test is one class here (a subclass of :class:`DriftTest` with a new ``name``:
-subclassing registers it) and its name in the policy's ``tests`` default.
+Adding a test is one class here (a subclass of :class:`DriftTest` with a new ``name`` and the
+``metric_names`` its outcome records: subclassing registers it) and its name in the policy's
+``tests`` default.
 
 The two tests of today:
 
@@ -158,6 +159,9 @@ class DriftTest(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if not isinstance(getattr(cls, "metric_names", None), tuple):
+            raise TypeError(f"drift test {cls.__name__} must declare metric_names, the tuple of the metrics its "
+                            "outcome on the window records (a check run holds them; () for none)")
         DriftTest.registry[cls.name] = cls
 
     @abstractmethod

@@ -1,6 +1,7 @@
 """The dashboard's data: what the MLflow store and the prediction log say, as typed records.
 
-:func:`gather` reads — never writes — the registry (models, versions and their tags, aliases),
+:func:`gather` reads — never writes, and only through the adapter's records
+(:mod:`flows.records.stored`) — the registry (models, versions and their tags, aliases),
 the monitoring experiment (one run per check; one run per refused refit,
 :class:`flows.records.runs.RefitRecord`) and the prediction log (recent traffic per version and
 the T it was served with), and returns one :class:`DashboardState`: every model with its
@@ -10,9 +11,12 @@ JSON API is its :meth:`DashboardState.to_dict`.
 
 Where a fact comes from
 -----------------------
-* a check: its MLflow run (tags ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``,
-  ``baseline_ece``, ``ece.group.<key>`` ... with the group of each hashed key in the tag
-  ``thermostat.group_keys``; the x position is the window's end). A run ended ``FAILED``
+* a check: its MLflow run, read by :class:`flows.records.runs.CheckRecord` (tags
+  ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``, ``baseline_ece``,
+  ``ece.group.<key>`` ... with the group of each hashed key in the tag
+  ``thermostat.group_keys``; the x position is the window's end). Its thresholds are those of
+  the drift policy it recorded; a check written before checks recorded it is drawn with this
+  dashboard's settings (:attr:`Check.thresholds_recorded` False). A run ended ``FAILED``
   (:class:`flows.records.runs.CheckFailure`) is a failed check: verdict ``failed`` and its
   error; a run without a verdict is a check still running (or one a crash left open, closed by
   the version's next check) and is not shown;
@@ -22,6 +26,10 @@ Where a fact comes from
   not seen; the current holder always is;
 * a refit that registered: the new version's ``refit_*`` tags; a refused refit: its
   ``RefitRecord`` run;
+* a version's insufficient-data streak: the count the monitor keeps on it
+  (:class:`flows.records.versions.MonitorState`), never a recount of the check runs;
+* which alerts are open: the situations' table (:mod:`flows.records.situations`), which the
+  alert automations are built from too;
 * the T being served: the ``temperature`` column of the version's latest logged prediction.
 """
 
@@ -33,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url

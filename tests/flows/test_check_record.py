@@ -154,3 +154,19 @@ def test_the_automations_and_the_dashboard_read_one_table_of_situations() -> Non
     assert situation("refit_failed") is situation("refit_refused")
     with pytest.raises(KeyError, match="the situations are"):
         situation("refit_exploded")
+
+
+def test_a_drift_test_that_does_not_declare_its_metrics_is_refused() -> None:
+    from monitoring import DriftTest
+
+    with pytest.raises(TypeError, match="must declare metric_names"):
+        class VolumeTest(DriftTest):  # noqa: F841 - defining it is the test
+            name = "volume"
+
+            def run(self, evidence: typing.Any, *, level: float, policy: DriftPolicy, seed: int) -> typing.Any:
+                raise NotImplementedError
+
+            @staticmethod
+            def effect_beyond(policy: DriftPolicy) -> str:
+                return ""
+    assert "volume" not in DriftTest.registry

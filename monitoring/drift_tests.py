@@ -263,12 +263,15 @@ class TemperatureShiftTest(DriftTest):
     def run(self, evidence: ScopeEvidence, *, level: float, policy: DriftPolicy, seed: int) -> TestOutcome:
         result = temperature_test(evidence.temperature_stats, evidence.reference.temperature_stats,
                                   margin=policy.temperature_margin, level=level,
-                                  confidence_level=policy.confidence_level)
+                                  confidence_level=policy.confidence_level,
+                                  min_expected_errors=policy.min_expected_errors)
+        detectable = result.minimal_detectable_shift()
         metrics = {"window_temperature": result.window_temperature,
                    "window_temperature_low": result.window_temperature_low,
                    "window_temperature_high": result.window_temperature_high, "temperature_ratio": result.ratio,
                    "temperature_z": result.z, "temperature_p_value": result.p_value,
-                   "temperature_drift": float(result.drifted)}
+                   "temperature_drift": float(result.drifted),
+                   "detectable_increase": detectable.increase, "detectable_decrease": detectable.decrease}
         versus = (f"reference {result.reference_temperature:.4g} (n={result.reference_n})" if result.reference_n
                   else f"deployed {result.temperature:.4g} (no reference sums: one-sample)")
         compares = (f"window T {result.window_temperature:.4g} [{result.window_temperature_low:.4g}, "

@@ -103,6 +103,9 @@ class DriftPolicy:
         0.05, "drift_temperature_margin", "relative shift of T the temperature test requires (0.05: beyond 1.05 or "
         "below 1/1.05 times the reference's T)",
         interval=Interval(0.0, 1.0, high_closed=False, hint="the relative shift of T that counts"), flag="--margin")
+    min_expected_errors: float = _knob(
+        5.0, "drift_min_expected_errors", "the temperature test runs only when the window and the reference each expect "
+        "at least this many errors at T (fewer: a handful of errors would carry it)", interval=Interval(0.0))
     ece_tolerance: float = _knob(
         0.02, "drift_ece_tolerance", "how far above the reference's ECE the window's must be to count, beyond both "
         "intervals", interval=Interval(0.0, hint="an ECE difference"), flag="--tolerance")

@@ -190,7 +190,7 @@ class VersionRecord(_TaggedRecord):
       interval of T (:class:`calibration.TemperatureFit`); a refit whose new T lies inside
       its parent's interval is not a fix;
     * ``reference_n``, ``reference_gradient_sum``, ``reference_gradient_square_sum``,
-      ``reference_curvature_sum``: the temperature test's sums over the calibration part at
+      ``reference_curvature_sum``, ``reference_expected_errors``: the temperature test's sums over the calibration part at
       the registered T (:class:`calibration.TemperatureStats`): the reference's estimation
       error of T, which the two-sample temperature test counts;
     * ``reference_ece`` [``reference_ece_low``, ``reference_ece_high``]: the
@@ -251,6 +251,7 @@ class VersionRecord(_TaggedRecord):
     reference_gradient_sum: float | None = None
     reference_gradient_square_sum: float | None = None
     reference_curvature_sum: float | None = None
+    reference_expected_errors: float | None = None
     reference_ece_estimator: str | None = None
     reference_ece: float | None = None
     reference_ece_low: float | None = None
@@ -303,7 +304,8 @@ class VersionRecord(_TaggedRecord):
             fitted_at="2026-01-01T00:00:00+00:00", idempotency_key="k" * 64, pipeline_run_id="run",
             train_steps=7, train_data_version="v1", temperature_low=2.3, temperature_high=2.7,
             temperature_confidence_level=0.95, reference_n=450, reference_gradient_sum=0.0,
-            reference_gradient_square_sum=120.5, reference_curvature_sum=310.25, reference_ece_estimator="debiased_l1",
+            reference_gradient_square_sum=120.5, reference_curvature_sum=310.25, reference_expected_errors=22.5,
+            reference_ece_estimator="debiased_l1",
             reference_ece=0.012, reference_ece_low=0.0, reference_ece_high=0.03,
         )
 
@@ -315,7 +317,10 @@ class VersionRecord(_TaggedRecord):
         if any(value is None for value in sums):
             return None
         return TemperatureStats(temperature=self.temperature, n=int(sums[0] or 0), gradient_sum=float(sums[1] or 0.0),
-                                gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0))
+                                gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0),
+                                # Versions registered before it was stored: unknown (NaN), the test not gated.
+                                expected_errors=math.nan if self.reference_expected_errors is None
+                                else self.reference_expected_errors)
 
     @property
     def reference_profile(self) -> ConfidenceProfile | None:

@@ -254,7 +254,8 @@ class TemperatureShiftTest(DriftTest):
 
     name = "temperature"
     metric_names = ("window_temperature", "window_temperature_low", "window_temperature_high", "temperature_ratio",
-                    "temperature_z", "temperature_p_value", "temperature_drift")
+                    "temperature_z", "temperature_p_value", "temperature_drift", "detectable_increase",
+                    "detectable_decrease")
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:

@@ -196,6 +196,35 @@ class DriftPolicy:
             for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
         }
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], *, where: str = "the policy") -> DriftPolicy:
+        """Read back what :meth:`to_dict` wrote (durations in seconds, the tests as a list).
+
+        A name this version does not know (written by a later one) is left out, a field missing
+        (written before it existed) takes its default; a value that breaks its rule is refused,
+        the message naming ``where`` and the field.
+
+        >>> policy = DriftPolicy(ece_tolerance=0.05, cooldown=timedelta(hours=1))
+        >>> DriftPolicy.from_dict(policy.to_dict()) == policy
+        True
+        >>> DriftPolicy.from_dict({"min_window": 0, "a_later_knob": 1}, where="tag 'thermostat.policy'")
+        Traceback (most recent call last):
+        ...
+        ValueError: tag 'thermostat.policy': min_window must be >= 1; got 0
+        """
+        knobs = dict(_knobs())
+        read: dict[str, Any] = {}
+        for name, value in values.items():
+            knob = knobs.get(name)
+            if knob is None:
+                continue
+            if knob.kind == "duration" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = timedelta(seconds=value)
+            elif knob.kind == "names" and isinstance(value, list):
+                value = tuple(value)
+            read[name] = value
+        return cls.from_values(read, lambda name, knob: f"{where}: {name}")
+
 
 def _checked(value: Any, knob: Knob, name: str) -> Any:
     """``value`` checked by the knob's declared rule, or a refusal naming ``name``."""

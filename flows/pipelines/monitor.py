@@ -6,9 +6,11 @@ gate threshold and registration baseline from its tags, summarises its labelled 
 the window from the prediction log **in chunks** (:func:`monitoring.summarise_window`: memory
 bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) and publishes:
 
-* an MLflow run per check per version in the experiment ``thermostat-monitoring``, tagged
-  with the model, version, aliases and verdict, its metrics stamped with the window's end
-  (so the UI charts them over time) and the reliability diagram ``plots/reliability.png``;
+* an MLflow run per check per version in the experiment ``thermostat-monitoring``
+  (:class:`flows.records.runs.CheckRecord`), tagged with the model, version, aliases, the drift
+  policy it decided with, its verdict and the insufficient-data streak after it, its metrics
+  stamped with the window's end (so the UI charts them over time) and the reliability diagram
+  ``plots/reliability.png``;
   each group's metrics under the key of :func:`monitoring.group_metric_key`, the hashed ones
   named in the tag ``thermostat.group_keys`` (:class:`flows.records.runs.GroupMetricKeys`);
 * a Prefect table artifact and a markdown artifact per check (keys
@@ -33,8 +35,8 @@ export, which has neither label times nor unlabelled rows):
   of their distribution; a shift emits ``thermostat.calibration.confidence_shift`` (at most one
   per version per ``drift_cooldown``; tag ``thermostat.last_confidence_shift_at``), on which the
   ``monitor`` deployment schedules a labelled check.
-* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak``, checks of the
-  current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
+* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak`` on the version,
+  and on each check's run the streak after it; checks of the current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
   multiple), the event ``thermostat.calibration.insufficient_data``.
 
 Failures
@@ -80,15 +82,7 @@ from flows.records.events import DRIFT_EVENT, CheckContext
 from flows.orchestration.events import emit, version_resource
 from flows.registry.adapter import MlflowRegistry
 from flows.orchestration.runtime import current_flow_run_id
-from flows.records.runs import (
-    CHECK_KIND,
-    KIND_TAG,
-    PREFECT_FLOW_RUN_TAG,
-    VERDICT_TAG,
-    CheckFailure,
-    GroupMetricKeys,
-    model_slug,
-)
+from flows.records.runs import CheckFailure, CheckRecord, model_slug
 from flows.settings import ThermostatSettings
 from flows.orchestration.cluster import summarise_export_on_dask
 from flows.pipelines.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
@@ -113,7 +107,6 @@ from monitoring import (
     confidence_profile,
     decide_drift,
     drift_markdown,
-    drift_metrics,
     drift_payload,
     drift_table_rows,
     group_metric_key,
@@ -182,10 +175,8 @@ def artifact_key(model_name: str, version: str, kind: str) -> str:
 @io_task(name="find-serving-versions")
 def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: list[str] | None) -> list[RegisteredVersion]:
     grouped = serving_versions(registry.aliases(model_name), aliases)
-    found = [
-        registered_version(model_name, version, dict(registry.get_version(model_name, version).tags), names)
-        for version, names in grouped.items()
-    ]
+    found = [registered_version(model_name, version, registry.get_version(model_name, version).tags, names)
+             for version, names in grouped.items()]
     logger = get_run_logger()
     if not found:
         logger.warning("%s has no serving alias (or is not registered): nothing to check", model_name)
@@ -325,21 +316,15 @@ def decide(
     return report
 
 
-def _check_tags(version: RegisteredVersion, start: datetime, end: datetime) -> dict[str, str]:
-    """The tags that say which check a run is (no verdict: a run without one never reached its end)."""
-    flow_run_id = current_flow_run_id()
-    return {
-        "thermostat.model_name": version.model_name, "thermostat.model_version": version.version,
-        "thermostat.aliases": ",".join(version.aliases), "thermostat.window_start": start.isoformat(),
-        "thermostat.window_end": end.isoformat(), "temperature": repr(version.temperature),
-        "checkpoint_uri": version.checkpoint_uri, "checkpoint_digest": version.checkpoint_digest, KIND_TAG: CHECK_KIND,
-    } | ({} if flow_run_id is None else {PREFECT_FLOW_RUN_TAG: flow_run_id})
+def _opening(version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings) -> CheckRecord:
+    """The record of this check of ``version``, not decided yet: which check, and the policy it decides with."""
+    return CheckRecord.opening(version, start, end, policy=settings.drift, prefect_flow_run_id=current_flow_run_id())
 
 
-def _start_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
-                     settings: ThermostatSettings) -> str:
-    return registry.start_run(f"check {version.model_name} v{version.version} {end.isoformat(timespec='seconds')}",
-                              _check_tags(version, start, end), experiment_name=settings.monitoring_experiment_name,
+def _start_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
+    end = check.window_end or datetime.now(UTC)
+    return registry.start_run(f"check {check.model_name} v{check.version} {end.isoformat(timespec='seconds')}",
+                              check.opening_tags(), experiment_name=settings.monitoring_experiment_name,
                               start_time=end)
 
 
@@ -348,47 +333,41 @@ def close_left_running(registry: MlflowRegistry, version: RegisteredVersion, set
     """Close ``FAILED`` the version's check runs that an earlier flow run left ``RUNNING`` (its
     process died, or MLflow became unreachable before it could close them); how many."""
     current = current_flow_run_id()
-    left = [run for run in registry.running_runs(settings.monitoring_experiment_name)
-            if run.data.tags.get(KIND_TAG) == CHECK_KIND
-            and run.data.tags.get("thermostat.model_name") == version.model_name
-            and run.data.tags.get("thermostat.model_version") == version.version
-            and (current is None or run.data.tags.get(PREFECT_FLOW_RUN_TAG) != current)]
-    for run in left:
-        owner = run.data.tags.get(PREFECT_FLOW_RUN_TAG, "unknown")
-        failure = CheckFailure(error=f"the check was left RUNNING by flow run {owner}: its process died or MLflow "
-                                     "became unreachable before it could close the run; closed by a later check")
-        registry.set_run_tags(run.info.run_id, failure.to_tags())
-        registry.end_run(run.info.run_id, failed=True)
-        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run.info.run_id, failure.error)
+    left = [(run.run_id, check) for run in registry.running_runs(settings.monitoring_experiment_name)
+            if (check := CheckRecord.from_run(run)) is not None and check.model_name == version.model_name
+            and check.version == version.version and (current is None or check.prefect_flow_run_id != current)]
+    for run_id, check in left:
+        failure = CheckFailure(error=f"the check was left RUNNING by flow run {check.prefect_flow_run_id or 'unknown'}: "
+                                     "its process died or MLflow became unreachable before it could close the run; "
+                                     "closed by a later check")
+        registry.set_run_tags(run_id, failure.to_tags())
+        registry.end_run(run_id, failed=True)
+        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run_id, failure.error)
     return len(left)
 
 
 @io_task(name="open-check-run")
-def open_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
-                   settings: ThermostatSettings) -> str:
-    """The check's MLflow run, without a verdict yet (one a lost reply left behind is closed by
-    the next check): stamped with the window's end, so the UI charts checks over time."""
-    return _start_check_run(registry, version, start, end, settings)
+def open_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
+    """The check's MLflow run with its opening tags, without a verdict yet (one a lost reply left
+    behind is closed by the next check): stamped with the window's end, so the UI charts checks over time."""
+    return _start_check_run(registry, check, settings)
 
 
 @io_task(name="record-check")
 def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, version: RegisteredVersion,
-                 settings: ThermostatSettings) -> None:
+                 check: CheckRecord, settings: ThermostatSettings) -> None:
     """Metrics at the window's end, the diagram, the report and the group keys on the check's
-    run, then its verdict, and the run closed ``FINISHED``: each write is safe to repeat."""
+    run, then its verdict (``check``, decided), and the run closed ``FINISHED``: each write is
+    safe to repeat."""
     aliases = ",".join(version.aliases)
-    metrics = drift_metrics(report) | {"temperature": version.temperature, "baseline_ece": report.baseline_ece}
-    registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
+    registry.log_metrics(run_id, CheckRecord.metrics_of(report, version.temperature), timestamp=report.checked_at)
     title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
     registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
     registry.log_text(run_id, drift_markdown(report), "check/report.md")
     registry.log_json(run_id, drift_payload(report), "check/report.json")
     if report.groups:
         registry.log_json(run_id, {g.group: group_metric_key(g.group) for g in report.groups}, _GROUP_KEYS_FILE)
-    registry.set_run_tags(run_id, {
-        VERDICT_TAG: report.verdict, "thermostat.refit_recommended": str(report.refit_recommended).lower(),
-        "thermostat.tests_fired": ",".join(report.tests_fired) or "none",
-    } | GroupMetricKeys.of(g.group for g in report.groups).to_tags())
+    registry.set_run_tags(run_id, check.verdict_tags())
     registry.end_run(run_id)
     get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
                           settings.monitoring_experiment_name)
@@ -404,7 +383,7 @@ def _record_failure(
     failure = CheckFailure(error=settings.redacted(CheckFailure.of(error, recorded_verdict=recorded_verdict).error))
     logger = get_run_logger()
     try:
-        run_id = run_id or _start_check_run(registry, version, start, end, settings)
+        run_id = run_id or _start_check_run(registry, _opening(version, start, end, settings), settings)
         registry.set_run_tags(run_id, failure.to_tags())
         registry.end_run(run_id, failed=True)
     except Exception as unrecorded:  # noqa: BLE001 - reported, and the check's own error is raised
@@ -514,17 +493,17 @@ def _check_version(
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
     """One version's check; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
-    record = _CheckRecord()
+    progress = _CheckProgress()
     try:
         return _run_check(version, registry=registry, source=source, log=log, start=start, end=end, live=live,
-                          settings=settings, record=record)
+                          settings=settings, progress=progress)
     except BaseException as error:
-        _record_failure(registry, version, start, end, settings, error, run_id=record.run_id,
-                       recorded_verdict=record.verdict)
+        _record_failure(registry, version, start, end, settings, error, run_id=progress.run_id,
+                       recorded_verdict=progress.verdict)
         raise
 
 
-class _CheckRecord:
+class _CheckProgress:
     """How far a check got in MLflow: its run (once opened) and its verdict (once recorded)."""
 
     def __init__(self) -> None:
@@ -534,7 +513,7 @@ class _CheckRecord:
 
 def _run_check(
     version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
-    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, record: _CheckRecord,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, progress: _CheckProgress,
 ) -> VersionCheck:
     close_left_running(registry, version, settings)
     if settings.engine == "dask":
@@ -543,15 +522,21 @@ def _run_check(
         summary = summarise(source, version, start, end, settings)
     # None: the version never logged a prediction, an insufficient_data check of its own kind.
     report = None if summary is None else _decided(summary, version, source, log, start, end, live, settings)
+    check = _opening(version, start, end, settings)
     run_id = run_url = None
     if report is not None:
-        run_id = record.run_id = open_check_run(registry, version, start, end, settings)
-        record_check(registry, run_id, report, version, settings)
-        record.verdict = report.verdict
-        run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
+        run_id = progress.run_id = open_check_run(registry, check, settings)
     context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
                            run_id)
     step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context)
+    if report is not None and run_id is not None:
+        # The check's record carries the streak after it, as the monitor counts it (the dashboard reads it).
+        decided = check.decided(report.verdict, refit_recommended=report.refit_recommended,
+                                tests_fired=report.tests_fired, insufficient_streak=step.state.insufficient_streak,
+                                groups=(g.group for g in report.groups))
+        record_check(registry, run_id, report, version, decided, settings)
+        progress.verdict = report.verdict
+        run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
     sent = _carry_out(step, registry, version)
     event_id = sent.pop(DRIFT_EVENT, None)
     publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)

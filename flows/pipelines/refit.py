@@ -122,12 +122,7 @@ class RefitOutcome:
     @property
     def interval(self) -> tuple[float, float] | None:
         """The new T's interval, as registered (None when nothing was registered)."""
-        if self.registration is None:
-            return None
-        low, high = self.registration.tags.get("temperature_low"), self.registration.tags.get("temperature_high")
-        if low in (None, "none") or high in (None, "none"):
-            return None
-        return float(low), float(high)
+        return None if self.registration is None else self.registration.record.temperature_interval
 
     @property
     def temperature(self) -> float | None:
@@ -186,8 +181,7 @@ def resolve_parent(
     if version is None:
         raise LookupError(f"{model_name}@{alias} does not exist and no model_version was given: nothing to refit")
     names = [name for name, points_at in aliases.items() if points_at == str(version)]
-    parent = registered_version(model_name, str(version), dict(registry.get_version(model_name, str(version)).tags),
-                                names)
+    parent = registered_version(model_name, str(version), registry.get_version(model_name, str(version)).tags, names)
     get_run_logger().info("%s refit requested for @%s (which points at version %s)", parent.context, alias, holder)
     return parent, holder
 

@@ -9,6 +9,9 @@ reads it back field for field (a round trip gives the same record); the pyfunc's
 prose: the one human-readable tag, ``ece_binning``, is derived from the binning fields. Tags of
 versions registered before the binning had fields of its own are read by a legacy reader.
 
+With the record, the registration writes :class:`RegisteredFor`: the alias it moved and the
+version that held it (``thermostat.alias``, ``thermostat.alias_previous_version``).
+
 A few tags are monitoring metadata, written by the monitor after registration (T, the
 threshold and the evidence never change):
 
@@ -39,15 +42,19 @@ from calibration import TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
+    "ALIAS_TAG",
     "INSUFFICIENT_STREAK_TAG",
     "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
+    "PREVIOUS_ALIAS_VERSION_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
     "MonitorState",
     "RefitProvenance",
+    "RegisteredFor",
     "RegisteredVersion",
     "VersionRecord",
+    "aware_time",
     "binning_convention",
     "registered_version",
     "serving_versions",
@@ -58,6 +65,8 @@ LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
 INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
 LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
+ALIAS_TAG = "thermostat.alias"
+PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
 CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
@@ -352,6 +361,38 @@ def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, st
 
 
 @dataclass(frozen=True, slots=True)
+class RegisteredFor:
+    """The alias a registration was made for and the version that held it then (None: unset),
+    written with the version (tags ``thermostat.alias``, ``thermostat.alias_previous_version``): a
+    recovery that removes the version gives the alias back, and the dashboard draws the move
+    (MLflow keeps no history of aliases).
+
+    Examples
+    --------
+    >>> moved = RegisteredFor(alias="champion", previous_version=None)
+    >>> moved.to_tags()
+    {'thermostat.alias': 'champion', 'thermostat.alias_previous_version': 'none'}
+    >>> RegisteredFor.from_tags(moved.to_tags()) == moved, RegisteredFor.from_tags({})
+    (True, None)
+    """
+
+    alias: str
+    previous_version: str | None
+
+    def to_tags(self) -> dict[str, str]:
+        return {ALIAS_TAG: self.alias, PREVIOUS_ALIAS_VERSION_TAG: self.previous_version or _NONE}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> RegisteredFor | None:
+        """The alias move a version's tags record; None for a version registered without one."""
+        alias = tags.get(ALIAS_TAG)
+        if alias is None:
+            return None
+        previous = tags.get(PREVIOUS_ALIAS_VERSION_TAG, _NONE)
+        return cls(alias=alias, previous_version=None if previous == _NONE else previous)
+
+
+@dataclass(frozen=True, slots=True)
 class MonitorState:
     """What the monitor keeps on a version between checks, typed both ways (its tags:
     :meth:`to_tags`, :meth:`from_tags`; see the module docstring).
@@ -411,9 +452,9 @@ class MonitorState:
             raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
         last, shift = tags.get(LAST_DRIFT_EVENT_TAG), tags.get(LAST_CONFIDENCE_SHIFT_TAG)
         return cls(
-            last_drift_event_at=None if last is None else _aware(last, where, LAST_DRIFT_EVENT_TAG),
+            last_drift_event_at=None if last is None else aware_time(last, where, LAST_DRIFT_EVENT_TAG),
             sequential=sequential, insufficient_streak=int(streak),
-            last_confidence_shift_at=None if shift is None else _aware(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
+            last_confidence_shift_at=None if shift is None else aware_time(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
         )
 
 
@@ -427,6 +468,8 @@ class RegisteredVersion:
     aliases: tuple[str, ...]
     record: VersionRecord
     monitor: MonitorState = MonitorState()
+    registered_for: RegisteredFor | None = None
+    """The alias its registration moved and who held it (None: registered without one)."""
 
     @property
     def last_drift_event_at(self) -> datetime | None:
@@ -526,12 +569,18 @@ def version_context(
     return f"[{model_name} v{version}{' ' + served if served else ''} checkpoint={checkpoint_uri} T={shown}]"
 
 
-def _aware(value: str, where: str, tag: str) -> datetime:
+def aware_time(value: str, where: str, tag: str) -> datetime:
+    """The time an ISO 8601 tag holds, in UTC (a time without a zone is read as UTC); a ValueError
+    naming ``where`` and the tag when it is not one.
+
+    >>> aware_time("2026-01-01T01:00:00+01:00", "digits version 1", "t").isoformat()
+    '2026-01-01T00:00:00+00:00'
+    """
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError as error:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError) as error:
         raise ValueError(f"{where}: tag {tag!r} is {value!r}; expected an ISO 8601 time") from error
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def registered_version(
@@ -559,7 +608,8 @@ def registered_version(
         raise ValueError(f"{where}: tag 'temperature' is {tags['temperature']!r}; expected a finite T > 0")
     ordered = sorted(aliases, key=lambda alias: (alias != "champion", alias))
     return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
-                             monitor=MonitorState.from_tags(tags, where=where))
+                             monitor=MonitorState.from_tags(tags, where=where),
+                             registered_for=RegisteredFor.from_tags(tags))
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

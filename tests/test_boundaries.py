@@ -314,18 +314,20 @@ def test_the_sibling_check_reports_a_flow_importing_another() -> None:
 # ------------------------------------------------------------------------- the rooms of flows
 
 # What each room of flows/ may import of the others, and which libraries it must not load
-# (flows/__init__.py says what each room is for). settings, holdout and exit_status are read by
-# every room; settings reads the Dask engine's defaults. cli is the top: nothing imports it.
+# (flows/__init__.py says what each room is for). settings, holdout, exit_status and defaults are read by
+# every room (settings reads the shared defaults). cli is the top: nothing imports it.
 ROOMS: dict[str, set[str]] = {
     "records": set(),
-    "registry": {"records", "settings"},
-    "orchestration": {"records", "settings", "exit_status"},
-    "pipelines": {"records", "registry", "orchestration", "settings", "holdout", "exit_status"},
-    "dashboard": {"records", "registry", "orchestration", "settings", "exit_status"},
-    "cli": {"records", "registry", "orchestration", "pipelines", "dashboard", "settings", "holdout", "exit_status"},
-    "settings": {"orchestration"},
+    "registry": {"records", "settings", "defaults"},
+    "orchestration": {"records", "settings", "exit_status", "defaults"},
+    "pipelines": {"records", "registry", "orchestration", "settings", "holdout", "exit_status", "defaults"},
+    "dashboard": {"records", "registry", "orchestration", "settings", "exit_status", "defaults"},
+    "cli": {"records", "registry", "orchestration", "pipelines", "dashboard", "settings", "holdout", "exit_status",
+            "defaults"},
+    "settings": {"defaults"},
     "holdout": set(),
     "exit_status": set(),
+    "defaults": set(),
 }
 ROOM_FORBIDDEN: dict[str, set[str]] = {
     "records": {"mlflow", "prefect", "prefect_dask", "sqlalchemy"},

@@ -698,8 +698,9 @@ def _fold_bins(stats, r, beta, interior, count, correct_count, confidence_sum, v
         count[m] += 1
         confidence_sum[m] += confidence
         variance_sum[m] += confidence * (1.0 - confidence)
-        if stats[_B_CORRECT, i] != 0.0:
-            correct_count[m] += 1
+        # Without a branch: on a weak model, right or wrong is a coin toss the CPU mispredicts
+        # (K = 2: 18 ns a logit with the branch, 6.4 without).
+        correct_count[m] += np.int64(stats[_B_CORRECT, i])
         nll -= beta * stats[_B_D_LABEL, i]
         brier += stats[_B_SQUARES, i]
         product *= stats[_B_S0, i]

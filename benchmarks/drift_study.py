@@ -7,6 +7,8 @@ Usage::
     .venv/bin/python -m benchmarks.drift_study --json study.json    # also write every rate as JSON
     .venv/bin/python -m benchmarks.drift_study --effect-size        # the margin in T, in confidence and ECE
     .venv/bin/python -m benchmarks.drift_study --coverage           # the T interval's coverage (400 runs)
+    .venv/bin/python -m benchmarks.drift_study --confident          # the test's level when errors are rare
+    .venv/bin/python -m benchmarks.drift_study --detectable         # the minimal detectable shift against simulation
 
 Method (docs/statistics.md states it with the results)
 ------------------------------------------------------
@@ -58,9 +60,12 @@ if str(ROOT) not in sys.path:
 from calibration import (  # noqa: E402
     CalibrationStats,
     TemperatureStats,
+    TopLabelScores,
     calibration_error_from_stats,
     consistency_resampling_from_stats,
     fit_temperature,
+    minimal_detectable_shift,
+    temperature_test,
 )
 from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from monitoring import WindowSummary, decide_drift, summarise_arrays  # noqa: E402
@@ -247,6 +252,13 @@ def effect_size(files: tuple[str, ...], margin: float = 0.05) -> str:
 COVERAGE_SETTINGS = ((1_000, 10, 1.5, 3.0), (300, 5, 2.0, 3.0), (5_000, 100, 0.7, 2.0), (2_000, 10, 2.5, 6.0))
 
 
+def sample_labels(rng: np.random.Generator, logits: NDArray[np.float64]) -> NDArray[np.int64]:
+    """One label per row drawn from softmax(logits): a model calibrated by construction."""
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return np.minimum((rng.random((logits.shape[0], 1)) > p.cumsum(axis=1)).sum(axis=1), logits.shape[1] - 1)
+
+
 def coverage(runs: int = 400) -> str:
     """Share of ``runs`` seeded synthetic sets (labels drawn from softmax(z / T_true)) whose 95 %
     fit interval covers T_true, per setting (rows, classes, T_true, logit scale)."""
@@ -257,14 +269,156 @@ def coverage(runs: int = 400) -> str:
         for seed in range(runs):
             rng = np.random.default_rng(seed)
             logits = scale * rng.normal(size=(n, k))
-            p = np.exp((logits - logits.max(axis=1, keepdims=True)) / true_temperature)
-            p /= p.sum(axis=1, keepdims=True)
-            labels = np.minimum((rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1), k - 1)
-            fit = fit_temperature(logits, labels)
+            fit = fit_temperature(logits, sample_labels(rng, logits / true_temperature))
             hits += fit.temperature_low <= true_temperature <= fit.temperature_high
             widths.append(math.log(fit.temperature_high / fit.temperature_low))
         lines.append(f"| {n:,} | {k} | {true_temperature} | {scale} | {hits / runs:.4f} ({hits}/{runs}) | "
                      f"{np.mean(widths):.3f} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- rare errors (issue 22, item 1)
+
+CONFIDENT_FILE = "cifar10_wrn16-4_netcal"
+#: Pools of the most confident rows of CONFIDENT_FILE: 5.0, 11.2 and 24.8 errors expected per 5,000 rows at its T.
+CONFIDENT_POOLS = (4_500, 5_500, 6_500)
+CONFIDENT_SIZES = (500, 2_000, 10_000)
+CONFIDENT_LEVEL = 0.005  # the window temperature test's level in the drift decision (α/2, α = 0.01)
+
+
+def confident_model(pool: int) -> NDArray[np.float64]:
+    """The ``pool`` most confident rows of CONFIDENT_FILE, its logits divided by the file's own T:
+    a real, very confident model that is calibrated by construction once labels are drawn
+    from softmax(logits) (:func:`sample_labels`)."""
+    logits, labels = load(CONFIDENT_FILE)
+    scaled = logits.astype(np.float64) / fit_temperature(logits, labels).temperature
+    confidence = TopLabelScores.from_logits(scaled, labels).confidence
+    return scaled[np.argsort(-confidence, kind="stable")[:pool]]
+
+
+def confident_study(references: int = 100, per_reference: int = 10, seed: int = 22) -> str:
+    """False alarms of :func:`calibration.temperature_test` on calibrated windows of very confident rows.
+
+    Population design: per reference, 5,000 rows drawn with replacement from the pool with
+    labels drawn from the model, T fitted on them (a fit on a bound is refused by the pipeline:
+    skipped and counted), the reference's sums at T; then ``per_reference`` windows of 500, 2,000
+    and 10,000 rows drawn the same way (calibrated: the same distribution as the reference). Each
+    window is tested at level 0.005 and margin 5 % before (every window tested:
+    ``min_expected_errors=0``) and after (the default minimum of expected errors, in window and reference). "One
+    confident error": a window of 500 rows all right but one, on the row with the largest gap
+    between its top two logits (labelled with its second class).
+    """
+    lines = ["| pool (most confident rows) | errors expected per 5,000 rows | window rows | windows | errors expected "
+             "per window (mean) | windows tested after | false alarms before | false alarms after |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    one_error = [0, 0, 0]
+    for pool_size in CONFIDENT_POOLS:
+        pool = confident_model(pool_size)
+        per_5000 = 5_000 * float(np.mean(1.0 - TopLabelScores.from_logits(pool, pool.argmax(axis=1)).confidence))
+        cells = {n: [0, 0, 0, 0, 0.0] for n in CONFIDENT_SIZES}  # windows, tested, before, after, Σ expected errors
+        skipped = 0
+        for r in range(references):
+            rng = np.random.default_rng([seed, pool_size, r])
+            rows = pool[rng.integers(0, pool_size, 5_000)]
+            labels = sample_labels(rng, rows)
+            fit = fit_temperature(rows, labels)
+            if fit.at_bound is not None:
+                skipped += 1
+                continue
+            reference = TemperatureStats.from_logits(rows, labels, temperature=fit.temperature)
+            for n, cell in cells.items():
+                for _ in range(per_reference):
+                    window = pool[rng.integers(0, pool_size, n)]
+                    stats = TemperatureStats.from_logits(window, sample_labels(rng, window), temperature=fit.temperature)
+                    before = temperature_test(stats, reference, level=CONFIDENT_LEVEL, min_expected_errors=0)
+                    after = temperature_test(stats, reference, level=CONFIDENT_LEVEL)
+                    cell[0] += 1
+                    cell[1] += after.enough_errors
+                    cell[2] += before.drifted
+                    cell[3] += after.drifted
+                    cell[4] += stats.expected_errors
+            window = pool[rng.integers(0, pool_size, 500)]
+            wrong = window.argmax(axis=1)
+            ordered = np.sort(window, axis=1)
+            row = int(np.argmax(ordered[:, -1] - ordered[:, -2]))
+            wrong[row] = int(np.argsort(window[row])[-2])
+            stats = TemperatureStats.from_logits(window, wrong, temperature=fit.temperature)
+            one_error[0] += 1
+            one_error[1] += temperature_test(stats, reference, level=CONFIDENT_LEVEL, min_expected_errors=0).drifted
+            one_error[2] += temperature_test(stats, reference, level=CONFIDENT_LEVEL).drifted
+        for n, (count, tested, before, after, errors) in cells.items():
+            lines.append(f"| {pool_size:,} | {per_5000:.1f} | {n:,} | {count} | {errors / count:.2f} | {tested} | "
+                         f"{before / count:.4f} ({before}) | {after / count:.4f} ({after}) |")
+        print(f"pool {pool_size}: {skipped} of {references} references fitted on a bound, skipped", file=sys.stderr,
+              flush=True)
+    lines += ["", f"One confident error in 500 rows ({one_error[0]} windows): flagged before "
+              f"{one_error[1] / one_error[0]:.3f}, after {one_error[2] / one_error[0]:.3f}."]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- detectable shift (issue 22, item 3)
+
+DETECTABLE_SIZES = (500, 2_000, 10_000)
+DETECTABLE_LEVEL = 0.005  # the window temperature test's level in the drift decision (α/2, α = 0.01)
+
+
+def detectable_study(files: tuple[str, ...], references: int = 200, seed: int = 22) -> str:
+    """The minimal detectable shift (95 % power) against the power simulated at it, per file and window size.
+
+    Population design: per reference, 5,000 rows drawn with replacement from the file and T
+    fitted on them (the reference's estimation error as in production); for each window size,
+    :func:`calibration.minimal_detectable_shift` of that reference (level 0.005, margin 5 %),
+    then one window drawn with replacement whose logits are multiplied by 1 + increase (its
+    optimal T moves by that factor: over-confident) and one by 1 − decrease (under-confident),
+    each tested by :func:`calibration.temperature_test`. If the prediction is right, each
+    share detected is 0.95.
+    """
+    lines = ["| file | window rows | SE(log T) of the reference (mean) | predicted shift, increase / decrease (mean) | "
+             "power at +shift | power at −shift |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name in files:
+        logits, labels = load(name)
+        cells = {n: [0.0, 0.0, 0.0, 0, 0, 0] for n in DETECTABLE_SIZES}  # SE, increase, decrease, runs, hits +, hits -
+        for r in range(references):
+            rng = np.random.default_rng([seed, file_index(name), r])
+            rows = rng.integers(0, labels.shape[0], 5_000)
+            temperature = fit_temperature(logits[rows], labels[rows]).temperature
+            reference = TemperatureStats.from_logits(logits[rows], labels[rows], temperature=temperature)
+            for n, cell in cells.items():
+                shift = minimal_detectable_shift(reference, n, level=DETECTABLE_LEVEL)
+                cell[0] += reference.log_temperature_standard_error()
+                cell[1] += shift.increase
+                cell[2] += shift.decrease
+                cell[3] += 1
+                for index, factor in ((4, 1.0 + shift.increase), (5, 1.0 - shift.decrease)):
+                    window = rng.integers(0, labels.shape[0], n)
+                    stats = TemperatureStats.from_logits(logits[window].astype(np.float64) * factor, labels[window],
+                                                         temperature=temperature)
+                    cell[index] += temperature_test(stats, reference, level=DETECTABLE_LEVEL).drifted
+        for n, (se, increase, decrease, runs, over, under) in cells.items():
+            lines.append(f"| {name} | {n:,} | {se / runs:.4f} | +{increase / runs:.1%} / −{decrease / runs:.1%} | "
+                         f"{over / runs:.3f} | {under / runs:.3f} |")
+        print(f"{name}: {references} references", file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
+def detectable_table(reference_n: int = 5_000, level: float = DETECTABLE_LEVEL) -> str:
+    """The minimal detectable shift (95 % power, margin 5 %) by the reference's SE(log T) and the
+    window's size, from :func:`calibration.minimal_detectable_shift` on sums with that SE."""
+    errors = (0.010, 0.015, 0.020, 0.030, 0.050)
+    sizes = (200, 500, 1_000, 2_000, 5_000, 10_000, 50_000)
+    lines = ["| SE(log T) of a 5,000-row reference | " + " | ".join(f"{n:,} rows" for n in sizes) + " |",
+             "| ---: |" + " ---: |" * len(sizes)]
+    for se in errors:
+        # At T = 1 with Σg = 0 and κ = 1 (score variance = information): SE(log T) = 1 / sqrt(Σh).
+        curvature_sum = 1.0 / se**2
+        reference = TemperatureStats(temperature=1.0, n=reference_n, gradient_sum=0.0,
+                                     gradient_square_sum=curvature_sum * (reference_n - 1) / reference_n,
+                                     curvature_sum=curvature_sum)
+        cells = []
+        for n in sizes:
+            shift = minimal_detectable_shift(reference, n, level=level)
+            cells.append(f"+{shift.increase:.0%} / −{shift.decrease:.0%}")
+        lines.append(f"| {se:.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -277,7 +431,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rates as JSON here")
     parser.add_argument("--effect-size", action="store_true", help="print the margin's effect size per file and exit")
     parser.add_argument("--coverage", action="store_true", help="print the T interval's coverage and exit")
+    parser.add_argument("--confident", action="store_true",
+                        help="print the temperature test's false alarms on very confident rows and exit")
+    parser.add_argument("--detectable", action="store_true",
+                        help="print the minimal detectable shift, its table and its validation by simulation, and exit")
     args = parser.parse_args(argv)
+    if args.detectable:
+        print(detectable_table())
+        print()
+        print(detectable_study(tuple(args.files)))
+        return 0
+    if args.confident:
+        print(confident_study())
+        return 0
     if args.effect_size:
         print(effect_size(tuple(args.files)))
         return 0

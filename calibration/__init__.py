@@ -19,7 +19,17 @@ import typing as _typing
 # costs nothing and ``from calibration import DEFAULT_BOUNDS`` loads no scipy, pandas or numba:
 # the command line parses its arguments at once. The type checker reads these imports instead.
 if _typing.TYPE_CHECKING:
-    from ._defaults import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
+    from ._defaults import (
+        DEFAULT_BOOTSTRAP_RESAMPLES,
+        DEFAULT_BOUNDS,
+        DEFAULT_CONFIDENCE_LEVEL,
+        DEFAULT_MAX_TV_DISTANCE,
+        DEFAULT_MIN_PER_CLASS,
+        DEFAULT_MIN_TOTAL,
+        DEFAULT_N_BINS,
+        ESTIMATORS,
+        MAX_CLASSES,
+    )
     from ._engine import LOCAL_ENGINE, Engine, LocalEngine
     from ._estimators import (
         SMOOTH_GRID_BINS,
@@ -73,11 +83,24 @@ if _typing.TYPE_CHECKING:
     from ._scores import TopLabelScores
     from ._serialise import JsonResult, json_safe
     from ._stats import CalibrationStats, ReliabilityTable
-    from ._temperature import TemperatureStats, TemperatureTest, log_normal_interval, temperature_test
+    from ._temperature import (
+        DetectableShift,
+        TemperatureStats,
+        TemperatureTest,
+        log_normal_interval,
+        minimal_detectable_shift,
+        temperature_test,
+    )
     from ._validation import check_logits, check_n_bins, check_temperature
 
 __all__ = [
+    "DEFAULT_BOOTSTRAP_RESAMPLES",
     "DEFAULT_BOUNDS",
+    "DEFAULT_CONFIDENCE_LEVEL",
+    "DEFAULT_MAX_TV_DISTANCE",
+    "DEFAULT_MIN_PER_CLASS",
+    "DEFAULT_MIN_TOTAL",
+    "DEFAULT_N_BINS",
     "ESTIMATORS",
     "LOCAL_ENGINE",
     "MAX_CLASSES",
@@ -88,6 +111,7 @@ __all__ = [
     "CalibrationStats",
     "ConfidenceHistogram",
     "ConsistencyTest",
+    "DetectableShift",
     "Engine",
     "GateChoice",
     "GateSweep",
@@ -133,6 +157,7 @@ __all__ = [
     "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
+    "minimal_detectable_shift",
     "negative_log_likelihood",
     "nll_difference_partitioned",
     "open_partitioned",
@@ -150,7 +175,10 @@ __all__ = [
 # Which private module defines each name of __all__ (the imports above, for the run time;
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_defaults": ("DEFAULT_BOUNDS", "ESTIMATORS", "MAX_CLASSES"),
+    "_defaults": (
+        "DEFAULT_BOOTSTRAP_RESAMPLES", "DEFAULT_BOUNDS", "DEFAULT_CONFIDENCE_LEVEL", "DEFAULT_MAX_TV_DISTANCE",
+        "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES"
+    ),
     "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
     "_estimators": (
         "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",
@@ -179,7 +207,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_scores": ("TopLabelScores",),
     "_serialise": ("JsonResult", "json_safe"),
     "_stats": ("CalibrationStats", "ReliabilityTable"),
-    "_temperature": ("TemperatureStats", "TemperatureTest", "log_normal_interval", "temperature_test"),
+    "_temperature": (
+        "DetectableShift", "TemperatureStats", "TemperatureTest", "log_normal_interval", "minimal_detectable_shift",
+        "temperature_test"
+    ),
     "_validation": ("check_logits", "check_n_bins", "check_temperature"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -8,7 +8,17 @@ here: each default has one home.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_BOUNDS", "ESTIMATORS", "MAX_CLASSES"]
+__all__ = [
+    "DEFAULT_BOOTSTRAP_RESAMPLES",
+    "DEFAULT_BOUNDS",
+    "DEFAULT_CONFIDENCE_LEVEL",
+    "DEFAULT_MAX_TV_DISTANCE",
+    "DEFAULT_MIN_PER_CLASS",
+    "DEFAULT_MIN_TOTAL",
+    "DEFAULT_N_BINS",
+    "ESTIMATORS",
+    "MAX_CLASSES",
+]
 
 #: The temperature search's bounds (lowest, highest T) unless told otherwise.
 DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
@@ -20,3 +30,17 @@ MAX_CLASSES = 100_000
 
 #: The calibration-error estimators :func:`calibration_errors` knows, by name.
 ESTIMATORS = ("binned", "debiased_l2", "debiased_l1", "smooth")
+
+#: Equal-width bins of an ECE and a reliability table (M).
+DEFAULT_N_BINS = 15
+
+#: Resamples of the paired bootstrap of the NLL change, and the level of its interval (and of
+#: the gate's Wilson bound).
+DEFAULT_BOOTSTRAP_RESAMPLES = 2000
+DEFAULT_CONFIDENCE_LEVEL = 0.95
+
+#: What a calibration set needs to qualify: examples in all, per class, and the largest
+#: total-variation distance of its class mix to recent traffic's.
+DEFAULT_MIN_TOTAL = 300
+DEFAULT_MIN_PER_CLASS = 30
+DEFAULT_MAX_TV_DISTANCE = 0.15

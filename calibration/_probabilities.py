@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._scored import ScoredSet, validated_set
 from ._softmax import softmax, top_label
 from ._validation import check_logits, check_temperature
 
@@ -39,7 +40,7 @@ def calibrated_probabilities(logits: ArrayLike, *, temperature: float = 1.0) -> 
 
 
 def top_label_confidence(
-    logits: ArrayLike, *, temperature: float = 1.0, check_finite: bool = True
+    logits: ArrayLike | ScoredSet, *, temperature: float = 1.0, check_finite: bool = True
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Predicted class (first arg-max) and its calibrated confidence, per row.
 
@@ -48,8 +49,9 @@ def top_label_confidence(
 
     Parameters
     ----------
-    logits : array of shape (n_samples, n_classes)
-        Logits or log-probabilities (softmax is shift-invariant per row).
+    logits : array of shape (n_samples, n_classes), or ScoredSet
+        Logits or log-probabilities (softmax is shift-invariant per row); a validated
+        :class:`ScoredSet`'s are read as they are, without any check.
     temperature : float, default=1.0
         T > 0; the arg-max never changes, the confidence does.
     check_finite : bool, default=True
@@ -69,4 +71,9 @@ def top_label_confidence(
     >>> predictions.tolist(), confidence.round(6).tolist()
     ([1, 0], [0.9, 0.6])
     """
+    scored = validated_set(logits)
+    if scored is not None:
+        return top_label(scored.logits, check_temperature(temperature))
+    if isinstance(logits, ScoredSet):  # built field by field: checked like any arrays
+        logits = logits.logits
     return top_label(check_logits(logits, check_finite=check_finite), check_temperature(temperature))

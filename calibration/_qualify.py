@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._scored import ScoredSet, checked_data
+from ._scored import ScoredSet, checked_data, validated_set
 from ._serialise import JsonResult
 from ._validation import check_labels
 
@@ -93,8 +93,14 @@ def _check_ids(ids: ArrayLike, *, name: str, n_samples: int | None) -> NDArray[n
     return array.astype(str)
 
 
-def _check_reference_labels(reference_labels: ArrayLike, n_classes: int) -> NDArray[np.intp]:
-    """Return ``reference_labels`` as a non-empty 1-D int array in [0, n_classes), or raise."""
+def _check_reference_labels(reference_labels: ArrayLike | ScoredSet, n_classes: int) -> NDArray[np.intp]:
+    """Return ``reference_labels`` as a non-empty 1-D int array in [0, n_classes), or raise; a
+    validated :class:`ScoredSet`'s labels (recent traffic already read) are taken as they are."""
+    scored = validated_set(reference_labels)
+    if scored is not None:
+        if scored.n_classes != n_classes:
+            raise ValueError(f"reference_labels: the reference set has {scored.n_classes} classes; expected {n_classes}")
+        return scored.labels
     array = np.asarray(reference_labels)
     if array.ndim != 1:
         raise ValueError(f"reference_labels must be 1-D (one label per reference example); got shape {array.shape}")
@@ -169,7 +175,7 @@ def qualify_calibration_set(
     *,
     ids: ArrayLike | None = None,
     training_ids: ArrayLike | None = None,
-    reference_labels: ArrayLike | None = None,
+    reference_labels: ArrayLike | ScoredSet | None = None,
     min_total: int = 300,
     min_per_class: int = 30,
     max_tv_distance: float = 0.15,
@@ -199,8 +205,9 @@ def qualify_calibration_set(
         Example ids of the calibration set; compared with ``training_ids`` as strings.
     training_ids : array of shape (n_training,), optional
         Ids of the examples the model was trained on. Requires ``ids``.
-    reference_labels : array of shape (n_reference,), optional
-        Labels of recent production traffic, integers in [0, n_classes), at least one.
+    reference_labels : array of shape (n_reference,), or ScoredSet, optional
+        Labels of recent production traffic, integers in [0, n_classes), at least one (a
+        validated :class:`ScoredSet` of that traffic stands for its labels).
     min_total : int, default=300
         Minimum number of examples (>= 0; 0 switches the check off).
     min_per_class : int, default=30

@@ -284,14 +284,18 @@ class ScoredSet:
                 )
         else:
             raise ScoredSetError(f"subset: indices must be integer positions or a boolean mask; got dtype {selector.dtype}")
-        return _validate(
-            self.logits[positions],
-            self.labels[positions],
-            self.ids[positions],
-            None if self.groups is None else self.groups[positions],
-            _Layout(source="subset", kind="arrays"),
-            copy=False,
-        )
+        groups = None if self.groups is None else self.groups[positions]
+        if self._validated and positions.size:
+            # Rows of a validated set were checked when it was built, and distinct positions keep
+            # its ids unique: the subset is validated as it is, without reading a logit again.
+            part = ScoredSet(ids=_freeze(self.ids[positions], copy=False),
+                             logits=_freeze(self.logits[positions], copy=False),
+                             labels=_freeze(self.labels[positions], copy=False),
+                             groups=None if groups is None else _freeze(groups, copy=False))
+            object.__setattr__(part, "_validated", True)
+            return part
+        return _validate(self.logits[positions], self.labels[positions], self.ids[positions], groups,
+                         _Layout(source="subset", kind="arrays"), copy=False)
 
 
 def validated_set(data: object) -> ScoredSet | None:

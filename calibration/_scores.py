@@ -135,20 +135,23 @@ class TopLabelScores:
         >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).temperature_stats().n
         1
         """
-        return TemperatureStats.from_rows(self.gradient, self.curvature, self.temperature)
+        return TemperatureStats.from_rows(self.gradient, self.curvature, self.temperature, self.confidence)
 
     def grouped_temperature_stats(self, group_codes: NDArray[np.intp], n_groups: int) -> tuple[TemperatureStats, ...]:
         """One :class:`TemperatureStats` per group code in [0, n_groups) (codes trusted: see
-        :meth:`grouped_calibration_stats`, which checks them), from three ``bincount``s."""
+        :meth:`grouped_calibration_stats`, which checks them), from four ``bincount``s."""
 
         def per_group(weights: NDArray[np.float64]) -> NDArray[np.float64]:
             return np.bincount(group_codes, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
 
         count = np.bincount(group_codes, minlength=n_groups)
-        gradient, square, curvature = (per_group(w) for w in (self.gradient, self.gradient**2, self.curvature))
+        gradient, square, curvature, errors = (
+            per_group(w) for w in (self.gradient, self.gradient**2, self.curvature, 1.0 - self.confidence)
+        )
         return tuple(
             TemperatureStats(temperature=self.temperature, n=int(count[g]), gradient_sum=float(gradient[g]),
-                             gradient_square_sum=float(square[g]), curvature_sum=float(curvature[g]))
+                             gradient_square_sum=float(square[g]), curvature_sum=float(curvature[g]),
+                             expected_errors=float(errors[g]))
             for g in range(n_groups)
         )
 

@@ -53,6 +53,29 @@ the (1 − 2 level) interval of T_w / T_ref lies entirely outside [1/(1 + margin
 ``p_value_no_margin`` is the plain two-sided test of d = 0 and ``z`` the signed d / SE(d): the
 statistic a sequential rule over many checks accumulates.
 
+Rare errors
+-----------
+The normal approximation of Σg needs many rows to carry the sum. On a confident model they do
+not: a correct row adds a small negative score, an error a large positive one (about the gap
+between the top logit and the label's, times β), so Σg is a handful of errors plus a
+near-constant. With λ expected errors in the window, Σg is close to a compound Poisson(λ)
+sum, whose skewness is about 1/√λ; below a few errors the upper tail is far heavier than the
+normal one. The reference's own SE (and T itself) rests on its errors in the same way.
+Measured on calibrated windows of the most confident rows of CIFAR-10 WRN-16-4 (labels drawn
+from the model's own softmax, benchmarks/drift_study.py --confident), the test at a nominal
+0.5 % flagged 4.3 % of windows of 500 rows and 2.7 % of 2,000 (0.5 and 1.9 errors expected),
+one confident error in 500 such rows was a "drift" in 12 % of windows, and windows of 10,000
+rows expecting 10 errors were flagged in 1.3 % when the reference expected only 5. So a
+window is tested only when it and its reference both **expect** enough errors at T:
+λ = Σ(1 − c), c the top-label confidence at T (a function of the confidences alone, not of
+the labels — a gate on observed errors would select the windows whose errors carry the sum;
+summed in :class:`TemperatureStats` as ``expected_errors``). Below ``min_expected_errors``
+(default 5: the level failed below 3, and at 5 or more in window and reference no window of
+5,736 was flagged at 0.5 %) the result says "not enough errors to test T", its p-values are
+NaN and it does not fire: such a window holds too little information about T to see a
+shift it could act on. Sums built without ``expected_errors`` (NaN: kept by an older release
+or registered before it) are not gated on that side.
+
 References
 ----------
 Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2017.
@@ -76,20 +99,24 @@ from scipy.special import ndtr, ndtri
 
 from ._scored import ScoredSet
 from ._serialise import JsonResult
-from ._validation import check_confidence_level, check_temperature
+from ._validation import check_confidence_level, check_count, check_temperature
 
 __all__ = [
+    "DetectableShift",
     "Direction",
     "TemperatureStats",
     "TemperatureTest",
     "log_normal_interval",
     "log_temperature_interval",
+    "minimal_detectable_shift",
     "temperature_test",
 ]
 
 Direction = Literal["over-confident", "under-confident", "none"]
 
 _DEFAULT_MARGIN = 0.05
+# Fewest errors a window must expect at T to be tested (module docstring, "Rare errors").
+_DEFAULT_MIN_EXPECTED_ERRORS = 5.0
 
 
 def score_rows(
@@ -111,15 +138,17 @@ class TemperatureStats(JsonResult):
 
     ``n`` rows; ``gradient_sum`` = Σ g, ``gradient_square_sum`` = Σ g², ``curvature_sum`` = Σ h
     with g = E_p[z] − z_y and h = Var_p[z] at p = softmax(z / ``temperature``) (see the module
-    docstring). ``+`` adds two sets of rows at the same T.
+    docstring). ``expected_errors`` = Σ (1 − c), c the top-label confidence at ``temperature``:
+    the errors the rows would show if T were right (NaN when not summed: sums kept by an older
+    release). ``+`` adds two sets of rows at the same T.
 
     Examples
     --------
     >>> import numpy as np
     >>> logits = np.log([[0.2, 0.8], [0.9, 0.1], [0.3, 0.7]])
     >>> stats = TemperatureStats.from_logits(logits, [1, 0, 0])
-    >>> stats.n, round(stats.gradient_sum, 6)
-    (3, 0.096127)
+    >>> stats.n, round(stats.gradient_sum, 6), round(stats.expected_errors, 6)
+    (3, 0.096127, 0.6)
     >>> parts = TemperatureStats.from_logits(logits[:1], [1]) + TemperatureStats.from_logits(logits[1:], [0, 0])
     >>> parts == stats
     True
@@ -132,6 +161,7 @@ class TemperatureStats(JsonResult):
     gradient_sum: float
     gradient_square_sum: float
     curvature_sum: float
+    expected_errors: float = math.nan
 
     @classmethod
     def from_logits(
@@ -151,21 +181,29 @@ class TemperatureStats(JsonResult):
         return TopLabelScores.from_logits(logits, labels, temperature=temperature).temperature_stats()
 
     @classmethod
-    def from_rows(cls, gradient: NDArray[np.float64], curvature: NDArray[np.float64], temperature: float) -> TemperatureStats:
-        """Sum per-row scores (trusted: 1-D float arrays of one length)."""
+    def from_rows(
+        cls,
+        gradient: NDArray[np.float64],
+        curvature: NDArray[np.float64],
+        temperature: float,
+        confidence: NDArray[np.float64] | None = None,
+    ) -> TemperatureStats:
+        """Sum per-row scores and top-label confidences (trusted: 1-D float arrays of one length;
+        without ``confidence``, ``expected_errors`` is NaN)."""
         return cls(
             temperature=temperature,
             n=int(gradient.shape[0]),
             gradient_sum=float(gradient.sum()),
             gradient_square_sum=float(np.dot(gradient, gradient)),
             curvature_sum=float(curvature.sum()),
+            expected_errors=math.nan if confidence is None else float(np.sum(1.0 - confidence)),
         )
 
     @classmethod
     def empty(cls, temperature: float = 1.0) -> TemperatureStats:
         """No rows: the neutral element of ``+``."""
         return cls(temperature=check_temperature(temperature), n=0, gradient_sum=0.0, gradient_square_sum=0.0,
-                   curvature_sum=0.0)
+                   curvature_sum=0.0, expected_errors=0.0)
 
     def __add__(self, other: TemperatureStats) -> TemperatureStats:
         if not isinstance(other, TemperatureStats):
@@ -181,6 +219,7 @@ class TemperatureStats(JsonResult):
             gradient_sum=self.gradient_sum + other.gradient_sum,
             gradient_square_sum=self.gradient_square_sum + other.gradient_square_sum,
             curvature_sum=self.curvature_sum + other.curvature_sum,
+            expected_errors=self.expected_errors + other.expected_errors,  # NaN (not summed) stays NaN
         )
 
     def __eq__(self, other: object) -> bool:
@@ -188,10 +227,11 @@ class TemperatureStats(JsonResult):
             return NotImplemented
         return (self.temperature, self.n) == (other.temperature, other.n) and bool(
             np.allclose(
-                [self.gradient_sum, self.gradient_square_sum, self.curvature_sum],
-                [other.gradient_sum, other.gradient_square_sum, other.curvature_sum],
+                [self.gradient_sum, self.gradient_square_sum, self.curvature_sum, self.expected_errors],
+                [other.gradient_sum, other.gradient_square_sum, other.curvature_sum, other.expected_errors],
                 rtol=1e-12,
                 atol=1e-9,
+                equal_nan=True,
             )
         )
 
@@ -347,6 +387,12 @@ class TemperatureTest(JsonResult):
     the test's ``window_standard_error`` is the score test's, from the window's information
     Σh times ``information_ratio`` (the reference's score variance over its mean curvature:
     1 for a model that is the truth), see the module docstring.
+
+    ``expected_errors`` is the window's Σ(1 − c) at T, ``reference_expected_errors`` the
+    reference's (NaN when unknown). When either is below ``min_expected_errors``
+    (``enough_errors`` False) the normal approximation does not hold: the estimates are
+    reported, the p-values are NaN and the test does not fire ("not enough errors to test T").
+    An unknown count (NaN) does not gate.
     """
 
     temperature: float
@@ -373,6 +419,26 @@ class TemperatureTest(JsonResult):
     direction: Direction
     confidence_level: float
     information_ratio: float
+    expected_errors: float
+    reference_expected_errors: float
+    min_expected_errors: float
+    enough_errors: bool
+
+    def minimal_detectable_shift(self, power: float = 0.95) -> DetectableShift:
+        """The smallest shift of T this test detects with probability ``power``, from its own SE.
+
+        The same formula as :func:`minimal_detectable_shift`, with the standard error this
+        check actually had: what a report shows as "this check could see a shift of ±X %".
+
+        Raises
+        ------
+        ValueError
+            If ``power`` is not in (0, 1).
+        """
+        power = check_confidence_level(power, name="power")
+        detectable = self.enough_errors and math.isfinite(self.standard_error) and self.standard_error > 0
+        return _detectable_shift(self.n, self.reference_n, self.standard_error if detectable else math.nan,
+                                 self.expected_errors, margin=self.margin, level=self.level, power=power)
 
     def sentence(self, what: str = "window") -> str:
         """One line with the numbers, for a report's reasons."""
@@ -380,18 +446,45 @@ class TemperatureTest(JsonResult):
             return f"{what} temperature test not computed (n={self.n}: no information about T)"
         versus = (f"the reference's {self.reference_temperature:.4g} (n={self.reference_n})"
                   if self.reference_n else f"the deployed {self.temperature:.4g} (no reference variance)")
-        verdict = (
-            f"shifted beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
-            f"{self.direction}, T should {'grow' if self.log_ratio > 0 else 'shrink'}"
-            if self.drifted
-            else f"not beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)}; without a margin "
-            f"p = {_fmt_p(self.p_value_no_margin)})"
-        )
+        if not self.enough_errors:
+            short = (f"the {what} expects {self.expected_errors:.3g} errors at T"
+                     if self.expected_errors < self.min_expected_errors
+                     else f"the reference expects {self.reference_expected_errors:.3g} errors at T")
+            verdict = (f"not enough errors to test T: {short} and the test needs at least "
+                       f"{self.min_expected_errors:.3g} in each (a few confident errors would carry its sum; "
+                       "more rows give enough)")
+        else:
+            verdict = (
+                f"shifted beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
+                f"{self.direction}, T should {'grow' if self.log_ratio > 0 else 'shrink'}"
+                if self.drifted
+                else f"not beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)}; without a margin "
+                f"p = {_fmt_p(self.p_value_no_margin)})"
+            )
         return (
             f"{what} optimal T {self.window_temperature:.4g} [{self.window_temperature_low:.4g}, "
             f"{self.window_temperature_high:.4g}] vs {versus}: ratio {self.ratio:.3f} "
             f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}], z = {self.z:+.2f}, {verdict}"
         )
+
+
+def _check_margin(margin: float) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not (
+        0.0 <= float(margin) < 1.0
+    ):
+        raise ValueError(f"margin must be a number in [0, 1) (a relative shift of T, e.g. 0.05); got {margin!r}")
+    return float(margin)
+
+
+def _check_min_expected_errors(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+        0.0 <= float(value) < math.inf
+    ):
+        raise ValueError(
+            f"min_expected_errors must be a finite number >= 0 (the fewest errors a window must expect at T to be "
+            f"tested, e.g. 10; 0 tests every window); got {value!r}"
+        )
+    return float(value)
 
 
 def _fmt_p(p: float) -> str:
@@ -405,6 +498,7 @@ def temperature_test(
     margin: float = _DEFAULT_MARGIN,
     level: float = 0.01,
     confidence_level: float = 0.95,
+    min_expected_errors: float = _DEFAULT_MIN_EXPECTED_ERRORS,
 ) -> TemperatureTest:
     """Test whether the window's optimal T moved away from the reference's by more than a margin.
 
@@ -423,6 +517,10 @@ def temperature_test(
         Significance level, in (0, 1).
     confidence_level : float, default=0.95
         Level of the reported intervals, in (0, 1).
+    min_expected_errors : float, default=5
+        Fewest errors the window and the reference must each expect at T (Σ(1 − confidence))
+        for the window to be tested; below it the result says "not enough errors to test T"
+        and does not fire (module docstring, "Rare errors"). 0 tests every window. At least 0.
 
     Returns
     -------
@@ -433,8 +531,8 @@ def temperature_test(
     TypeError
         If ``window`` or ``reference`` is not a :class:`TemperatureStats`.
     ValueError
-        If the two were summed at different temperatures, or a level or the margin is out of
-        range.
+        If the two were summed at different temperatures, or a level, the margin or
+        ``min_expected_errors`` is out of range.
 
     Examples
     --------
@@ -451,6 +549,10 @@ def temperature_test(
     >>> hotter = temperature_test(TemperatureStats.from_logits(logits[2000:], labels_at(1.5)[2000:]), reference)
     >>> hotter.drifted, hotter.direction, round(hotter.ratio, 2), round(hotter.p_value, 6)
     (True, 'over-confident', 1.38, 0.0)
+    >>> sure = 4.0 * logits[2000:2050]  # 50 very confident rows: 3.3 errors expected at T
+    >>> few = temperature_test(TemperatureStats.from_logits(sure, sure.argmax(axis=1)), reference)
+    >>> few.drifted, few.enough_errors, round(few.expected_errors, 1)
+    (False, False, 3.3)
     """
     if not isinstance(window, TemperatureStats):
         raise TypeError(f"window must be TemperatureStats; got {type(window).__name__}")
@@ -461,11 +563,8 @@ def temperature_test(
             f"the reference was summed at T = {reference.temperature!r} and the window at T = {window.temperature!r}; "
             "both must be read at the deployed T"
         )
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not (
-        0.0 <= float(margin) < 1.0
-    ):
-        raise ValueError(f"margin must be a number in [0, 1) (a relative shift of T, e.g. 0.05); got {margin!r}")
-    margin = float(margin)
+    margin = _check_margin(margin)
+    min_expected_errors = _check_min_expected_errors(min_expected_errors)
     level = check_confidence_level(level, name="level")
     confidence_level = check_confidence_level(confidence_level)
 
@@ -488,10 +587,14 @@ def temperature_test(
     se = math.hypot(window_se, reference_se)
     log_margin = math.log1p(margin)
     defined = math.isfinite(log_ratio) and math.isfinite(se) and se > 0
+    reference_errors = reference.expected_errors if reference is not None and has_reference else math.nan
+    # NaN expected errors (sums kept without them) compare False: not gated on that side.
+    enough_errors = not (window.expected_errors < min_expected_errors or reference_errors < min_expected_errors)
     z = log_ratio / se if defined else math.nan
     margin_z = (abs(log_ratio) - log_margin) / se if defined else math.nan
-    p_value = float(ndtr(-margin_z)) if defined else math.nan
-    p_no_margin = float(2.0 * ndtr(-abs(z))) if defined else math.nan
+    tested = defined and enough_errors
+    p_value = float(ndtr(-margin_z)) if tested else math.nan
+    p_no_margin = float(2.0 * ndtr(-abs(z))) if tested else math.nan
     # In log space: a window that says next to nothing about T has ends at 0 and infinity.
     log_temperature = math.log(window.temperature)
     window_temperature, low, high = log_normal_interval(log_temperature + window.log_temperature_shift, own_se,
@@ -521,8 +624,164 @@ def temperature_test(
         p_value=p_value,
         p_value_no_margin=p_no_margin,
         level=level,
-        drifted=bool(defined and p_value < level),
+        drifted=bool(tested and p_value < level),
         direction=direction,
         confidence_level=confidence_level,
         information_ratio=information_ratio,
+        expected_errors=window.expected_errors,
+        reference_expected_errors=reference_errors,
+        min_expected_errors=min_expected_errors,
+        enough_errors=enough_errors,
     )
+
+
+# --------------------------------------------------------------------------- the minimal detectable shift
+
+
+@dataclass(frozen=True, slots=True)
+class DetectableShift(JsonResult):
+    """The smallest shift of T that a check of ``window_n`` rows detects with probability ``power``.
+
+    ``log_shift`` = log(1 + margin) + (z_{1 − level} + z_power) · ``standard_error``, the shift of
+    log T at which the margin test's power is ``power`` (see :func:`minimal_detectable_shift`).
+    ``increase`` = exp(log_shift) − 1: T_w / T_ref of 1 + increase or more is seen (an
+    over-confident model); ``decrease`` = 1 − exp(−log_shift): T_w / T_ref of 1 − decrease or
+    less is seen (under-confident). ``expected_errors`` is the errors the window expects at T
+    (NaN when unknown); ``detectable`` is False when they are too few for the test to run (or
+    the standard error is undefined): then the shifts are NaN — no shift can be seen.
+    """
+
+    window_n: int
+    reference_n: int
+    margin: float
+    level: float
+    power: float
+    standard_error: float
+    log_shift: float
+    increase: float
+    decrease: float
+    expected_errors: float
+    detectable: bool
+
+    def sentence(self) -> str:
+        """"this check could see a shift of T of +21 % / -17 % ...", for a report."""
+        if not self.detectable:
+            return (f"this check cannot see a shift of T: {self.window_n:,} rows"
+                    + (f" expect {self.expected_errors:.3g} errors at T" if math.isfinite(self.expected_errors) else "")
+                    + " (too little information about T to test it)")
+        return (f"this check could see a shift of T of +{self.increase:.0%} / -{self.decrease:.0%} "
+                f"({self.power:.0%} power at level {self.level:.2g}, margin {self.margin:.0%}; {self.window_n:,} rows "
+                f"against a reference of {self.reference_n:,})")
+
+
+def _detectable_shift(
+    window_n: int, reference_n: int, standard_error: float, expected_errors: float, *, margin: float, level: float,
+    power: float,
+) -> DetectableShift:
+    """The shift at which the margin test's power is ``power`` (inputs trusted; SE NaN: none)."""
+    detectable = math.isfinite(standard_error) and standard_error > 0
+    log_shift = (
+        math.log1p(margin) + (float(ndtri(1.0 - level)) + float(ndtri(power))) * standard_error
+        if detectable else math.nan
+    )
+    return DetectableShift(
+        window_n=window_n,
+        reference_n=reference_n,
+        margin=margin,
+        level=level,
+        power=power,
+        standard_error=standard_error,
+        log_shift=log_shift,
+        # Saturating: rows that say next to nothing about T (collapsed outputs) see no finite shift.
+        increase=_exp(log_shift) - 1.0 if log_shift > 1.0 else math.expm1(log_shift),
+        decrease=-math.expm1(-log_shift),
+        expected_errors=expected_errors,
+        detectable=detectable,
+    )
+
+
+def minimal_detectable_shift(
+    reference: TemperatureStats,
+    window_n: int,
+    *,
+    margin: float = _DEFAULT_MARGIN,
+    level: float = 0.01,
+    power: float = 0.95,
+    min_expected_errors: float = _DEFAULT_MIN_EXPECTED_ERRORS,
+) -> DetectableShift:
+    """The smallest relative shift of T that :func:`temperature_test` on ``window_n`` rows detects.
+
+    A window like the reference (the same information per row) is assumed. The test fires when
+    (|d| − log(1 + margin)) / SE(d) > z_{1 − level}, d = log(T_w / T_ref) ~ N(θ, SE(d)²) for a
+    true shift θ; its power is about Φ((|θ| − log(1 + margin)) / SE(d) − z_{1 − level}), so it
+    reaches ``power`` at
+
+        |θ| = log(1 + margin) + (z_{1 − level} + z_power) · SE(d),
+        SE(d) = sqrt(SE_ref² + κ / (β² n h̄)),
+
+    h̄ = Σh / n_ref the reference's information per row, κ its ratio of score variance to
+    information, SE_ref its sandwich SE(log T) = sqrt(κ / (β² n_ref h̄)) at the T it was fitted
+    at: so SE(d) ≈ SE_ref · sqrt(1 + n_ref / n). Validated against simulation on the six CIFAR
+    files (docs/statistics.md, ``benchmarks/drift_study.py --detectable``).
+
+    Parameters
+    ----------
+    reference : TemperatureStats
+        The reference's sums at the deployed T (the rows T was fitted on): at least two rows.
+    window_n : int
+        Rows of the check's window, at least 1.
+    margin, level, min_expected_errors
+        As for :func:`temperature_test` (a window expecting fewer errors than
+        ``min_expected_errors`` at the reference's rate, or a reference expecting fewer, is
+        not tested: nothing is detectable).
+    power : float, default=0.95
+        Probability of detecting the shift, in (0, 1).
+
+    Returns
+    -------
+    DetectableShift
+
+    Raises
+    ------
+    TypeError
+        If ``reference`` is not a :class:`TemperatureStats`.
+    ValueError
+        If the reference holds no information about T, or an argument is out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3.0 * rng.normal(size=(5000, 10))
+    >>> p = np.exp(logits); p /= p.sum(axis=1, keepdims=True)
+    >>> labels = (rng.random((5000, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 9)
+    >>> reference = TemperatureStats.from_logits(logits, labels)
+    >>> shift = minimal_detectable_shift(reference, 2000, level=0.005)
+    >>> round(shift.increase, 3), round(shift.decrease, 3)
+    (0.183, 0.155)
+    >>> shift.sentence()
+    'this check could see a shift of T of +18% / -16% (95% power at level 0.005, margin 5%; 2,000 rows against a reference of 5,000)'
+    """
+    if not isinstance(reference, TemperatureStats):
+        raise TypeError(f"reference must be TemperatureStats; got {type(reference).__name__}")
+    if not (reference.n >= 2 and reference.curvature_sum > 0 and math.isfinite(reference.gradient_variance)):
+        raise ValueError(
+            f"the reference must hold at least two rows with information about T (n >= 2, curvature_sum > 0); got "
+            f"n={reference.n}, curvature_sum={reference.curvature_sum!r}"
+        )
+    window_n = check_count(window_n, name="window_n")
+    margin = _check_margin(margin)
+    level = check_confidence_level(level, name="level")
+    power = check_confidence_level(power, name="power")
+    min_expected_errors = _check_min_expected_errors(min_expected_errors)
+    per_row_information = reference.curvature_sum / reference.n
+    information_ratio = reference.gradient_variance / per_row_information
+    beta = 1.0 / reference.temperature
+    # The window's score-test SE at no shift (Σg = 0): sqrt(κ n h̄) / (β n h̄).
+    window_se = math.sqrt(information_ratio / (window_n * per_row_information)) / beta
+    standard_error = math.hypot(window_se, reference.log_temperature_standard_error())
+    expected_errors = reference.expected_errors / reference.n * window_n
+    if expected_errors < min_expected_errors or reference.expected_errors < min_expected_errors:
+        standard_error = math.nan
+    return _detectable_shift(window_n, reference.n, standard_error, expected_errors, margin=margin, level=level,
+                             power=power)

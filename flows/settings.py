@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, create_model, field_serializer, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
+from calibration import (
+    DEFAULT_BOOTSTRAP_RESAMPLES,
+    DEFAULT_BOUNDS,
+    DEFAULT_CONFIDENCE_LEVEL,
+    DEFAULT_MAX_TV_DISTANCE,
+    DEFAULT_MIN_PER_CLASS,
+    DEFAULT_MIN_TOTAL,
+    DEFAULT_N_BINS,
+)
+from flows.defaults import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
 from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
 
 __all__ = ["ThermostatSettings"]
@@ -81,28 +90,28 @@ class ThermostatSettings(_DriftSection):
     experiment_name: str = Field(default="thermostat", description="MLflow experiment of pipeline runs")
 
     # Fitting T: minimise the NLL in log T inside the bounds; a fit on a bound is never registered.
-    bounds_lower: float = Field(default=0.05, gt=0.0, description="lower bound of the temperature search")
-    bounds_upper: float = Field(default=20.0, gt=0.0, description="upper bound of the temperature search")
-    n_bins: int = Field(default=15, ge=1, description="equal-width ECE bins")
+    bounds_lower: float = Field(default=DEFAULT_BOUNDS[0], gt=0.0, description="lower bound of the temperature search")
+    bounds_upper: float = Field(default=DEFAULT_BOUNDS[1], gt=0.0, description="upper bound of the temperature search")
+    n_bins: int = Field(default=DEFAULT_N_BINS, ge=1, description="equal-width ECE bins")
 
     # Splitting the holdout: test data never chooses T.
     calibration_fraction: float = Field(
         default=0.5, gt=0.0, lt=1.0, description="share of the holdout used to fit T; the rest evaluates"
     )
-    bootstrap_resamples: int = Field(default=2000, ge=100, description="paired-bootstrap resamples of the NLL change")
-    bootstrap_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the bootstrap interval")
+    bootstrap_resamples: int = Field(default=DEFAULT_BOOTSTRAP_RESAMPLES, ge=100, description="paired-bootstrap resamples of the NLL change")
+    bootstrap_confidence_level: float = Field(default=DEFAULT_CONFIDENCE_LEVEL, gt=0.0, lt=1.0, description="level of the bootstrap interval")
 
     # Gate: auto-process iff calibrated confidence >= threshold, re-swept after every refit.
     gate_target_accuracy: float = Field(
         default=0.97, gt=0.0, lt=1.0, description="accepted accuracy whose lower bound the gate must meet"
     )
-    gate_confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0, description="level of the Wilson lower bound")
+    gate_confidence_level: float = Field(default=DEFAULT_CONFIDENCE_LEVEL, gt=0.0, lt=1.0, description="level of the Wilson lower bound")
 
     # Qualification of the calibration part: like production, disjoint from training, large enough.
-    min_total: int = Field(default=300, ge=1, description="minimum calibration examples")
-    min_per_class: int = Field(default=30, ge=1, description="minimum calibration examples per class")
+    min_total: int = Field(default=DEFAULT_MIN_TOTAL, ge=1, description="minimum calibration examples")
+    min_per_class: int = Field(default=DEFAULT_MIN_PER_CLASS, ge=1, description="minimum calibration examples per class")
     max_tv_distance: float = Field(
-        default=0.15, ge=0.0, le=1.0, description="largest total-variation distance to the reference class mix"
+        default=DEFAULT_MAX_TV_DISTANCE, ge=0.0, le=1.0, description="largest total-variation distance to the reference class mix"
     )
 
     # Acceptance: the first step after every fine-tune.

@@ -22,7 +22,8 @@ The pieces, in the order a monitor uses them:
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
-  :func:`drift_metrics`, :func:`drift_payload` — outputs for dashboards and events.
+  :func:`drift_metrics` (its names: :func:`drift_metric_names`), :func:`drift_payload` — outputs for
+  dashboards and events.
 * :func:`mask_url` — a URL as it may be shown or stored (its password masked);
   :func:`redact_credentials` — text that may quote a URL, its secrets taken out;
   :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with;
@@ -86,6 +87,7 @@ if _typing.TYPE_CHECKING:
     from .report import (
         DRIFT_PAYLOAD_KEYS,
         drift_markdown,
+        drift_metric_names,
         drift_metrics,
         drift_payload,
         drift_table_rows,
@@ -145,6 +147,7 @@ __all__ = [
     "decide_drift",
     "diagnose_reliability_shape",
     "drift_markdown",
+    "drift_metric_names",
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
@@ -194,8 +197,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "log_predictions"
     ),
     "report": (
-        "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows",
-        "group_metric_key", "reliability_figure"
+        "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metric_names", "drift_metrics", "drift_payload",
+        "drift_table_rows", "group_metric_key", "reliability_figure"
     ),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),

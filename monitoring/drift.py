@@ -490,6 +490,9 @@ def _notes(report: DriftReport) -> list[str]:
     if report.reference.overall.temperature_stats is None and n >= report.policy.min_window:
         notes.append("no reference temperature sums were given: the temperature test treats T as exact (one-sample), "
                      "which flags more often on a small reference")
+    temperature = report.temperature_test
+    if temperature is not None:  # what this check could have seen: its power, not a blanket figure
+        notes.append(temperature.minimal_detectable_shift().sentence())
     if report.consistency is not None:
         c = report.consistency
         notes.append(f"binned ECE {summary.overall.ece:.4f} vs {c.null_quantile_95:.4f}, the 95th percentile of a "

@@ -8,8 +8,9 @@ The decision (:func:`monitoring.decide_drift`) folds the tests the policy names
 (:attr:`monitoring.DriftPolicy.tests`) over the window and its tested groups; reports,
 Prometheus, the dashboard and the alert texts iterate the outcomes.
 
-Adding a test is one class here (a subclass of :class:`DriftTest` with a new ``name``:
-subclassing registers it) and its name in the policy's ``tests`` default.
+Adding a test is one class here (a subclass of :class:`DriftTest` with a new ``name`` and the
+``metric_names`` its outcome records: subclassing registers it) and its name in the policy's
+``tests`` default.
 
 The two tests of today:
 
@@ -149,12 +150,18 @@ class DriftTest(ABC):
     """One drift test (module docstring). Subclasses set ``name`` and are registered by it."""
 
     name: ClassVar[str]
+    #: The names of the metrics its outcome on the window records (:attr:`TestOutcome.metrics`): what a
+    #: check run may hold and a dashboard may read (:func:`monitoring.drift_metric_names`).
+    metric_names: ClassVar[tuple[str, ...]]
     #: A statistical test takes a share of the decision's level (Bonferroni); a guard (no p-value) does not.
     uses_level: ClassVar[bool] = True
     registry: ClassVar[dict[str, type[DriftTest]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if not isinstance(getattr(cls, "metric_names", None), tuple):
+            raise TypeError(f"drift test {cls.__name__} must declare metric_names, the tuple of the metrics its "
+                            "outcome on the window records (a check run holds them; () for none)")
         DriftTest.registry[cls.name] = cls
 
     @abstractmethod
@@ -211,6 +218,7 @@ class CollapsedOutputTest(DriftTest):
     """
 
     name = "collapsed"
+    metric_names = ("output_collapsed",)
     uses_level = False
 
     @staticmethod
@@ -245,6 +253,9 @@ class TemperatureShiftTest(DriftTest):
     """The window's optimal T against the reference's, beyond the policy's margin (primary)."""
 
     name = "temperature"
+    metric_names = ("window_temperature", "window_temperature_low", "window_temperature_high", "temperature_ratio",
+                    "temperature_z", "temperature_p_value", "temperature_drift", "detectable_increase",
+                    "detectable_decrease")
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:
@@ -253,12 +264,15 @@ class TemperatureShiftTest(DriftTest):
     def run(self, evidence: ScopeEvidence, *, level: float, policy: DriftPolicy, seed: int) -> TestOutcome:
         result = temperature_test(evidence.temperature_stats, evidence.reference.temperature_stats,
                                   margin=policy.temperature_margin, level=level,
-                                  confidence_level=policy.confidence_level)
+                                  confidence_level=policy.confidence_level,
+                                  min_expected_errors=policy.min_expected_errors)
+        detectable = result.minimal_detectable_shift()
         metrics = {"window_temperature": result.window_temperature,
                    "window_temperature_low": result.window_temperature_low,
                    "window_temperature_high": result.window_temperature_high, "temperature_ratio": result.ratio,
                    "temperature_z": result.z, "temperature_p_value": result.p_value,
-                   "temperature_drift": float(result.drifted)}
+                   "temperature_drift": float(result.drifted),
+                   "detectable_increase": detectable.increase, "detectable_decrease": detectable.decrease}
         versus = (f"reference {result.reference_temperature:.4g} (n={result.reference_n})" if result.reference_n
                   else f"deployed {result.temperature:.4g} (no reference sums: one-sample)")
         compares = (f"window T {result.window_temperature:.4g} [{result.window_temperature_low:.4g}, "
@@ -282,6 +296,7 @@ class EceExcessTest(DriftTest):
     """
 
     name = "ece"
+    metric_names = ("ece_estimate", "ece_low", "ece_high", "ece_excess", "p_value", "ece_drift")
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:

@@ -103,6 +103,9 @@ class DriftPolicy:
         0.05, "drift_temperature_margin", "relative shift of T the temperature test requires (0.05: beyond 1.05 or "
         "below 1/1.05 times the reference's T)",
         interval=Interval(0.0, 1.0, high_closed=False, hint="the relative shift of T that counts"), flag="--margin")
+    min_expected_errors: float = _knob(
+        5.0, "drift_min_expected_errors", "the temperature test runs only when the window and the reference each expect "
+        "at least this many errors at T (fewer: a handful of errors would carry it)", interval=Interval(0.0))
     ece_tolerance: float = _knob(
         0.02, "drift_ece_tolerance", "how far above the reference's ECE the window's must be to count, beyond both "
         "intervals", interval=Interval(0.0, hint="an ECE difference"), flag="--tolerance")
@@ -192,6 +195,35 @@ class DriftPolicy:
             else value
             for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
         }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], *, where: str = "the policy") -> DriftPolicy:
+        """Read back what :meth:`to_dict` wrote (durations in seconds, the tests as a list).
+
+        A name this version does not know (written by a later one) is left out, a field missing
+        (written before it existed) takes its default; a value that breaks its rule is refused,
+        the message naming ``where`` and the field.
+
+        >>> policy = DriftPolicy(ece_tolerance=0.05, cooldown=timedelta(hours=1))
+        >>> DriftPolicy.from_dict(policy.to_dict()) == policy
+        True
+        >>> DriftPolicy.from_dict({"min_window": 0, "a_later_knob": 1}, where="tag 'thermostat.policy'")
+        Traceback (most recent call last):
+        ...
+        ValueError: tag 'thermostat.policy': min_window must be >= 1; got 0
+        """
+        knobs = dict(_knobs())
+        read: dict[str, Any] = {}
+        for name, value in values.items():
+            knob = knobs.get(name)
+            if knob is None:
+                continue
+            if knob.kind == "duration" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = timedelta(seconds=value)
+            elif knob.kind == "names" and isinstance(value, list):
+                value = tuple(value)
+            read[name] = value
+        return cls.from_values(read, lambda name, knob: f"{where}: {name}")
 
 
 def _checked(value: Any, knob: Knob, name: str) -> Any:

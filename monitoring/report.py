@@ -27,6 +27,7 @@ from .drift_tests import DriftTest, TestOutcome, window_level
 __all__ = [
     "DRIFT_PAYLOAD_KEYS",
     "drift_markdown",
+    "drift_metric_names",
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
@@ -402,6 +403,29 @@ def group_metric_key(group: str) -> str:
         return group
     digest = hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{_READABLE_UNSAFE.sub('_', group[:_READABLE_LENGTH])}.h{digest}"
+
+
+# The metrics of drift_metrics besides the tests' own (DriftTest.metric_names) and the groups'.
+_WINDOW_METRICS = ("ece", "nll", "accuracy", "mean_confidence", "brier", "coverage", "accepted_accuracy", "n", "drift",
+                   "refit_recommended")
+_SEQUENTIAL_METRICS = ("cusum_upper", "cusum_lower", "sequential_alarm")
+_WARNING_METRICS = ("predicted_accuracy", "predicted_accuracy_low", "predicted_accuracy_high", "served_n",
+                    "confidence_shift_p_value", "confidence_shifted")
+
+
+def drift_metric_names() -> tuple[frozenset[str], tuple[str, ...]]:
+    """What :func:`drift_metrics` may write: every name, and the prefixes of the groups' names (a
+    group's metric is ``<prefix><key>``, the key of :func:`group_metric_key`).
+
+    The names are the window's, each registered drift test's (:attr:`DriftTest.metric_names`),
+    the sequential rule's and the early warning's.
+
+    >>> names, prefixes = drift_metric_names()
+    >>> {"ece", "p_value", "cusum_upper", "predicted_accuracy"} <= names, prefixes
+    (True, ('ece.group.', 'temperature_z.group.'))
+    """
+    tests = {name for test in DriftTest.registry.values() for name in test.metric_names}
+    return frozenset({*_WINDOW_METRICS, *tests, *_SEQUENTIAL_METRICS, *_WARNING_METRICS}), _GROUP_KEY_PREFIXES
 
 
 def drift_metrics(report: DriftReport) -> dict[str, float]:

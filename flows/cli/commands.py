@@ -23,6 +23,7 @@ import numpy as np
 
 from calibration import (
     ESTIMATORS,
+    BootstrapComparison,
     LOCAL_ENGINE,
     CalibrationErrorEstimate,
     CalibrationReport,
@@ -30,6 +31,7 @@ from calibration import (
     PartitionedScoredSet,
     ScoredSet,
     TemperatureFit,
+    TemperatureStats,
     TopLabelScores,
     calibration_error_from_stats,
     calibration_errors,
@@ -46,7 +48,7 @@ from calibration import (
     top_label_confidence,
 )
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from monitoring import DriftPolicy, DriftTest, policy_knobs
+from monitoring import DriftPolicy, DriftReference, DriftReport, DriftTest, policy_knobs
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
@@ -439,6 +441,36 @@ def _is_row_index(ids: np.ndarray[Any, Any]) -> bool:
     return bool(np.array_equal(ids, np.arange(ids.shape[0]).astype(str)))
 
 
+def _id_overlap(fit_set: ScoredSet | PartitionedScoredSet, eval_set: ScoredSet | PartitionedScoredSet,
+                args: argparse.Namespace) -> tuple[int | None, tuple[str, ...]]:
+    """How many ids of the evaluation set were also fitted on (None: not compared), and the warning."""
+    if not (isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)) or (
+            _is_row_index(fit_set.ids) or _is_row_index(eval_set.ids)):
+        return None, ()
+    shared = np.intersect1d(fit_set.ids, eval_set.ids)
+    if not shared.size:
+        return 0, ()
+    return int(shared.size), (f"{shared.size} ids of {args.eval_data} also appear in {args.fit_data} (e.g. "
+                              f"{str(shared[0])!r}); evaluate on examples not used to fit T, or the improvement is "
+                              "flattered",)
+
+
+def _nll_change(eval_set: ScoredSet | PartitionedScoredSet, temperature: float,
+                args: argparse.Namespace) -> tuple[BootstrapComparison, str]:
+    """The NLL change from T = 1 to ``temperature`` with its interval, and how the interval was made."""
+    if isinstance(eval_set, PartitionedScoredSet):
+        comparison = nll_difference_partitioned(
+            eval_set, temperature_before=1.0, temperature_after=temperature,
+            confidence_level=args.confidence_level, engine=_engine(args), trusted=True,
+        )
+        return comparison, f"normal interval over {comparison.n:,} rows (a partitioned set is not bootstrapped)"
+    comparison = paired_bootstrap_nll(
+        eval_set, temperature_before=1.0, temperature_after=temperature,
+        n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
+    )
+    return comparison, f"paired-bootstrap interval ({comparison.n_resamples} resamples, seed {comparison.seed})"
+
+
 def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
     fit_set, eval_set = sets["fit_data"], sets["eval_data"]
     _same_classes(fit_set, args.fit_data, eval_set, args.eval_data)
@@ -448,35 +480,13 @@ def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
         )
     _equal_width_only(args, fit_set)
     _equal_width_only(args, eval_set)
-    id_overlap: int | None = None
-    warnings: tuple[str, ...] = ()
-    in_memory = isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)
-    if (
-        isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)
-        and not (_is_row_index(fit_set.ids) or _is_row_index(eval_set.ids))
-    ):
-        shared = np.intersect1d(fit_set.ids, eval_set.ids)
-        id_overlap = int(shared.size)
-        if id_overlap:
-            warnings = (f"{id_overlap} ids of {args.eval_data} also appear in {args.fit_data} (e.g. "
-                        f"{str(shared[0])!r}); evaluate on examples not used to fit T, or the improvement is flattered",)
+    id_overlap, warnings = _id_overlap(fit_set, eval_set, args)
     args.progress.stage(f"fitting T on {fit_set.n_samples:,} x {fit_set.n_classes:,} logits")
     fit = _fitted(fit_set, args)
     args.progress.stage(f"evaluating on {args.eval_data} and measuring the NLL change")
     before = _evaluated(eval_set, args, 1.0, trusted=False).summary()
     after = _evaluated(eval_set, args, fit.temperature, trusted=True).summary()
-    if isinstance(eval_set, PartitionedScoredSet):
-        comparison = nll_difference_partitioned(
-            eval_set, temperature_before=1.0, temperature_after=fit.temperature,
-            confidence_level=args.confidence_level, engine=_engine(args), trusted=True,
-        )
-        interval = f"normal interval over {comparison.n:,} rows (a partitioned set is not bootstrapped)"
-    else:
-        comparison = paired_bootstrap_nll(
-            eval_set, temperature_before=1.0, temperature_after=fit.temperature,
-            n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
-        )
-        interval = f"paired-bootstrap interval ({comparison.n_resamples} resamples, seed {comparison.seed})"
+    comparison, interval = _nll_change(eval_set, fit.temperature, args)
     fitted = fit.to_dict()
     payload = {"fit_data": args.fit_data, "eval_data": args.eval_data,
                **{key: fitted[key] for key in ("temperature", "at_bound", "bounds", "temperature_low",
@@ -501,7 +511,7 @@ def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
         f"{interval}: [{comparison.low:+.4f}, {comparison.high:+.4f}]",
         f"verdict: {comparison.verdict}",
     ])
-    if not in_memory:
+    if id_overlap is None and not (isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)):
         warnings += (f"ids are not compared between {args.fit_data} and {args.eval_data} when either is partitioned; "
                      "make sure the held-out rows were not used to fit T",)
     failed = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
@@ -517,17 +527,75 @@ _MONITOR_ONLY = ("refit_recommended", "in_cooldown", "cooldown_until", "model_na
 
 
 def drift_policy(args: argparse.Namespace) -> DriftPolicy:
-    """The drift policy of ``thermostat drift``: each flag the policy declares (``--level``, ``--margin``, ...)
-    overrides its field, a refusal naming the flag."""
-    given = {name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in policy_knobs()
-             if knob.flag is not None}
-    return DriftPolicy.from_values(given, lambda _, knob: str(knob.flag))
+    """The drift policy of ``thermostat drift``: the settings' drift section (``THERMOSTAT_*``), each
+    flag the policy declares (``--level``, ``--margin``, ...) overriding its field, a refusal naming
+    the flag."""
+    base = args.settings.drift
+    values = {name: getattr(base, name) for name, _, _ in policy_knobs()} | {
+        name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in policy_knobs() if knob.flag is not None}
+    return DriftPolicy.from_values(values, lambda _, knob: str(knob.flag))
+
+
+def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPolicy, args: argparse.Namespace,
+                     resamples: dict[str, Any]) -> DriftReference:
+    """What the window is compared with: the reference's sums at T (its groups' with ``--groups``,
+    those of at least ``--min-group-size`` rows: a smaller group's own T is too noisy to stand for
+    it) and its ECE by the policy's estimator, with its interval."""
+    scores = TopLabelScores.from_logits(reference, temperature=temperature)
+    groups: dict[str, TemperatureStats] = {}
+    if args.groups and reference.groups is not None:
+        keys, codes = np.unique(reference.groups, return_inverse=True)
+        for key, sums in zip(keys.tolist(), scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
+            if sums.n >= policy.min_group_size:
+                groups[key] = sums
+    ece = calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins), estimator=policy.ece_estimator,
+                                       **resamples)
+    return DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=scores.temperature_stats(),
+                             group_temperature_stats=groups, ece_estimator=policy.ece_estimator, n_bins=args.bins)
+
+
+def _drift_text(report: DriftReport, args: argparse.Namespace, reference_n: int,
+                window_estimates: Sequence[CalibrationErrorEstimate],
+                reference_estimates: Sequence[CalibrationErrorEstimate]) -> str:
+    """The drift command's report: the verdict, one row per test outcome, the window's T, the
+    estimators of both sets, the reasons."""
+    headline = (f"DRIFT ({', '.join(report.tests_fired)})" if report.drift_detected else "ok: no drift")
+    rows = [
+        [f"{o.label} ({DriftTest.registry[o.test].effect_beyond(report.policy)})" if o.scope is None else o.label,
+         o.compares, o.statistic, _p_text(o.p_value), _p_text(o.level), "yes" if o.fired else "no"]
+        for o in (*report.outcomes, *(o for g in report.groups for o in g.outcomes))
+    ]
+    estimator_rows = [
+        [mine.estimator, f"{_number(mine.estimate)} [{_number(mine.low)}, {_number(mine.high)}]",
+         f"{_number(theirs.estimate)} [{_number(theirs.low)}, {_number(theirs.high)}]"]
+        for mine, theirs in zip(window_estimates, reference_estimates, strict=True)
+    ]
+    test, level = report.temperature_test, args.confidence_level
+    return "\n".join([
+        f"{args.window}: {report.n} labelled rows against the reference {args.reference} ({reference_n} rows), "
+        f"both at T = {report.temperature:g}",
+        f"verdict: {headline}",
+        "",
+        _table(["test", "compares", "statistic", "p-value", "level", "fired"], rows, align="llrrrl"),
+        "",
+        "" if test is None else (
+            f"window's optimal T {test.window_temperature:.4g} [{test.window_temperature_low:.4g}, "
+            f"{test.window_temperature_high:.4g}] ({level:.0%} interval, one Newton step from T = "
+            f"{report.temperature:g}); the reference's {test.reference_temperature:.4g}"),
+        "",
+        f"calibration error at T = {report.temperature:g}, {level:.0%} intervals ({window_estimates[0].method})"
+        if window_estimates else "",
+        _table(["estimator", "window", "reference"], estimator_rows, align="lrr") if estimator_rows else "",
+        "",
+        "reasons:",
+        *(f"- {reason}" for reason in report.reasons),
+    ])
 
 
 def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
     registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
-    from monitoring import DriftReference, decide_drift, drift_payload, summarise_arrays
+    from monitoring import decide_drift, drift_payload, summarise_arrays
 
     reference, window = _in_memory(sets, "reference"), _in_memory(sets, "window")
     _same_classes(reference, args.reference, window, args.window)
@@ -542,65 +610,22 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
                          "drop --groups")
     chosen = args.estimator or ["all"]
     names = ESTIMATORS if "all" in chosen else tuple(dict.fromkeys(chosen))
-    args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
-    reference_scores = TopLabelScores.from_logits(reference, temperature=temperature)
-    reference_sums = reference_scores.temperature_stats()
-    group_reference: dict[str, Any] = {}
-    if args.groups and reference.groups is not None:
-        keys, codes = np.unique(reference.groups, return_inverse=True)
-        for key, sums in zip(keys.tolist(), reference_scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
-            if sums.n >= args.min_group_size:  # a smaller group's own T is too noisy to stand for it
-                group_reference[key] = sums
-    reference_stats = reference_scores.calibration_stats(n_bins=args.bins)
-    resamples = {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
     policy = drift_policy(args)
-    reference_ece = calibration_error_from_stats(reference_stats, estimator=policy.ece_estimator, **resamples)
+    resamples = {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
+    args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
+    against = _drift_reference(reference, temperature, policy, args, resamples)
     args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
     summary = summarise_arrays(window, None, temperature=temperature, start=_EPOCH, end=_EPOCH,
                                groups=window.groups if args.groups else None, n_bins=args.bins)
-    report = decide_drift(summary, DriftReference.of(
-        reference_ece.estimate, ece_interval=(reference_ece.low, reference_ece.high), temperature_stats=reference_sums,
-        group_temperature_stats=group_reference, ece_estimator=policy.ece_estimator, n_bins=args.bins), policy)
+    report = decide_drift(summary, against, policy)
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
-    window_estimates = calibration_errors(window, temperature=temperature, estimators=names, n_bins=args.bins,
-                                          **resamples)
-    reference_estimates = calibration_errors(reference, temperature=temperature, estimators=names, n_bins=args.bins,
-                                             **resamples)
+    estimates = [calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins, **resamples)
+                 for data in (window, reference)]
     payload = {"reference": args.reference, "window": args.window, "reference_n": reference.n_samples,
                **{key: value for key, value in drift_payload(report).items() if key not in _MONITOR_ONLY},
                "estimators": [{"estimator": mine.estimator, "window": mine.to_dict(), "reference": theirs.to_dict()}
-                              for mine, theirs in zip(window_estimates, reference_estimates, strict=True)]}
-    test = report.temperature_test
-    assert test is not None  # the window has at least --min-window rows
-    headline = (f"DRIFT ({', '.join(report.tests_fired)})" if report.drift_detected else "ok: no drift")
-    rows = [
-        [f"{o.label} ({DriftTest.registry[o.test].effect_beyond(policy)})" if o.scope is None else o.label,
-         o.compares, o.statistic, _p_text(o.p_value), f"{o.level:.2g}", "yes" if o.fired else "no"]
-        for o in (*report.outcomes, *(o for g in report.groups for o in g.outcomes))
-    ]
-    estimator_rows = [
-        [mine.estimator, f"{_number(mine.estimate)} [{_number(mine.low)}, {_number(mine.high)}]",
-         f"{_number(theirs.estimate)} [{_number(theirs.low)}, {_number(theirs.high)}]"]
-        for mine, theirs in zip(window_estimates, reference_estimates, strict=True)
-    ]
-    text = "\n".join([
-        f"{args.window}: {report.n} labelled rows against the reference {args.reference} ({reference.n_samples} rows), "
-        f"both at T = {temperature:g}",
-        f"verdict: {headline}",
-        "",
-        _table(["test", "compares", "statistic", "p-value", "level", "fired"], rows, align="llrrrl"),
-        "",
-        f"window's optimal T {test.window_temperature:.4g} [{test.window_temperature_low:.4g}, "
-        f"{test.window_temperature_high:.4g}] ({args.confidence_level:.0%} interval, one Newton step from T = "
-        f"{temperature:g}); the reference's {test.reference_temperature:.4g}",
-        "",
-        f"calibration error at T = {temperature:g}, {args.confidence_level:.0%} intervals "
-        f"({window_estimates[0].method})" if window_estimates else "",
-        _table(["estimator", "window", "reference"], estimator_rows, align="lrr") if estimator_rows else "",
-        "",
-        "reasons:",
-        *(f"- {reason}" for reason in report.reasons),
-    ])
+                              for mine, theirs in zip(*estimates, strict=True)]}
+    text = _drift_text(report, args, reference.n_samples, *estimates)
     warnings = (f"drift: {report.reasons[0]}",) if report.drift_detected else ()
     return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if report.drift_detected else EXIT_OK)
 

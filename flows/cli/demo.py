@@ -150,7 +150,7 @@ def train_checkpoint(
     if reuse:
         run = registry.finished_run_tagged(FINETUNE_EXPERIMENT, "thermostat.demo_checkpoint", name)
         if run is not None:
-            return DemoCheckpoint(name, f"runs:/{run.info.run_id}/checkpoint", int(run.data.params["train_steps"]), True)
+            return DemoCheckpoint(name, f"runs:/{run.run_id}/checkpoint", int(run.params["train_steps"]), True)
     rows = split.train_index[:n_train]
     x_train, y_train = split.features[rows], split.labels[rows]
     estimator.fit(x_train, y_train)

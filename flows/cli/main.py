@@ -53,10 +53,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
-from calibration import DEFAULT_BOUNDS, ESTIMATORS, MAX_CLASSES
-from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
+from calibration import ESTIMATORS, MAX_CLASSES
+from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
+from flows.orchestration.engines import engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
 from flows.cli.json_keys import JSON_KEYS
+from flows.cli.options import add_options, resolve
 from flows.orchestration.local_only import stay_local
 
 if TYPE_CHECKING:
@@ -200,6 +202,7 @@ def _json_keys(sub: argparse.ArgumentParser, command: str) -> str:
     example, described, seen = _example_set(), [], set[str]()
     for argv in _EXAMPLES[command]:
         args = sub.parse_args(argv)
+        resolve(args, command)
         args.progress = _Progress()
         sets = {name: example for name in COMMANDS[command].data if getattr(args, name, None) is not None}
         payload = json_safe(COMMANDS[command].run(sets, args).payload)
@@ -223,6 +226,110 @@ def _version() -> str:
         return "unknown"
 
 
+def _scheme(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--scheme", choices=_SCHEMES, default="equal-width", help="ECE binning (default equal-width)")
+
+
+def _engine(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--engine", choices=ENGINES, default="local",
+                     help="where partitioned data is computed on: local (this process, default) or dask")
+    sub.add_argument("--dask-address", metavar="tcp://HOST:PORT",
+                     help="with --engine dask: a running Dask scheduler (default: a temporary local cluster)")
+    sub.add_argument("--dask-workers", type=int, metavar="N",
+                     help=f"with --engine dask and no address: workers of the temporary local cluster "
+                          f"(default {DEFAULT_DASK_WORKERS})")
+    sub.add_argument("--dask-timeout", type=float, default=DEFAULT_DASK_TIMEOUT, metavar="SECONDS",
+                     help=f"with --engine dask: how long to wait for the scheduler at --dask-address and its "
+                          f"first worker, and for a worker whenever the cluster has none while tasks wait "
+                          f"(then exit 3) (default {DEFAULT_DASK_TIMEOUT:g})")
+
+
+def _estimators(sub: argparse.ArgumentParser, help_text: str) -> None:
+    sub.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
+                     help=f"{help_text} (repeatable): {', '.join(ESTIMATORS)}, or all")
+
+
+def _fit(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
+    add_options(sub, "fit")
+    _scheme(sub)
+    _engine(sub)
+
+
+def _evaluate(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
+    sub.add_argument("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
+    add_options(sub, "evaluate")
+    _scheme(sub)
+    sub.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
+    _estimators(sub, "also estimate the calibration error with a 95%% interval; needs the set in memory")
+    _engine(sub)
+
+
+def _sweep(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    sub.add_argument("--temperature", type=float, required=True, metavar="T",
+                     help="the T in force; a threshold from another T measures something else")
+    sub.add_argument("--target-accuracy", type=float, required=True, metavar="A",
+                     help="required accepted accuracy (its Wilson lower bound must reach A)")
+    add_options(sub, "sweep")
+
+
+def _qualify(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    sub.add_argument("--training-ids", metavar="FILE", help="text file of training example ids, one per line")
+    sub.add_argument("--reference", metavar="DATA", help="scored set of recent traffic: its class proportions")
+    add_options(sub, "qualify")
+
+
+def _compare(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("fit_data", metavar="FIT_DATA", help="scored set that chooses T (a file, folder or glob)")
+    sub.add_argument("eval_data", metavar="EVAL_DATA",
+                     help="held-out scored set that measures the effect (a file, folder or glob; a partitioned set "
+                          "gets a normal interval instead of the bootstrap)")
+    add_options(sub, "compare")
+    _scheme(sub)
+    _engine(sub)
+
+
+def _drift(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("reference", metavar="REFERENCE",
+                     help="the registration-time scored set T was fitted on: its rows give the baseline and T's own "
+                          "estimation error (" + _DATA_HELP + ")")
+    sub.add_argument("window", metavar="WINDOW", help="labelled traffic to check, the same K classes")
+    sub.add_argument("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+    sub.add_argument("--groups", action="store_true",
+                     help="also test each group of WINDOW's 'group' column (Bonferroni over the groups tested), "
+                          "against the same group of REFERENCE when it has one with at least --min-group-size rows")
+    add_options(sub, "drift")
+    _estimators(sub, "calibration-error estimators reported with intervals (default all)")
+
+
+# The analysis commands: name -> (what it does, its arguments).
+_ANALYSIS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "fit": ("fit T by minimising mean NLL over log T inside bounds", _fit),
+    "evaluate": ("accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature", _evaluate),
+    "sweep": ("choose the gate threshold on confidences calibrated at T", _sweep),
+    "qualify": ("check size, class coverage, disjointness from training and representativeness", _qualify),
+    "compare": ("fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap", _compare),
+    "drift": ("the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted on), both "
+              "read at T: the temperature test and the ECE test, with intervals", _drift),
+}
+# Listed for --help only: main() hands these to their own modules before parsing.
+_PASSED_ON: dict[str, str] = {
+    "demo": "run the end-to-end demo (flows.cli.demo); arguments pass through",
+    "lock": "show or clear a model's registration lock: lock show|clear MODEL [--json]",
+    "export": "write a version's prediction log to Parquet, one file per UTC day (idempotent, resumable): export "
+              "--model NAME --version V --out DIR [--until ISO8601] [--json]",
+    "dashboard": "serve the calibration dashboard, its JSON API and Prometheus /metrics (read-only): dashboard "
+                 "[--host 127.0.0.1] [--port 8765]",
+    "alerts": "install the alert automations (drift, refused refit, insufficient data) and their notification block "
+              "on the Prefect server: alerts install --webhook-url URL | --block NAME [--json]",
+    "setup-db": "create the PostgreSQL databases and roles of a deployment (mlflow, thermostat; idempotent): setup-db "
+                "--admin-url URL [--mlflow-password P] [--thermostat-password P] [--json]",
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -234,145 +341,30 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"thermostat {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    subs: dict[str, argparse.ArgumentParser] = {}
-
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=_EXIT_TEXT,
-                                  formatter_class=formatter)
+    for name, (help_text, arguments) in _ANALYSIS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text, formatter_class=formatter,
+                                  epilog=f"--json keys: {JSON_KEYS[name]}. NaN prints as null.\n\n{_EXIT_TEXT}")
         sub.set_defaults(command=name)
-        subs[name] = sub
-        return sub
-
-    def binning(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--bins", type=int, default=15, metavar="M", help="number of ECE bins (default 15)")
-        sub.add_argument("--scheme", choices=_SCHEMES, default="equal-width", help="ECE binning (default equal-width)")
-
-    def bounds(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--lower", type=float, default=DEFAULT_BOUNDS[0], help="lowest T searched (default 0.05)")
-        sub.add_argument("--upper", type=float, default=DEFAULT_BOUNDS[1], help="highest T searched (default 20)")
-
-    def engine(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--engine", choices=ENGINES, default="local",
-                         help="where partitioned data is computed on: local (this process, default) or dask")
-        sub.add_argument("--dask-address", metavar="tcp://HOST:PORT",
-                         help="with --engine dask: a running Dask scheduler (default: a temporary local cluster)")
-        sub.add_argument("--dask-workers", type=int, metavar="N",
-                         help=f"with --engine dask and no address: workers of the temporary local cluster "
-                              f"(default {DEFAULT_DASK_WORKERS})")
-        sub.add_argument("--dask-timeout", type=float, default=DEFAULT_DASK_TIMEOUT, metavar="SECONDS",
-                         help=f"with --engine dask: how long to wait for the scheduler at --dask-address and its "
-                              f"first worker, and for a worker whenever the cluster has none while tasks wait "
-                              f"(then exit 3) (default {DEFAULT_DASK_TIMEOUT:g})")
-
-    def json_flag(sub: argparse.ArgumentParser) -> None:
+        arguments(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
         sub.add_argument("--max-classes", type=int, default=MAX_CLASSES, metavar="K",
                          help=f"refuse data with more classes than this before reading rows (default {MAX_CLASSES:,})")
-
-    fit = command("fit", "fit T by minimising mean NLL over log T inside bounds")
-    fit.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
-    bounds(fit)
-    binning(fit)
-    engine(fit)
-    json_flag(fit)
-
-    ev = command("evaluate", "accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature")
-    ev.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
-    ev.add_argument("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
-    binning(ev)
-    ev.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
-    ev.add_argument("--min-count", type=int, default=10, help="bins with fewer examples are sparse (default 10)")
-    ev.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
-                    help=f"also estimate the calibration error with a 95%% interval (repeatable): "
-                         f"{', '.join(ESTIMATORS)}, or all; needs the set in memory")
-    engine(ev)
-    json_flag(ev)
-
-    sw = command("sweep", "choose the gate threshold on confidences calibrated at T")
-    sw.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    sw.add_argument("--temperature", type=float, required=True, metavar="T",
-                    help="the T in force; a threshold from another T measures something else")
-    sw.add_argument("--target-accuracy", type=float, required=True, metavar="A",
-                    help="required accepted accuracy (its Wilson lower bound must reach A)")
-    sw.add_argument("--confidence-level", type=float, default=0.95, help="Wilson interval level (default 0.95)")
-    json_flag(sw)
-
-    qu = command("qualify", "check size, class coverage, disjointness from training and representativeness")
-    qu.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    qu.add_argument("--training-ids", metavar="FILE", help="text file of training example ids, one per line")
-    qu.add_argument("--reference", metavar="DATA", help="scored set of recent traffic: its class proportions")
-    qu.add_argument("--min-total", type=int, default=300, help="minimum examples (default 300)")
-    qu.add_argument("--min-per-class", type=int, default=30, help="minimum examples per class (default 30)")
-    qu.add_argument("--max-tv", type=float, default=0.15,
-                    help="maximum total-variation distance of class proportions to --reference (default 0.15)")
-    json_flag(qu)
-
-    co = command("compare", "fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap")
-    co.add_argument("fit_data", metavar="FIT_DATA", help="scored set that chooses T (a file, folder or glob)")
-    co.add_argument("eval_data", metavar="EVAL_DATA",
-                    help="held-out scored set that measures the effect (a file, folder or glob; a partitioned set "
-                         "gets a normal interval instead of the bootstrap)")
-    bounds(co)
-    binning(co)
-    co.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    co.add_argument("--confidence-level", type=float, default=0.95, help="interval level (default 0.95)")
-    co.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    engine(co)
-    json_flag(co)
-
-    dr = command("drift", "the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted "
-                          "on), both read at T: the temperature test and the ECE test, with intervals")
-    dr.add_argument("reference", metavar="REFERENCE",
-                    help="the registration-time scored set T was fitted on: its rows give the baseline and T's own "
-                         "estimation error (" + _DATA_HELP + ")")
-    dr.add_argument("window", metavar="WINDOW", help="labelled traffic to check, the same K classes")
-    dr.add_argument("--temperature", type=float, required=True, metavar="T", help="the deployed T")
-    dr.add_argument("--groups", action="store_true",
-                    help="also test each group of WINDOW's 'group' column (Bonferroni over the groups tested), against "
-                         "the same group of REFERENCE when it has one with at least --min-group-size rows")
-    dr.add_argument("--margin", type=float, default=0.05,
-                    help="relative shift of T that counts: 0.05 flags T_window/T_reference beyond 1.05 or below "
-                         "1/1.05 (default 0.05)")
-    dr.add_argument("--tolerance", type=float, default=0.02,
-                    help="excess of the window's debiased ECE over the reference's that counts (default 0.02)")
-    dr.add_argument("--level", type=float, default=0.01,
-                    help="significance level of the decision on the whole window: its two tests run at half of it, "
-                         "a group's at half of it divided by the groups tested (default 0.01)")
-    dr.add_argument("--min-window", type=int, default=500,
-                    help="fewer labelled rows in WINDOW are refused (exit 2): too few to decide (default 500)")
-    dr.add_argument("--min-group-size", type=int, default=200, help="smaller groups are not tested (default 200)")
-    dr.add_argument("--bins", type=int, default=15, metavar="M", help="equal-width ECE bins (default 15)")
-    dr.add_argument("--estimator", action="append", choices=(*ESTIMATORS, "all"), metavar="NAME",
-                    help=f"calibration-error estimators reported with intervals (repeatable): {', '.join(ESTIMATORS)}, "
-                         "or all (default all)")
-    dr.add_argument("--confidence-level", type=float, default=0.95, help="level of the intervals (default 0.95)")
-    dr.add_argument("--resamples", type=int, default=1000,
-                    help="bootstrap resamples of the reported estimators' intervals (default 1000)")
-    dr.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    json_flag(dr)
-
-    for name, sub in subs.items():
-        sub.epilog = f"--json keys: {JSON_KEYS[name]}. NaN prints as null.\n\n{_EXIT_TEXT}"
-    # Listed for --help only: main() hands `demo ...` to flows.cli.demo before parsing.
-    commands.add_parser("demo", help="run the end-to-end demo (flows.cli.demo); arguments pass through", add_help=False)
-    commands.add_parser("lock", help="show or clear a model's registration lock: lock show|clear MODEL [--json]",
-                        add_help=False)
-    commands.add_parser("export", help="write a version's prediction log to Parquet, one file per UTC day (idempotent, "
-                        "resumable): export --model NAME --version V --out DIR [--until ISO8601] [--json]",
-                        add_help=False)
-    commands.add_parser("dashboard", help="serve the calibration dashboard, its JSON API and Prometheus /metrics "
-                        "(read-only): dashboard [--host 127.0.0.1] [--port 8765]", add_help=False)
-    commands.add_parser("alerts", help="install the alert automations (drift, refused refit, insufficient data) and "
-                        "their notification block on the Prefect server: alerts install --webhook-url URL | --block "
-                        "NAME [--json]", add_help=False)
-    commands.add_parser("setup-db", help="create the PostgreSQL databases and roles of a deployment (mlflow, thermostat; "
-                        "idempotent): setup-db --admin-url URL [--mlflow-password P] [--thermostat-password P] [--json]",
-                        add_help=False)
+    for name, help_text in _PASSED_ON.items():
+        commands.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
 # --------------------------------------------------------------------------- entry point
+
+# The operations tools, each its own parser and module, handed their arguments before parsing:
+# command -> (module, function).
+_TOOLS: dict[str, tuple[str, str]] = {
+    "lock": ("flows.pipelines.locks", "main"),            # reads the settings and a database
+    "export": ("flows.cli.export_command", "main"),       # reads the settings and a database
+    "dashboard": ("flows.dashboard", "main"),             # serves until interrupted
+    "alerts": ("flows.orchestration.alerts", "main"),     # talks to the Prefect server
+    "setup-db": ("flows.cli.database_setup", "main"),     # needs the PostgreSQL driver
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,36 +389,26 @@ def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["demo"]:
         return _demo(arguments[1:])
-    if arguments[:1] == ["lock"]:  # imported only when asked for: it reads the settings and a database
-        from flows.pipelines.locks import main as lock_main
-
-        return lock_main(arguments[1:], prog="thermostat lock")
-    if arguments[:1] == ["export"]:  # imported only when asked for: it reads the settings and a database
-        from flows.cli.export_command import main as export_main
-
-        return export_main(arguments[1:], prog="thermostat export")
-    if arguments[:1] == ["dashboard"]:  # imported only when asked for: it serves until interrupted
-        from flows.dashboard import main as dashboard_main
-
-        return dashboard_main(arguments[1:], prog="thermostat dashboard")
-    if arguments[:1] == ["alerts"]:  # imported only when asked for: it talks to the Prefect server
-        from flows.orchestration.alerts import main as alerts_main
-
-        return alerts_main(arguments[1:], prog="thermostat alerts")
-    if arguments[:1] == ["setup-db"]:  # imported only when asked for: it needs the PostgreSQL driver
-        from flows.cli.database_setup import main as setup_db_main
-
-        return setup_db_main(arguments[1:], prog="thermostat setup-db")
+    if arguments[:1] and arguments[0] in _TOOLS:  # imported only when asked for (MLflow, Prefect, a database)
+        module, function = _TOOLS[arguments[0]]
+        tool = cast(Callable[..., int], getattr(importlib.import_module(module), function))
+        return tool(arguments[1:], prog=f"thermostat {arguments[0]}")
     parser = _parser()
     try:
         args = parser.parse_args(arguments)
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Read the data, run the analysis command and print its report (or the refusal)."""
     from calibration import ScoredSetError, json_safe
     from flows.cli.commands import COMMANDS, in_flags
 
     try:
         command = COMMANDS[args.command]
+        resolve(args, args.command)  # options not given: THERMOSTAT_* or their declared defaults
         options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
                    getattr(args, "dask_workers", None))
         # The options are checked here, before any data is read; the engine starts below.

@@ -1,6 +1,7 @@
 """The dashboard's data: what the MLflow store and the prediction log say, as typed records.
 
-:func:`gather` reads — never writes — the registry (models, versions and their tags, aliases),
+:func:`gather` reads — never writes, and only through the adapter's records
+(:mod:`flows.records.stored`) — the registry (models, versions and their tags, aliases),
 the monitoring experiment (one run per check; one run per refused refit,
 :class:`flows.records.runs.RefitRecord`) and the prediction log (recent traffic per version and
 the T it was served with), and returns one :class:`DashboardState`: every model with its
@@ -10,9 +11,12 @@ JSON API is its :meth:`DashboardState.to_dict`.
 
 Where a fact comes from
 -----------------------
-* a check: its MLflow run (tags ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``,
-  ``baseline_ece``, ``ece.group.<key>`` ... with the group of each hashed key in the tag
-  ``thermostat.group_keys``; the x position is the window's end). A run ended ``FAILED``
+* a check: its MLflow run, read by :class:`flows.records.runs.CheckRecord` (tags
+  ``thermostat.*``, metrics ``ece``, ``nll``, ``p_value``, ``baseline_ece``,
+  ``ece.group.<key>`` ... with the group of each hashed key in the tag
+  ``thermostat.group_keys``; the x position is the window's end). Its thresholds are those of
+  the drift policy it recorded; a check written before checks recorded it is drawn with this
+  dashboard's settings (:attr:`Check.thresholds_recorded` False). A run ended ``FAILED``
   (:class:`flows.records.runs.CheckFailure`) is a failed check: verdict ``failed`` and its
   error; a run without a verdict is a check still running (or one a crash left open, closed by
   the version's next check) and is not shown;
@@ -22,6 +26,10 @@ Where a fact comes from
   not seen; the current holder always is;
 * a refit that registered: the new version's ``refit_*`` tags; a refused refit: its
   ``RefitRecord`` run;
+* a version's insufficient-data streak: the count the monitor keeps on it
+  (:class:`flows.records.versions.MonitorState`), never a recount of the check runs;
+* which alerts are open: the situations' table (:mod:`flows.records.situations`), which the
+  alert automations are built from too;
 * the T being served: the ``temperature`` column of the version's latest logged prediction.
 """
 
@@ -33,29 +41,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from mlflow.entities import Run
-from mlflow.entities.model_registry import ModelVersion
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 
 from flows.orchestration.runtime import prefect_ui_url
-from flows.registry.adapter import MlflowRegistry
-from flows.records.runs import (
-    KIND_TAG,
-    PREFECT_FLOW_RUN_TAG,
-    REFIT_KIND,
-    VERDICT_TAG,
-    CheckFailure,
-    GroupMetricKeys,
-    RefitRecord,
-)
-from flows.settings import ThermostatSettings
+from flows.records.runs import CheckRecord, RefitRecord, run_subject
+from flows.records.situations import DASHBOARD_SITUATIONS, Raised, ServingRecords, SituationKey, open_situations
+from flows.records.stored import StoredRun, StoredVersion
 from flows.records.versions import registered_version
-from monitoring import PredictionLog, mask_url, redact_credentials
+from flows.registry.adapter import MlflowRegistry
+from flows.settings import ThermostatSettings
+from monitoring import DriftPolicy, PredictionLog, mask_url, redact_credentials
 
 __all__ = [
+    "ALERT_KINDS",
     "REGISTRATION_DIAGRAM",
     "WINDOW_DIAGRAM",
     "Alert",
@@ -71,6 +72,7 @@ __all__ = [
     "VersionInfo",
     "alerts_for",
     "gather",
+    "thresholds_of",
     "missing_store",
 ]
 
@@ -85,7 +87,10 @@ _GROUP_PREFIX = "ece.group."
 _EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
 
-AlertKind = Literal["drift", "refit_refused", "insufficient_data", "check_failed"]
+AlertKind = SituationKey
+"""An alert's ``kind``: the key of its situation (:data:`flows.records.situations.DASHBOARD_SITUATIONS`)."""
+ALERT_KINDS: Final = tuple(situation.key for situation in DASHBOARD_SITUATIONS)
+"""The kinds the dashboard can raise, in its order."""
 
 
 def _json_value(value: Any) -> Any:
@@ -115,12 +120,19 @@ class _Serialisable:
 
 @dataclass(frozen=True, slots=True)
 class Thresholds(_Serialisable):
-    """The limits the monitor decides with (from the settings), drawn on the charts."""
+    """The limits of a drift policy drawn on the charts and named in the alerts: a check's (the
+    policy it recorded), or the dashboard's settings' (for a check written before policies were
+    recorded, and the page's header)."""
 
     ece_tolerance: float
     p_threshold: float
     min_window: int
     insufficient_data_streak: int
+
+    @classmethod
+    def of(cls, policy: DriftPolicy) -> Thresholds:
+        return cls(ece_tolerance=policy.ece_tolerance, p_threshold=policy.p_threshold, min_window=policy.min_window,
+                   insufficient_data_streak=policy.insufficient_data_streak)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +167,12 @@ class Check(_Serialisable):
     """The sequential rule's larger side after the check, in standard deviations (alarm at 6)."""
     error: str | None = None
     """Why the check failed (verdict ``failed``); None for a check that reached its verdict."""
+    thresholds: Thresholds | None = None
+    """The limits of the policy the check decided with (None only in hand-made records: the page's stand in)."""
+    thresholds_recorded: bool = True
+    """False for a check written before policies were recorded: ``thresholds`` are the dashboard's settings."""
+    insufficient_streak: int | None = None
+    """The version's insufficient-data streak after this check, as the monitor counted it (None: not recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +209,9 @@ class VersionInfo(_Serialisable):
     served: ServedTraffic | None
     problem: str | None
     """Why the version's record could not be read (not registered by Thermostat); None if it could."""
+    insufficient_streak: int = 0
+    """Consecutive insufficient-data checks of the version, as the monitor keeps the count on it
+    (tag ``thermostat.insufficient_data_streak``; checks of a version that never logged count too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,73 +394,58 @@ def _millis(value: int | None, what: str) -> datetime:
     return _in_range(moment, what, f"{moment.isoformat()} ({value} ms)")
 
 
-def _float(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _metric(metrics: Mapping[str, float], key: str) -> float | None:
-    value = metrics.get(key)
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
 def _link(base: str | None, suffix: str) -> str | None:
     return None if base is None else f"{base}{suffix}"
 
 
-def _check(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Check | None:
-    tags, metrics = run.data.tags, run.data.metrics
-    failure = CheckFailure.from_tags(tags, run.info.status)
-    if (VERDICT_TAG not in tags and failure is None) or "thermostat.model_name" not in tags:
+def _run_url(mlflow_ui: str | None, run: StoredRun) -> str | None:
+    return _link(mlflow_ui, f"/#/experiments/{run.experiment_id}/runs/{run.run_id}")
+
+
+def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settings: Thresholds) -> Check | None:
+    """The check a run records (:class:`flows.records.runs.CheckRecord`); None when the run is not a
+    check or has no verdict yet. Its thresholds are those of the policy it recorded; a check written
+    before policies were recorded is drawn with ``settings`` (this dashboard's), and says so."""
+    record = CheckRecord.from_run(run)
+    if record is None or record.verdict is None:
         return None
-    verdict = tags.get(VERDICT_TAG, "?") if failure is None else "failed"
-    flow_run = tags.get(PREFECT_FLOW_RUN_TAG)
-    n = _metric(metrics, "n")
-    keys = GroupMetricKeys.from_tags(tags)
+    flow_run = record.prefect_flow_run_id
+    n = record.metric("n")
+    window_end = record.window_end
+    upper, lower = record.metric("cusum_upper"), record.metric("cusum_lower")
     return Check(
-        run_id=run.info.run_id, model_name=tags["thermostat.model_name"],
-        version=tags.get("thermostat.model_version", "?"),
-        aliases=tuple(a for a in tags.get("thermostat.aliases", "").split(",") if a),
-        verdict=verdict, window_start=_time(tags.get("thermostat.window_start"), "window start"),
-        window_end=(_time(tags.get("thermostat.window_end"), "window end")
-                    or _millis(run.info.start_time, "start time")),
-        ece=_metric(metrics, "ece"), nll=_metric(metrics, "nll"), p_value=_metric(metrics, "p_value"),
-        drift=verdict == "drift" or (failure is None and _metric(metrics, "drift") == 1.0),
-        refit_recommended=tags.get("thermostat.refit_recommended") == "true",
-        baseline_ece=_metric(metrics, "baseline_ece"), ece_excess=_metric(metrics, "ece_excess"),
-        labelled_rows=None if n is None else int(n), accuracy=_metric(metrics, "accuracy"),
-        temperature=_metric(metrics, "temperature") or _float(tags.get("temperature")),
-        groups={keys.name(key.removeprefix(_GROUP_PREFIX)): float(value) for key, value in sorted(metrics.items())
-                if key.startswith(_GROUP_PREFIX) and math.isfinite(value)},
-        prefect_flow_run_id=flow_run,
-        run_url=_link(mlflow_ui, f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"),
+        run_id=run.run_id, model_name=record.model_name, version=record.version, aliases=record.aliases,
+        verdict=record.verdict,
+        window_start=None if record.window_start is None else _in_range(record.window_start, "window start",
+                                                                           record.window_start.isoformat()),
+        window_end=(_millis(run.start_time_ms, "start time") if window_end is None
+                    else _in_range(window_end, "window end", window_end.isoformat())),
+        ece=record.metric("ece"), nll=record.metric("nll"), p_value=record.metric("p_value"),
+        drift=record.verdict == "drift" or (record.failure is None and record.metric("drift") == 1.0),
+        refit_recommended=record.refit_recommended, baseline_ece=record.metric("baseline_ece"),
+        ece_excess=record.metric("ece_excess"), labelled_rows=None if n is None else int(n),
+        accuracy=record.metric("accuracy"), temperature=record.temperature, groups=record.group_ece(),
+        prefect_flow_run_id=flow_run, run_url=_run_url(mlflow_ui, run),
         prefect_url=None if flow_run is None else _link(prefect_ui, f"/runs/flow-run/{flow_run}"),
-        predicted_accuracy=_metric(metrics, "predicted_accuracy"),
-        cusum=max((value for value in (_metric(metrics, "cusum_upper"), _metric(metrics, "cusum_lower"))
-                   if value is not None), default=None),
-        error=None if failure is None else failure.error,
+        predicted_accuracy=record.metric("predicted_accuracy"),
+        cusum=max((value for value in (upper, lower) if value is not None), default=None),
+        error=None if record.failure is None else record.failure.error,
+        # A check written before the policy was recorded: the dashboard's own settings stand in.
+        thresholds=settings if record.policy is None else Thresholds.of(record.policy),
+        thresholds_recorded=record.policy is not None, insufficient_streak=record.insufficient_streak,
     )
 
 
-def _refused_refit(run: Run, mlflow_ui: str | None, prefect_ui: str | None) -> Refit | None:
-    if run.data.tags.get(KIND_TAG) != REFIT_KIND:
-        return None
-    try:
-        record = RefitRecord.from_tags(run.data.tags, run.data.metrics)
-    except KeyError:
+def _refused_refit(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None) -> Refit | None:
+    record = RefitRecord.from_run(run)
+    if record is None:
         return None
     flow_run = record.prefect_flow_run_id
     return Refit(
-        at=_millis(run.info.start_time, "start time"), model_name=record.model_name, parent_version=record.parent_version,
-        alias=record.alias, status=record.status, new_version=record.new_version, step=record.step,
-        reason=record.reason, escalation=record.escalation, metrics=dict(record.metrics), run_id=run.info.run_id,
-        run_url=_link(mlflow_ui, f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"),
-        prefect_flow_run_id=flow_run,
+        at=_millis(run.start_time_ms, "start time"), model_name=record.model_name,
+        parent_version=record.parent_version, alias=record.alias, status=record.status, new_version=record.new_version,
+        step=record.step, reason=record.reason, escalation=record.escalation, metrics=dict(record.metrics),
+        run_id=run.run_id, run_url=_run_url(mlflow_ui, run), prefect_flow_run_id=flow_run,
         prefect_url=None if flow_run is None else _link(prefect_ui, f"/runs/flow-run/{flow_run}"),
     )
 
@@ -483,37 +489,42 @@ def _open_prediction_log(settings: ThermostatSettings, notes: list[str]) -> Pred
 
 
 def _version_info(
-    model_name: str, version: ModelVersion, aliases: Mapping[str, str], registry: MlflowRegistry,
+    model_name: str, version: StoredVersion, aliases: Mapping[str, str], registry: MlflowRegistry,
     mlflow_ui: str | None, served: ServedTraffic | None,
 ) -> VersionInfo:
-    number = str(version.version)
-    tags = dict(version.tags)
+    """A version as its tags say (:func:`flows.records.versions.registered_version`); one whose
+    record cannot be read is shown with its ``problem`` and no numbers."""
+    number = version.version
     names = tuple(sorted((a for a, v in aliases.items() if v == number), key=lambda a: (a != "champion", a)))
-    problem, temperature, baseline_ece, baseline_nll, threshold = None, None, None, None, None
-    interval = (_float(tags.get("temperature_low")), _float(tags.get("temperature_high")))
     try:
-        record = registered_version(model_name, number, tags, names)
-        temperature, baseline_ece = record.temperature, record.baseline_ece
-        baseline_nll, threshold = record.record.holdout_nll_after, record.gate_threshold
-        interval = record.temperature_interval or interval
+        registered = registered_version(model_name, number, version.tags, names)
+        problem = None
     except ValueError as error:
-        problem = str(error)
-    run_id = str(version.run_id) if version.run_id else None
+        registered, problem = None, str(error)
+    record = None if registered is None else registered.record
+    run_id = version.run_id
     url = None
     if run_id is not None and mlflow_ui is not None:
         try:
             url = registry.run_url(run_id, mlflow_ui)
         except Exception:  # noqa: BLE001 - a link is a convenience; the run id is still shown
             url = None
-    previous = tags.get("thermostat.alias_previous_version")
+    moved = None if registered is None else registered.registered_for
+    interval = None if record is None else record.temperature_interval
     return VersionInfo(
-        model_name=model_name, version=number, aliases=names, registered_at=_millis(version.creation_timestamp, "creation time"),
-        temperature=temperature, temperature_low=interval[0], temperature_high=interval[1],
-        baseline_ece=baseline_ece, baseline_nll=baseline_nll,
-        gate_threshold=threshold, registered_for_alias=tags.get("thermostat.alias"),
-        previous_alias_version=None if previous in (None, "none") else previous,
-        refit_of=tags.get("refit_parent_version"), registration_run_id=run_id, registration_run_url=url,
-        served=served, problem=problem,
+        model_name=model_name, version=number, aliases=names,
+        registered_at=_millis(version.creation_time_ms, "creation time"),
+        temperature=None if record is None else record.temperature,
+        temperature_low=None if interval is None else interval[0],
+        temperature_high=None if interval is None else interval[1],
+        baseline_ece=None if registered is None else registered.baseline_ece,
+        baseline_nll=None if record is None else record.holdout_nll_after,
+        gate_threshold=None if record is None else record.gate_threshold,
+        registered_for_alias=None if moved is None else moved.alias,
+        previous_alias_version=None if moved is None else moved.previous_version,
+        refit_of=None if record is None or record.refit is None else record.refit.parent_version,
+        registration_run_id=run_id, registration_run_url=url, served=served, problem=problem,
+        insufficient_streak=0 if registered is None else registered.monitor.insufficient_streak,
     )
 
 
@@ -625,20 +636,21 @@ def _described(error: Exception) -> str:
 
 
 def _monitoring_runs(
-    registry: MlflowRegistry, experiment: str, mlflow_ui: str | None, prefect_ui: str | None, notes: list[str],
+    registry: MlflowRegistry, experiment: str, mlflow_ui: str | None, prefect_ui: str | None, settings: Thresholds,
+    notes: list[str],
 ) -> tuple[dict[str, list[Check]], dict[str, list[Refit]]]:
-    """Check runs and refused refits per model, oldest first; a run that cannot be read is named in ``notes``."""
+    """Check runs and refused refits per model, oldest first; a run that cannot be read is named in
+    ``notes``. ``settings``: the thresholds of checks written before policies were recorded."""
     checks: dict[str, list[Check]] = {}
     refused: dict[str, list[Refit]] = {}
     for run in reversed(registry.runs(experiment)):  # oldest first
         try:
-            check = _check(run, mlflow_ui, prefect_ui)
+            check = _check(run, mlflow_ui, prefect_ui, settings)
             refit = None if check is not None else _refused_refit(run, mlflow_ui, prefect_ui)
         except Exception as error:  # noqa: BLE001 - one unreadable run is named; the others are shown
-            tags = run.data.tags
-            of = (f" ({tags.get('thermostat.model_name', '?')} v{tags.get('thermostat.model_version', '?')})"
-                  if "thermostat.model_name" in tags else "")
-            notes.append(f"run {run.info.run_id}{of} of experiment {experiment!r} cannot be read and is not shown: "
+            subject = run_subject(run)
+            of = "" if subject is None else f" ({subject})"
+            notes.append(f"run {run.run_id}{of} of experiment {experiment!r} cannot be read and is not shown: "
                          f"{_described(error)}")
             continue
         if check is not None:
@@ -666,7 +678,9 @@ def gather(
     hidden = (settings.resolved_tracking_uri(), settings.resolved_registry_uri(), settings.resolved_prediction_log_url())
     mlflow_ui, prefect_ui = settings.resolved_mlflow_ui_url(), prefect_ui_url(settings)
     notes: list[str] = []
-    checks, refused = _monitoring_runs(registry, settings.monitoring_experiment_name, mlflow_ui, prefect_ui, notes)
+    thresholds = Thresholds.of(settings.drift)
+    checks, refused = _monitoring_runs(registry, settings.monitoring_experiment_name, mlflow_ui, prefect_ui,
+                                       thresholds, notes)
     log = _open_prediction_log(settings, notes)
     since = now - settings.monitor_window
     models = []
@@ -677,7 +691,7 @@ def gather(
                 versions = []
                 for version in sorted(registry.versions(name), key=lambda v: int(v.version)):
                     try:
-                        served = _served_traffic(log, name, str(version.version), since)
+                        served = _served_traffic(log, name, version.version, since)
                     except Exception as error:  # noqa: BLE001 - shown as a note; the rest of the page stands
                         notes.append(f"the prediction log cannot be read: {_described(error)}")
                         log, served = None, None
@@ -701,9 +715,6 @@ def gather(
     finally:
         if log is not None:
             log.dispose()
-    policy = settings.drift
-    thresholds = Thresholds(ece_tolerance=policy.ece_tolerance, p_threshold=policy.p_threshold,
-                            min_window=policy.min_window, insufficient_data_streak=policy.insufficient_data_streak)
     alerts = []
     for model in models:
         try:
@@ -722,6 +733,11 @@ def gather(
 # ------------------------------------------------------------------------------ alerts
 
 
+def thresholds_of(check: Check | None, settings: Thresholds) -> Thresholds:
+    """The thresholds ``check`` decided with; ``settings`` (this dashboard's) when there is no check."""
+    return settings if check is None or check.thresholds is None else check.thresholds
+
+
 def _numbers(check: Check, thresholds: Thresholds) -> dict[str, float | int | str | None]:
     return {"ece": check.ece, "baseline_ece": check.baseline_ece, "ece_excess": check.ece_excess,
             "ece_tolerance": thresholds.ece_tolerance, "p_value": check.p_value,
@@ -729,78 +745,123 @@ def _numbers(check: Check, thresholds: Thresholds) -> dict[str, float | int | st
             "temperature": check.temperature}
 
 
-def _streak(checks: Iterable[Check]) -> list[Check]:
-    """The trailing run of insufficient_data checks (oldest first)."""
-    streak: list[Check] = []
+def _trailing_insufficient(checks: Iterable[Check]) -> list[Check]:
+    """The trailing run of insufficient_data checks (oldest first): when a streak began, not how long it is."""
+    trailing: list[Check] = []
     for check in checks:
-        streak = streak + [check] if check.verdict == "insufficient_data" else []
-    return streak
+        trailing = trailing + [check] if check.verdict == "insufficient_data" else []
+    return trailing
+
+
+@dataclass(frozen=True, slots=True)
+class _Serving:
+    """The serving version an alert is about."""
+
+    model_name: str
+    version: str
+    alias: str
+
+    def alert(self, kind: AlertKind, at: datetime, title: str, numbers: Mapping[str, float | int | str | None],
+              source: Check | Refit | None, *, alias: str | None = None) -> Alert:
+        """The alert, linked to the check or refit that raised it (``source``; None: no run)."""
+        return Alert(kind=kind, at=at, model_name=self.model_name, version=self.version, alias=alias or self.alias,
+                     title=title, numbers=numbers, run_id=None if source is None else source.run_id,
+                     run_url=None if source is None else source.run_url,
+                     prefect_flow_run_id=None if source is None else source.prefect_flow_run_id,
+                     prefect_url=None if source is None else source.prefect_url)
+
+
+def _check_failed(last: Check, where: _Serving) -> Alert:
+    return where.alert("check_failed", last.window_end, f"check failed, no verdict: {last.error or 'the check failed'}",
+                       {"window_start": None if last.window_start is None else last.window_start.isoformat(),
+                        "window_end": last.window_end.isoformat()}, last)
+
+
+def _drift(last: Check, limits: Thresholds, where: _Serving) -> Alert:
+    excess = "n/a" if last.ece_excess is None else f"{last.ece_excess:+.4f}"
+    return where.alert("drift", last.window_end,
+                       f"calibration drift: ECE {_shown(last.ece)} vs baseline {_shown(last.baseline_ece)} "
+                       f"(excess {excess}, tolerance {limits.ece_tolerance:g}; p = {_shown(last.p_value, '.3g')})",
+                       _numbers(last, limits), last)
+
+
+def _refused(refit: Refit, where: _Serving) -> Alert:
+    return where.alert("refit_refused", refit.at, f"refit refused at step {refit.step or '?'}: {refit.reason}"
+                       + (f" — ESCALATION: {refit.escalation}" if refit.escalation else ""),
+                       {"step": refit.step, "escalation": refit.escalation} | dict(refit.metrics), refit,
+                       alias=refit.alias)
+
+
+def _no_labels(last: Check | None, streak: int, limits: Thresholds, own: Sequence[Check], info: VersionInfo | None,
+               where: _Serving) -> Alert:
+    """The insufficient-data alert: the monitor's ``streak``; the latest check's details, when the
+    version has checks (a version that never logged a prediction has none: since its registration)."""
+    trailing = _trailing_insufficient(own)
+    since = trailing[0].window_end if trailing else (None if info is None else info.registered_at)
+    if last is None:
+        title = (f"{streak} consecutive checks found no labelled row of this version"
+                 + ("" if since is None else f" (no check run since its registration at "
+                                             f"{since.isoformat(timespec='seconds')})"))
+    else:
+        title = (f"{streak} consecutive checks with too few labelled rows (last: "
+                 f"{last.labelled_rows if last.labelled_rows is not None else '?'} < {limits.min_window})"
+                 + ("" if since is None else f" since {since.isoformat(timespec='seconds')}")
+                 + ("" if last.predicted_accuracy is None else
+                    f"; accuracy predicted from the served confidences: {last.predicted_accuracy:.3f}"))
+    at = last.window_end if last is not None else since or datetime.now(UTC)
+    return where.alert("insufficient_data", at, title,
+                       {"streak": streak, "labelled_rows": None if last is None else last.labelled_rows,
+                        "min_window": limits.min_window, "first_at": None if since is None else since.isoformat(),
+                        "predicted_accuracy": None if last is None else last.predicted_accuracy}, last)
+
+
+def _alert(raised: Raised[Check, Refit], records: ServingRecords[Check, Refit], info: VersionInfo | None,
+           settings: Thresholds, where: _Serving) -> Alert:
+    key = raised.situation.key
+    if raised.refit is not None:
+        return _refused(raised.refit, where)
+    if key == "insufficient_data":
+        latest = records.checks[-1] if records.checks else None
+        return _no_labels(raised.check, records.insufficient_streak, thresholds_of(latest, settings), records.checks,
+                          info, where)
+    assert raised.check is not None  # drift and a failed check are raised by a check
+    if key == "drift":
+        return _drift(raised.check, thresholds_of(raised.check, settings), where)
+    return _check_failed(raised.check, where)
 
 
 def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
     """The open alerts of one model, for the versions an alias points at now.
 
+    Which situations are open is decided by the situations' table
+    (:data:`flows.records.situations.DASHBOARD_SITUATIONS`), the one the alert automations are
+    built from:
+
     * ``drift``: the version's latest check says drift (a version no alias points at any
       more was replaced — by a refit or by hand — and its drift is history);
     * ``refit_refused``: a refit of the version registered nothing, and no check of the
       version since says ok (the version still serves a miscalibrated scale);
-    * ``insufficient_data``: the version's last ``insufficient_data_streak`` checks or more
-      all had too few labelled rows (labels are not arriving, or traffic stopped);
+    * ``insufficient_data``: the streak of insufficient-data checks the monitor keeps on the
+      version (:attr:`VersionInfo.insufficient_streak`, also counting checks of a version that
+      never logged a prediction) reached the streak length of its latest check's policy;
     * ``check_failed``: the version's latest check failed (no verdict: its last good one is
       not shown as current).
+
+    Each check's numbers are held to the thresholds of the policy it recorded; ``thresholds``
+    (this dashboard's settings) stand in for checks written before policies were recorded, and
+    for a version without checks.
     """
     found: list[Alert] = []
     for version, aliases in model.serving().items():
-        alias = ",".join(aliases)
         own = model.checks_of(version=version)
-        if own and own[-1].verdict == "failed":
-            last = own[-1]
-            found.append(Alert(
-                kind="check_failed", at=last.window_end, model_name=model.name, version=version, alias=alias,
-                title=f"check failed, no verdict: {last.error or 'the check failed'}",
-                numbers={"window_start": None if last.window_start is None else last.window_start.isoformat(),
-                         "window_end": last.window_end.isoformat()},
-                run_id=last.run_id, run_url=last.run_url, prefect_flow_run_id=last.prefect_flow_run_id,
-                prefect_url=last.prefect_url,
-            ))
-        if own and own[-1].verdict == "drift":
-            last = own[-1]
-            excess = "n/a" if last.ece_excess is None else f"{last.ece_excess:+.4f}"
-            found.append(Alert(
-                kind="drift", at=last.window_end, model_name=model.name, version=version, alias=alias,
-                title=f"calibration drift: ECE {_shown(last.ece)} vs baseline {_shown(last.baseline_ece)} "
-                      f"(excess {excess}, tolerance {thresholds.ece_tolerance:g}; p = {_shown(last.p_value, '.3g')})",
-                numbers=_numbers(last, thresholds), run_id=last.run_id, run_url=last.run_url,
-                prefect_flow_run_id=last.prefect_flow_run_id, prefect_url=last.prefect_url,
-            ))
-        for refit in model.refits:
-            if refit.parent_version != version or refit.status != "failed" or refit.alias not in aliases:
-                continue
-            if any(c.verdict == "ok" and c.window_end > refit.at for c in own):
-                continue
-            found.append(Alert(
-                kind="refit_refused", at=refit.at, model_name=model.name, version=version, alias=refit.alias,
-                title=f"refit refused at step {refit.step or '?'}: {refit.reason}"
-                      + (f" — ESCALATION: {refit.escalation}" if refit.escalation else ""),
-                numbers={"step": refit.step, "escalation": refit.escalation} | dict(refit.metrics),
-                run_id=refit.run_id, run_url=refit.run_url, prefect_flow_run_id=refit.prefect_flow_run_id,
-                prefect_url=refit.prefect_url,
-            ))
-        streak = _streak(own)
-        if len(streak) >= thresholds.insufficient_data_streak:
-            last = streak[-1]
-            found.append(Alert(
-                kind="insufficient_data", at=last.window_end, model_name=model.name, version=version, alias=alias,
-                title=f"{len(streak)} consecutive checks with too few labelled rows (last: "
-                      f"{last.labelled_rows if last.labelled_rows is not None else '?'} < {thresholds.min_window}) "
-                      f"since {streak[0].window_end.isoformat(timespec='seconds')}"
-                      + ("" if last.predicted_accuracy is None else
-                         f"; accuracy predicted from the served confidences: {last.predicted_accuracy:.3f}"),
-                numbers={"streak": len(streak), "labelled_rows": last.labelled_rows, "min_window": thresholds.min_window,
-                         "first_at": streak[0].window_end.isoformat(), "predicted_accuracy": last.predicted_accuracy},
-                run_id=last.run_id, run_url=last.run_url, prefect_flow_run_id=last.prefect_flow_run_id,
-                prefect_url=last.prefect_url,
-            ))
+        info = model.version(version)
+        records: ServingRecords[Check, Refit] = ServingRecords(
+            aliases=aliases, checks=own, refits=[r for r in model.refits if r.parent_version == version],
+            insufficient_streak=0 if info is None else info.insufficient_streak,
+            streak_length=thresholds_of(own[-1] if own else None, thresholds).insufficient_data_streak,
+        )
+        where = _Serving(model.name, version, ",".join(aliases))
+        found += [_alert(raised, records, info, thresholds, where) for raised in open_situations(records)]
     return found
 
 

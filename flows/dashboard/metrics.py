@@ -9,7 +9,7 @@ and help text are escaped by the library), from a :class:`~flows.dashboard.data.
 ``thermostat_ece``                          ECE of the latest check's window (its registered T)
 ``thermostat_nll``                          mean NLL (nats) of that window
 ``thermostat_baseline_ece``                 the version's registration baseline ECE
-``thermostat_ece_threshold``                baseline + tolerance: the ECE above which drift can fire
+``thermostat_ece_threshold``                baseline + the latest check's tolerance (its policy)
 ``thermostat_drift``                        1 when the latest check says drift, else 0
 ``thermostat_verdict{verdict=...}``         1 for the latest check's verdict, 0 for the others
 ``thermostat_p_value``                      p-value of the latest check's ECE test
@@ -33,13 +33,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from flows.dashboard.data import DashboardState
+from flows.dashboard.data import ALERT_KINDS, DashboardState, thresholds_of
 
 __all__ = ["CONTENT_TYPE", "VERDICTS", "exposition", "families"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 VERDICTS = ("ok", "drift", "insufficient_data", "failed")
-_ALERT_KINDS = ("drift", "refit_refused", "insufficient_data", "check_failed")
 _LABELS = ["model", "version", "alias"]
 
 
@@ -56,7 +55,8 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
     ece = gauge("thermostat_ece", "ECE of the latest checked window at the version's registered T")
     nll = gauge("thermostat_nll", "Mean NLL (nats) of the latest checked window")
     baseline = gauge("thermostat_baseline_ece", "Registration baseline ECE of the version")
-    threshold = gauge("thermostat_ece_threshold", "Baseline ECE plus the drift tolerance")
+    threshold = gauge("thermostat_ece_threshold", "Baseline ECE plus the drift tolerance of the latest check's "
+                                                  "policy")
     drift = gauge("thermostat_drift", "1 when the latest check's verdict is drift, else 0")
     verdict = gauge("thermostat_verdict", "1 for the latest check's verdict, 0 for the other verdicts", ("verdict",))
     p_value = gauge("thermostat_p_value", "p-value of the latest check's ECE test")
@@ -73,13 +73,15 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
     for model in state.models:
         if model.problem is not None:  # could not be read: nothing to say about it here (the page says why)
             continue
-        for kind in _ALERT_KINDS:
+        for kind in ALERT_KINDS:
             alerts.add_metric([model.name, kind],
                               float(sum(1 for a in state.alerts if a.model_name == model.name and a.kind == kind)))
         for version, aliases in model.serving().items():
             info = model.version(version)
             own = model.checks_of(version=version)
             latest = own[-1] if own else None
+            # The tolerance of the policy the latest check recorded (the settings' before any check).
+            tolerance = thresholds_of(latest, state.thresholds).ece_tolerance
             for alias in aliases:
                 labels = [model.name, version, alias]
                 if info is not None:
@@ -88,7 +90,7 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
                                           (served, None if info.served is None else info.served.served_temperature),
                                           (baseline, info.baseline_ece),
                                           (threshold, None if info.baseline_ece is None
-                                           else info.baseline_ece + state.thresholds.ece_tolerance)):
+                                           else info.baseline_ece + tolerance)):
                         if value is not None:
                             family.add_metric(labels, value)
                 if latest is None:

@@ -20,6 +20,8 @@ from flows.dashboard.data import (
     Check,
     DashboardState,
     ModelState,
+    Thresholds,
+    thresholds_of,
 )
 from flows.dashboard.svg import Annotation, Band, Marker, Point, Reference, Series, reliability_chart, swatch, time_chart
 from flows.dashboard.text import html_text
@@ -278,12 +280,12 @@ def _metric_chart(
         references.append(Reference(baseline, f"v{number} baseline {baseline:.4f}", "baseline", style, start, end,
                                     {"data-version": number}))
         if metric == "ece":
-            tolerance = state.thresholds.ece_tolerance
-            threshold = baseline + tolerance
-            bands.append(Band(baseline, threshold, f"v{number} tolerance band [{baseline:.4f}, {threshold:.4f}]",
-                              "tolerance", style, start, end, {"data-version": number}))
-            references.append(Reference(threshold, f"v{number} drift threshold {threshold:.4f}", "threshold", style,
-                                        start, end, {"data-version": number}))
+            for tolerance, since, until in _tolerance_spans(own, state.thresholds, start, end):
+                threshold = baseline + tolerance
+                bands.append(Band(baseline, threshold, f"v{number} tolerance band [{baseline:.4f}, {threshold:.4f}]",
+                                  "tolerance", style, since, until, {"data-version": number}))
+                references.append(Reference(threshold, f"v{number} drift threshold {threshold:.4f}", "threshold",
+                                            style, since, until, {"data-version": number}))
     what = "ECE" if metric == "ece" else "NLL (mean, nats)"
     chart = time_chart(
         title=f"{what} per check — {model.name}@{view.alias}", y_label=what, series=series, references=references,
@@ -292,12 +294,33 @@ def _metric_chart(
     )
     legend = "".join(f"<li>{swatch(s.style, label=s.label)} {_e(s.label)} ({len(s.points)} checks)</li>"
                      for s in series)
-    caption = ("ECE of the window at the version's registered T; drift when the excess over the baseline is "
-               f"significant (p < {state.thresholds.p_threshold:g}) and beyond the tolerance "
-               f"({state.thresholds.ece_tolerance:g})." if metric == "ece" else
+    limits = {(t.p_threshold, t.ece_tolerance) for t in (thresholds_of(c, state.thresholds) for c in checks)}
+    if len(limits) <= 1:
+        level, tolerance = next(iter(limits), (state.thresholds.p_threshold, state.thresholds.ece_tolerance))
+        rule = f"significant (p < {level:g}) and beyond the tolerance ({tolerance:g})"
+    else:
+        rule = "significant and beyond the tolerance of the policy each check recorded (the band follows it)"
+    caption = (f"ECE of the window at the version's registered T; drift when the excess over the baseline is {rule}."
+               if metric == "ece" else
                "Mean NLL of the window at the version's T; the thin line is the version's registration baseline.")
     return (f'<figure class="panel {metric}">{chart}<ul class="legend">{legend}</ul>'
             f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def _tolerance_spans(
+    checks: Sequence[Check], settings: Thresholds, start: datetime | None, end: datetime | None,
+) -> list[tuple[float, datetime | None, datetime | None]]:
+    """(tolerance, from, to) over a version's span: each run of its checks that recorded one
+    tolerance, from its first check to the next run's (the span's ``start`` / ``end`` at the ends);
+    ``settings``' over the whole span for a version without checks."""
+    runs: list[tuple[float, datetime | None]] = []
+    for check in checks:
+        tolerance = thresholds_of(check, settings).ece_tolerance
+        if not runs or runs[-1][0] != tolerance:
+            runs.append((tolerance, check.window_end if runs else start))
+    if not runs:
+        return [(settings.ece_tolerance, start, end)]
+    return [(tolerance, since, runs[k + 1][1] if k + 1 < len(runs) else end) for k, (tolerance, since) in enumerate(runs)]
 
 
 def _reliability_panel(model: ModelState, view: AliasView) -> str:
@@ -449,9 +472,11 @@ def render_page(state: DashboardState) -> str:
         f"<style>{_STYLE}</style></head><body>"
         "<header><h1>Thermostat — calibration dashboard</h1>"
         f"<p>Generated {_e(_time(state.generated_at))} from MLflow <code>{_e(state.tracking_uri)}</code> and the "
-        f"prediction log <code>{_e(state.prediction_log_url)}</code>. Drift: ECE more than {t.ece_tolerance:g} above "
-        f"the registration baseline with p &lt; {t.p_threshold:g}; insufficient data: fewer than {t.min_window} "
-        f"labelled rows (alert after {t.insufficient_data_streak} in a row). {links}. "
+        f"prediction log <code>{_e(state.prediction_log_url)}</code>. Each check is drawn with the drift policy it "
+        f"recorded; this dashboard's settings (for checks written before policies were recorded): drift when the ECE "
+        f"is more than {t.ece_tolerance:g} above the registration baseline with p &lt; {t.p_threshold:g}; "
+        f"insufficient data: fewer than {t.min_window} labelled rows (alert after {t.insufficient_data_streak} in a "
+        f"row). {links}. "
         '<a href="/metrics">Prometheus metrics</a> · <a href="/api/models">/api/models</a> · '
         '<a href="/api/alerts">/api/alerts</a></p>'
         f'<nav aria-label="models and aliases"><a href="#alerts">alerts</a>{nav}</nav></header>'

@@ -1,5 +1,9 @@
 """Alerts that reach someone: Prefect automations that send a notification on Thermostat's events.
 
+Which situations there are, the event or flow-run state that raises each and the automation's
+key and name come from one table, :data:`flows.records.situations.SITUATIONS`, which the
+dashboard's alert list reads too; the notification texts are here.
+
 Four automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
 version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
 ``prefect.resource.id``), so two versions drifting in one check send two alerts:
@@ -84,7 +88,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
-from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.records.situations import FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, SITUATIONS, Raiser, Situation
 from monitoring import mask_url, redact_credentials
 
 __all__ = [
@@ -105,18 +109,10 @@ __all__ = [
 DEFAULT_BLOCK_NAME: Final = "thermostat-alerts"
 # Prefect's rule for a block document's name (prefect.types.names.BlockDocumentName), checked before saving.
 _BLOCK_NAME: Final = re.compile(r"[a-z0-9-]+")
-# Prefect's events on a flow run's state changes (prefect.flow-run.<state name>).
-FLOW_RUN_CRASHED_EVENT: Final = "prefect.flow-run.Crashed"
-FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
-# The state message Prefect's flow engine gives a flow run that raised (Prefect 3.x:
-# "Flow run encountered an exception: FileNotFoundError: ...").
-_EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 _MODEL_VERSIONS: Final = {"prefect.resource.id": "mlmodel.*"}
-# The refit flow's runs: the flow-run resource, related to the flow named "refit" (flows.pipelines.refit);
-# the monitor's, to the flow named "monitor" (flows.pipelines.monitor).
+# A flow's runs (Prefect's flow-run state events): the flow-run resource, related to the flow
+# by name (role "flow": "refit", flows.pipelines.refit; "monitor", flows.pipelines.monitor).
 _FLOW_RUNS: Final = {"prefect.resource.id": "prefect.flow-run.*"}
-_REFIT_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
-_MONITOR_FLOW: Final = {"prefect.resource.role": "flow", "prefect.resource.name": "monitor"}
 WEBHOOK_BLOCK_TYPE: Final = "custom-webhook"
 
 # What the default webhook block POSTs (CustomWebhookNotificationBlock substitutes {{subject}},
@@ -294,6 +290,22 @@ class AlertDefinition:
     repeat_after: timedelta = timedelta(0)
     match: Mapping[str, str] = field(default_factory=lambda: dict(_MODEL_VERSIONS))
     match_related: Mapping[str, str] = field(default_factory=dict)
+    situation: str = ""
+    """The key of the situation it announces (:data:`flows.records.situations.SITUATIONS`)."""
+
+    @classmethod
+    def of(cls, situation: Situation, raiser: Raiser, *, description: str, subject: str, body: str) -> AlertDefinition:
+        """The automation of one way ``situation`` is raised (``raiser``): its key, event and name from
+        the situations' table (:mod:`flows.records.situations`), its texts here. A Thermostat event
+        fires per model version; a flow run's state, per run of the flow the raiser names."""
+        if raiser.flow is None:
+            return cls(key=raiser.automation, event=raiser.event, name=raiser.name, description=description,
+                       subject=subject, body=body, situation=situation.key)
+        match = dict(_FLOW_RUNS) | ({} if raiser.state_message is None else
+                                    {"prefect.state-message": raiser.state_message})
+        return cls(key=raiser.automation, event=raiser.event, name=raiser.name, description=description,
+                   subject=subject, body=body, match=match, situation=situation.key,
+                   match_related={"prefect.resource.role": "flow", "prefect.resource.name": raiser.flow})
 
     def automation(self, block_document_id: UUID) -> AutomationCore:
         """The automation that sends this alert through the notification block ``block_document_id``."""
@@ -317,57 +329,36 @@ class AlertDefinition:
         )
 
 
-ALERTS: Final = (
-    AlertDefinition(
-        key="drift", event=DRIFT_EVENT, name="thermostat: calibration drift",
-        description="A serving model version's calibration drifted (the monitor's check): ECE, p-value, the test "
-                    "that fired, the MLflow run. A refit of the version was requested.",
-        subject=DRIFT_SUBJECT, body=DRIFT_BODY,
-    ),
-    AlertDefinition(
-        key="refit_failed", event=REFIT_FAILED_EVENT, name="thermostat: refit refused",
-        description="A refit registered nothing (refused or not verified): the step, the reason and the escalation.",
-        subject=REFIT_FAILED_SUBJECT, body=REFIT_FAILED_BODY,
-    ),
-    AlertDefinition(
-        key="insufficient_data", event=INSUFFICIENT_DATA_EVENT, name="thermostat: insufficient data",
-        description="A serving version had too few labelled rows in several consecutive checks (the monitor emits "
-                    "the event when the streak reaches its threshold and at each multiple).",
-        subject=INSUFFICIENT_DATA_SUBJECT, body=INSUFFICIENT_DATA_BODY,
-    ),
-    AlertDefinition(
-        key="confidence_shift", event=CONFIDENCE_SHIFT_EVENT, name="thermostat: confidence shift",
-        description="Notice: a serving version's confidences moved from its registration reference before labels "
-                    "could tell (the early warning); a labelled check of the model is scheduled.",
-        subject=CONFIDENCE_SHIFT_SUBJECT, body=CONFIDENCE_SHIFT_BODY,
-    ),
-    AlertDefinition(
-        key="refit_crashed", event=FLOW_RUN_CRASHED_EVENT, name="thermostat: refit crashed",
-        description="A run of the refit flow crashed (its process or infrastructure died) before reporting an "
-                    "outcome: no refit_failed event was emitted for it.",
-        subject=REFIT_CRASHED_SUBJECT, body=REFIT_CRASHED_BODY, match=_FLOW_RUNS, match_related=_REFIT_FLOW,
-    ),
-    AlertDefinition(
-        key="refit_errored", event=FLOW_RUN_FAILED_EVENT, name="thermostat: refit errored",
-        description="A run of the refit flow failed on an exception (e.g. the checkpoint could not be fetched) "
-                    "before reporting an outcome. A refused refit also ends Failed, with its reason as the message: "
-                    "that one is the refit refused alert's.",
-        subject=REFIT_CRASHED_SUBJECT, body=REFIT_CRASHED_BODY,
-        match=_FLOW_RUNS | {"prefect.state-message": _EXCEPTION_MESSAGE}, match_related=_REFIT_FLOW,
-    ),
-    AlertDefinition(
-        key="monitor_failed", event=FLOW_RUN_FAILED_EVENT, name="thermostat: monitor failed",
-        description="A run of the monitor flow failed (any cause: the prediction log missing, MLflow unreachable, "
-                    "a bug): its versions have no verdict for the window.",
-        subject=MONITOR_FAILED_SUBJECT, body=MONITOR_FAILED_BODY, match=_FLOW_RUNS, match_related=_MONITOR_FLOW,
-    ),
-    AlertDefinition(
-        key="monitor_crashed", event=FLOW_RUN_CRASHED_EVENT, name="thermostat: monitor crashed",
-        description="A run of the monitor flow crashed (its process or infrastructure died): its versions have no "
-                    "verdict for the window.",
-        subject=MONITOR_FAILED_SUBJECT, body=MONITOR_FAILED_BODY, match=_FLOW_RUNS, match_related=_MONITOR_FLOW,
-    ),
+# Each automation's texts, by its key in the situations' table (which says its event and name).
+_TEXTS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "drift": ("A serving model version's calibration drifted (the monitor's check): ECE, p-value, the test that "
+              "fired, the MLflow run. A refit of the version was requested.", DRIFT_SUBJECT, DRIFT_BODY),
+    "refit_refused": ("A refit registered nothing (refused or not verified): the step, the reason and the "
+                      "escalation.", REFIT_FAILED_SUBJECT, REFIT_FAILED_BODY),
+    "insufficient_data": ("A serving version had too few labelled rows in several consecutive checks (the monitor "
+                          "emits the event when the streak reaches its threshold and at each multiple).",
+                          INSUFFICIENT_DATA_SUBJECT, INSUFFICIENT_DATA_BODY),
+    "confidence_shift": ("Notice: a serving version's confidences moved from its registration reference before "
+                         "labels could tell (the early warning); a labelled check of the model is scheduled.",
+                         CONFIDENCE_SHIFT_SUBJECT, CONFIDENCE_SHIFT_BODY),
+    "refit_crashed": ("A run of the refit flow crashed (its process or infrastructure died) before reporting an "
+                      "outcome: no refit_failed event was emitted for it.", REFIT_CRASHED_SUBJECT, REFIT_CRASHED_BODY),
+    "refit_errored": ("A run of the refit flow failed on an exception (e.g. the checkpoint could not be fetched) "
+                      "before reporting an outcome. A refused refit also ends Failed, with its reason as the "
+                      "message: that one is the refit refused alert's.", REFIT_CRASHED_SUBJECT, REFIT_CRASHED_BODY),
+    "monitor_failed": ("A run of the monitor flow failed (any cause: the prediction log missing, MLflow unreachable, "
+                       "a bug): its versions have no verdict for the window.", MONITOR_FAILED_SUBJECT,
+                       MONITOR_FAILED_BODY),
+    "monitor_crashed": ("A run of the monitor flow crashed (its process or infrastructure died): its versions have "
+                        "no verdict for the window.", MONITOR_FAILED_SUBJECT, MONITOR_FAILED_BODY),
+}
+
+ALERTS: Final = tuple(
+    AlertDefinition.of(situation, raiser, description=_TEXTS[raiser.automation][0],
+                       subject=_TEXTS[raiser.automation][1], body=_TEXTS[raiser.automation][2])
+    for situation in SITUATIONS for raiser in situation.raised_by
 )
+"""One automation per way each situation is raised (:data:`flows.records.situations.SITUATIONS`), in its order."""
 
 
 # --------------------------------------------------------------------------- install

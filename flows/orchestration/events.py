@@ -13,11 +13,12 @@ so an automation can match ``mlmodel.*`` and run one refit per version (``for_ea
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from prefect import get_run_logger
 from prefect.events import emit_event
 from prefect.exceptions import MissingContextError
+
+from flows.records.events import EventPayload
 
 __all__ = ["emit", "version_resource"]
 
@@ -40,10 +41,10 @@ def version_resource(model_name: str, version: str, alias: str) -> dict[str, str
 
 
 def emit(
-    event: str, resource: dict[str, str], payload: dict[str, Any], related: list[dict[str, str]] | None = None, *,
+    payload: EventPayload, resource: dict[str, str], related: list[dict[str, str]] | None = None, *,
     context: str = "", if_unsent: str = "nothing reacts to it",
 ) -> str | None:
-    """Emit one event and log it; returns its id, or None when this process cannot emit
+    """Emit one event (its name and payload from ``payload``'s type) and log it; returns its id, or None when this process cannot emit
     events (events disabled, or no Prefect API): then nothing reacts to it, the log says so
     as a warning (``context`` first, ``if_unsent`` last: what that means for the caller), and
     the caller must not record it as sent.
@@ -51,7 +52,8 @@ def emit(
     ``related``: further resources the event concerns, each with a ``prefect.resource.id`` and
     a ``prefect.resource.role`` (e.g. the drift event that caused a refit, role ``caused-by``).
     """
-    sent = emit_event(event=event, resource=resource, payload=payload, related=related)
+    event = payload.EVENT
+    sent = emit_event(event=event, resource=resource, payload=payload.to_payload(), related=related)
     logger = _logger()
     where = f"{context} " if context else ""
     if sent is None:

@@ -6,9 +6,11 @@ gate threshold and registration baseline from its tags, summarises its labelled 
 the window from the prediction log **in chunks** (:func:`monitoring.summarise_window`: memory
 bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) and publishes:
 
-* an MLflow run per check per version in the experiment ``thermostat-monitoring``, tagged
-  with the model, version, aliases and verdict, its metrics stamped with the window's end
-  (so the UI charts them over time) and the reliability diagram ``plots/reliability.png``;
+* an MLflow run per check per version in the experiment ``thermostat-monitoring``
+  (:class:`flows.records.runs.CheckRecord`), tagged with the model, version, aliases, the drift
+  policy it decided with, its verdict and the insufficient-data streak after it, its metrics
+  stamped with the window's end (so the UI charts them over time) and the reliability diagram
+  ``plots/reliability.png``;
   each group's metrics under the key of :func:`monitoring.group_metric_key`, the hashed ones
   named in the tag ``thermostat.group_keys`` (:class:`flows.records.runs.GroupMetricKeys`);
 * a Prefect table artifact and a markdown artifact per check (keys
@@ -33,8 +35,8 @@ export, which has neither label times nor unlabelled rows):
   of their distribution; a shift emits ``thermostat.calibration.confidence_shift`` (at most one
   per version per ``drift_cooldown``; tag ``thermostat.last_confidence_shift_at``), on which the
   ``monitor`` deployment schedules a labelled check.
-* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak``, checks of the
-  current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
+* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak`` on the version,
+  and on each check's run the streak after it; checks of the current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
   multiple), the event ``thermostat.calibration.insufficient_data``.
 
 Failures
@@ -75,19 +77,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from calibration import json_safe
 
-from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT
+from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
+from flows.records.events import DRIFT_EVENT, CheckContext
 from flows.orchestration.events import emit, version_resource
 from flows.registry.adapter import MlflowRegistry
 from flows.orchestration.runtime import current_flow_run_id
-from flows.records.runs import (
-    CHECK_KIND,
-    KIND_TAG,
-    PREFECT_FLOW_RUN_TAG,
-    VERDICT_TAG,
-    CheckFailure,
-    GroupMetricKeys,
-    model_slug,
-)
+from flows.records.runs import CheckFailure, CheckRecord, model_slug
 from flows.settings import ThermostatSettings
 from flows.orchestration.cluster import summarise_export_on_dask
 from flows.pipelines.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
@@ -112,7 +107,6 @@ from monitoring import (
     confidence_profile,
     decide_drift,
     drift_markdown,
-    drift_metrics,
     drift_payload,
     drift_table_rows,
     group_metric_key,
@@ -181,10 +175,8 @@ def artifact_key(model_name: str, version: str, kind: str) -> str:
 @io_task(name="find-serving-versions")
 def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: list[str] | None) -> list[RegisteredVersion]:
     grouped = serving_versions(registry.aliases(model_name), aliases)
-    found = [
-        registered_version(model_name, version, dict(registry.get_version(model_name, version).tags), names)
-        for version, names in grouped.items()
-    ]
+    found = [registered_version(model_name, version, registry.get_version(model_name, version).tags, names)
+             for version, names in grouped.items()]
     logger = get_run_logger()
     if not found:
         logger.warning("%s has no serving alias (or is not registered): nothing to check", model_name)
@@ -324,21 +316,15 @@ def decide(
     return report
 
 
-def _check_tags(version: RegisteredVersion, start: datetime, end: datetime) -> dict[str, str]:
-    """The tags that say which check a run is (no verdict: a run without one never reached its end)."""
-    flow_run_id = current_flow_run_id()
-    return {
-        "thermostat.model_name": version.model_name, "thermostat.model_version": version.version,
-        "thermostat.aliases": ",".join(version.aliases), "thermostat.window_start": start.isoformat(),
-        "thermostat.window_end": end.isoformat(), "temperature": repr(version.temperature),
-        "checkpoint_uri": version.checkpoint_uri, "checkpoint_digest": version.checkpoint_digest, KIND_TAG: CHECK_KIND,
-    } | ({} if flow_run_id is None else {PREFECT_FLOW_RUN_TAG: flow_run_id})
+def _opening(version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings) -> CheckRecord:
+    """The record of this check of ``version``, not decided yet: which check, and the policy it decides with."""
+    return CheckRecord.opening(version, start, end, policy=settings.drift, prefect_flow_run_id=current_flow_run_id())
 
 
-def _start_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
-                     settings: ThermostatSettings) -> str:
-    return registry.start_run(f"check {version.model_name} v{version.version} {end.isoformat(timespec='seconds')}",
-                              _check_tags(version, start, end), experiment_name=settings.monitoring_experiment_name,
+def _start_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
+    end = check.window_end or datetime.now(UTC)
+    return registry.start_run(f"check {check.model_name} v{check.version} {end.isoformat(timespec='seconds')}",
+                              check.opening_tags(), experiment_name=settings.monitoring_experiment_name,
                               start_time=end)
 
 
@@ -347,47 +333,41 @@ def close_left_running(registry: MlflowRegistry, version: RegisteredVersion, set
     """Close ``FAILED`` the version's check runs that an earlier flow run left ``RUNNING`` (its
     process died, or MLflow became unreachable before it could close them); how many."""
     current = current_flow_run_id()
-    left = [run for run in registry.running_runs(settings.monitoring_experiment_name)
-            if run.data.tags.get(KIND_TAG) == CHECK_KIND
-            and run.data.tags.get("thermostat.model_name") == version.model_name
-            and run.data.tags.get("thermostat.model_version") == version.version
-            and (current is None or run.data.tags.get(PREFECT_FLOW_RUN_TAG) != current)]
-    for run in left:
-        owner = run.data.tags.get(PREFECT_FLOW_RUN_TAG, "unknown")
-        failure = CheckFailure(error=f"the check was left RUNNING by flow run {owner}: its process died or MLflow "
-                                     "became unreachable before it could close the run; closed by a later check")
-        registry.set_run_tags(run.info.run_id, failure.to_tags())
-        registry.end_run(run.info.run_id, failed=True)
-        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run.info.run_id, failure.error)
+    left = [(run.run_id, check) for run in registry.running_runs(settings.monitoring_experiment_name)
+            if (check := CheckRecord.from_run(run)) is not None and check.model_name == version.model_name
+            and check.version == version.version and (current is None or check.prefect_flow_run_id != current)]
+    for run_id, check in left:
+        failure = CheckFailure(error=f"the check was left RUNNING by flow run {check.prefect_flow_run_id or 'unknown'}: "
+                                     "its process died or MLflow became unreachable before it could close the run; "
+                                     "closed by a later check")
+        registry.set_run_tags(run_id, failure.to_tags())
+        registry.end_run(run_id, failed=True)
+        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run_id, failure.error)
     return len(left)
 
 
 @io_task(name="open-check-run")
-def open_check_run(registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime,
-                   settings: ThermostatSettings) -> str:
-    """The check's MLflow run, without a verdict yet (one a lost reply left behind is closed by
-    the next check): stamped with the window's end, so the UI charts checks over time."""
-    return _start_check_run(registry, version, start, end, settings)
+def open_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
+    """The check's MLflow run with its opening tags, without a verdict yet (one a lost reply left
+    behind is closed by the next check): stamped with the window's end, so the UI charts checks over time."""
+    return _start_check_run(registry, check, settings)
 
 
 @io_task(name="record-check")
 def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, version: RegisteredVersion,
-                 settings: ThermostatSettings) -> None:
+                 check: CheckRecord, settings: ThermostatSettings) -> None:
     """Metrics at the window's end, the diagram, the report and the group keys on the check's
-    run, then its verdict, and the run closed ``FINISHED``: each write is safe to repeat."""
+    run, then its verdict (``check``, decided), and the run closed ``FINISHED``: each write is
+    safe to repeat."""
     aliases = ",".join(version.aliases)
-    metrics = drift_metrics(report) | {"temperature": version.temperature, "baseline_ece": report.baseline_ece}
-    registry.log_metrics(run_id, metrics, timestamp=report.checked_at)
+    registry.log_metrics(run_id, CheckRecord.metrics_of(report, version.temperature), timestamp=report.checked_at)
     title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
     registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
     registry.log_text(run_id, drift_markdown(report), "check/report.md")
     registry.log_json(run_id, drift_payload(report), "check/report.json")
     if report.groups:
         registry.log_json(run_id, {g.group: group_metric_key(g.group) for g in report.groups}, _GROUP_KEYS_FILE)
-    registry.set_run_tags(run_id, {
-        VERDICT_TAG: report.verdict, "thermostat.refit_recommended": str(report.refit_recommended).lower(),
-        "thermostat.tests_fired": ",".join(report.tests_fired) or "none",
-    } | GroupMetricKeys.of(g.group for g in report.groups).to_tags())
+    registry.set_run_tags(run_id, check.verdict_tags())
     registry.end_run(run_id)
     get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
                           settings.monitoring_experiment_name)
@@ -403,7 +383,7 @@ def _record_failure(
     failure = CheckFailure(error=settings.redacted(CheckFailure.of(error, recorded_verdict=recorded_verdict).error))
     logger = get_run_logger()
     try:
-        run_id = run_id or _start_check_run(registry, version, start, end, settings)
+        run_id = run_id or _start_check_run(registry, _opening(version, start, end, settings), settings)
         registry.set_run_tags(run_id, failure.to_tags())
         registry.end_run(run_id, failed=True)
     except Exception as unrecorded:  # noqa: BLE001 - reported, and the check's own error is raised
@@ -413,19 +393,13 @@ def _record_failure(
     logger.error("%s check failed, MLflow run %s closed FAILED: %s", version.context, run_id, failure.error)
 
 
-@step_task(name="emit-drift-event")  # not retried: one event per drift
-def emit_drift(report: DriftReport, version: RegisteredVersion, run_id: str, settings: ThermostatSettings) -> str | None:
-    payload = drift_payload(report) | {"mlflow_run_id": run_id, "aliases": list(version.aliases),
-                                       "mlflow_experiment": settings.monitoring_experiment_name}
-    return emit(DRIFT_EVENT, version_resource(version.model_name, version.version, version.alias), payload,
-                context=version.context, if_unsent="no refit will start; the next check will try again")
-
-
 @step_task(name="emit-monitor-event")  # not retried: one event per occasion
-def emit_monitor_event(event: str, version: RegisteredVersion, payload: dict[str, Any]) -> str | None:
-    """Emit the confidence-shift or insufficient-data event of a version; its id, or None."""
-    return emit(event, version_resource(version.model_name, version.version, version.alias), payload,
-                context=version.context)
+def emit_monitor_event(planned: PlannedEvent, version: RegisteredVersion) -> str | None:
+    """Emit one of a check's events on the version; its id, or None when it could not be sent."""
+    unsent = ("no refit will start; the next check will try again" if planned.event == DRIFT_EVENT
+              else "nothing reacts to it")
+    return emit(planned.payload, version_resource(version.model_name, version.version, version.alias),
+                context=version.context, if_unsent=unsent)
 
 
 @io_task(name="remember-monitor-state")
@@ -491,48 +465,45 @@ def publish_artifacts(
 # ----------------------------------------------------------------------------------- flow
 
 
-def _remembered(registry: MlflowRegistry, version: RegisteredVersion, state: MonitorState,
-                **changes: Any) -> MonitorState:
-    """``state`` with ``changes``, written to the version (only the tags that change)."""
-    after = replace(state, **changes)
-    if after.changed_tags(state):
-        remember_state(registry, version, state, after)
+def _remembered(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
+                after: MonitorState) -> MonitorState:
+    """``after``, written to the version (only the tags that change from ``before``)."""
+    if after.changed_tags(before):
+        remember_state(registry, version, before, after)
     return after
 
 
-def _in_cooldown(last: datetime | None, settings: ThermostatSettings, now: datetime) -> bool:
-    return last is not None and now < last + settings.drift.cooldown
-
-
-def _streak_event(
-    version: RegisteredVersion, streak: int, n: int, warning: EarlyWarning | None, context: dict[str, Any],
-    settings: ThermostatSettings,
-) -> tuple[str, str] | None:
-    """The insufficient-data event when the streak reaches ``insufficient_data_streak`` (and each multiple)."""
-    if streak < settings.drift.insufficient_data_streak or streak % settings.drift.insufficient_data_streak:
-        return None
-    payload = context | {"streak": streak, "n": n, "min_window": settings.drift.min_window,
-                         "predicted_accuracy": None if warning is None else json_safe(warning.predicted_accuracy)}
-    event_id = emit_monitor_event(INSUFFICIENT_DATA_EVENT, version, payload)
-    return None if event_id is None else (INSUFFICIENT_DATA_EVENT, event_id)
+def _carry_out(step: MonitorStep, registry: MlflowRegistry, version: RegisteredVersion) -> dict[str, str]:
+    """Emit the check's events in order, each followed at once by the state it changes (a failure
+    after an event must not let the next check send it again), then write the state that holds
+    whatever was sent; the ids of the events sent, by event."""
+    state, handed, ids = version.monitor, [], {}
+    for planned in step.events:
+        event_id = emit_monitor_event(planned, version)
+        if event_id is not None:
+            handed.append(planned)
+            ids[planned.event] = event_id
+            state = _remembered(registry, version, state, replace(state, **planned.on_sent))
+    _remembered(registry, version, state, step.after(handed))
+    return ids
 
 
 def _check_version(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
     """One version's check; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
-    record = _CheckRecord()
+    progress = _CheckProgress()
     try:
         return _run_check(version, registry=registry, source=source, log=log, start=start, end=end, live=live,
-                          settings=settings, record=record)
+                          settings=settings, progress=progress)
     except BaseException as error:
-        _record_failure(registry, version, start, end, settings, error, run_id=record.run_id,
-                       recorded_verdict=record.verdict)
+        _record_failure(registry, version, start, end, settings, error, run_id=progress.run_id,
+                       recorded_verdict=progress.verdict)
         raise
 
 
-class _CheckRecord:
+class _CheckProgress:
     """How far a check got in MLflow: its run (once opened) and its verdict (once recorded)."""
 
     def __init__(self) -> None:
@@ -541,78 +512,69 @@ class _CheckRecord:
 
 
 def _run_check(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog,
-    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, record: _CheckRecord,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, progress: _CheckProgress,
 ) -> VersionCheck:
     close_left_running(registry, version, settings)
-    context: dict[str, Any] = {"aliases": list(version.aliases), "window_start": start.isoformat(),
-                               "window_end": end.isoformat(), "mlflow_experiment": settings.monitoring_experiment_name}
     if settings.engine == "dask":
         summary = summarise_on_dask(version, start, end, settings)
     else:
         summary = summarise(source, version, start, end, settings)
-    if summary is None:
-        # Never logged: an insufficient_data check of its own kind, which counts toward the streak.
-        streak = version.monitor.insufficient_streak + int(live)
-        alert = _streak_event(version, streak, 0, None, context | {"mlflow_run_id": None}, settings) if live else None
-        if live:
-            _remembered(registry, version, version.monitor, insufficient_streak=streak)
-        publish_artifacts(version, None, None, None, None, settings, start, end)
-        return VersionCheck(
-            model_name=version.model_name, version=version.version, aliases=version.aliases,
-            temperature=version.temperature, window_start=start, window_end=end, verdict="insufficient_data",
-            reasons=("no prediction of this version was ever logged",), report=None, run_id=None, run_url=None,
-            event_id=None, other_events=() if alert is None else (alert,), insufficient_streak=streak,
-        )
-    # The checks across the stream read the SQL log (the window may come from the export).
-    in_log = log is source or log.n_classes(version.model_name, version.version) is not None
-    if not in_log:
-        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no row "
-                              "of this version", version.context, log)
-    elif not live:
-        get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
-                              "re-check); only checks of the current window advance the stream", version.context)
-    sequential = sequential_update(log, version, start, end, settings) if in_log and live else None
-    warning = early_warning(log, version, start, end, settings) if in_log else None
-    report = decide(summary, version, settings, sequential, warning)
-    run_id = record.run_id = open_check_run(registry, version, start, end, settings)
-    record_check(registry, run_id, report, version, settings)
-    record.verdict = report.verdict
-    run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
-    context["mlflow_run_id"] = run_id
-    event_id = None
-    others: list[tuple[str, str]] = []
-    # Each cool-down is written right after its event was handed to Prefect (a failure after it
-    # must not let the next check send it again); the stream's state last.
-    state = version.monitor
-    if report.refit_recommended:
-        event_id = emit_drift(report, version, run_id, settings)
-        if event_id is not None:
-            state = _remembered(registry, version, state, last_drift_event_at=datetime.now(UTC))
-    elif (live and warning is not None and warning.shifted
-          and not _in_cooldown(state.last_confidence_shift_at, settings, datetime.now(UTC))):
-        shift_id = emit_monitor_event(CONFIDENCE_SHIFT_EVENT, version, warning.to_dict() | context)
-        if shift_id is not None:
-            others.append((CONFIDENCE_SHIFT_EVENT, shift_id))
-            state = _remembered(registry, version, state, last_confidence_shift_at=datetime.now(UTC))
-    streak = state.insufficient_streak
-    if live:
-        streak = streak + 1 if report.verdict == "insufficient_data" else 0
-        streak_event = _streak_event(version, streak, report.n, warning, context, settings)
-        if streak_event is not None:
-            others.append(streak_event)
-    # An alarm whose drift event could not be sent is not consumed: the state stays where it was,
-    # so the next check folds these rows in again and alarms again.
-    consumed = sequential is not None and not (report.refit_recommended and event_id is None)
-    _remembered(registry, version, state, insufficient_streak=streak,
-                sequential=sequential.state if consumed and sequential is not None else state.sequential)
+    # None: the version never logged a prediction, an insufficient_data check of its own kind.
+    report = None if summary is None else _decided(summary, version, source, log, start, end, live, settings)
+    check = _opening(version, start, end, settings)
+    run_id = run_url = None
+    if report is not None:
+        run_id = progress.run_id = open_check_run(registry, check, settings)
+    context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
+                           run_id)
+    step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context)
+    if report is not None and run_id is not None:
+        # The check's record carries the streak after it, as the monitor counts it (the dashboard reads it).
+        decided = check.decided(report.verdict, refit_recommended=report.refit_recommended,
+                                tests_fired=report.tests_fired, insufficient_streak=step.state.insufficient_streak,
+                                groups=(g.group for g in report.groups))
+        record_check(registry, run_id, report, version, decided, settings)
+        progress.verdict = report.verdict
+        run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
+    sent = _carry_out(step, registry, version)
+    event_id = sent.pop(DRIFT_EVENT, None)
     publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
     return VersionCheck(
         model_name=version.model_name, version=version.version, aliases=version.aliases,
-        temperature=version.temperature, window_start=start, window_end=end, verdict=report.verdict,
-        reasons=report.reasons, report=report, run_id=run_id, run_url=run_url, event_id=event_id,
-        other_events=tuple(others), insufficient_streak=streak,
+        temperature=version.temperature, window_start=start, window_end=end,
+        verdict="insufficient_data" if report is None else report.verdict,
+        reasons=("no prediction of this version was ever logged",) if report is None else report.reasons,
+        report=report, run_id=run_id, run_url=run_url, event_id=event_id, other_events=tuple(sent.items()),
+        insufficient_streak=step.state.insufficient_streak,
     )
+
+
+def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionLog | None:
+    """With the window from the export, the SQL log the checks across the stream read, or None
+    when it does not exist (those checks are then skipped, and said so; the window is still checked)."""
+    try:
+        return stack.enter_context(read_prediction_log(settings))
+    except FileNotFoundError as missing:
+        get_run_logger().warning("the sequential rule and the early warning are skipped: %s", missing)
+        return None
+
+
+def _decided(
+    summary: WindowSummary, version: RegisteredVersion, source: LabelledSource, log: PredictionLog | None,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
+) -> DriftReport:
+    """The window's decision with the checks across the stream, which read the SQL log (the window
+    may come from the export): the sequential rule on checks of the current window only."""
+    if log is None or not (log is source or log.n_classes(version.model_name, version.version) is not None):
+        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %s holds no row "
+                              "of this version", version.context, "(none)" if log is None else repr(log))
+        return decide(summary, version, settings)
+    if not live:
+        get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
+                              "re-check); only checks of the current window advance the stream", version.context)
+    sequential = sequential_update(log, version, start, end, settings) if live else None
+    return decide(summary, version, settings, sequential, early_warning(log, version, start, end, settings))
 
 
 @flow(name="monitor")
@@ -649,8 +611,7 @@ def monitor(
     with ExitStack() as stack:
         try:
             source = stack.enter_context(open_window_source(settings))
-            # The checks across the stream read the SQL log also when the window comes from the export.
-            log = source if isinstance(source, PredictionLog) else stack.enter_context(read_prediction_log(settings))
+            log = source if isinstance(source, PredictionLog) else _stream_log(stack, settings)
         except Exception as error:  # nothing to read: every serving version's check failed
             for version in versions:
                 _record_failure(registry, version, start, end, settings, error)

@@ -38,6 +38,7 @@ from flows.pipelines.steps import (
     refit_temperature,
 )
 from flows.pipelines.tasks import fetch_checkpoint, gate, io_task, open_prediction_log, step_task
+from flows.records.versions import VersionRecord
 from flows.pipelines.traffic import recent_labelled_traffic
 
 __all__ = ["post_finetune"]
@@ -68,17 +69,23 @@ def score_alias_holder(
     if holder is None:
         return None
     if features is not None:
-        model = registry.load_version_model(model_name, str(holder.version), workdir / "alias-holder")
+        model = registry.load_version_model(model_name, holder.version, workdir / "alias-holder")
         predictions = pd.DataFrame(model.predict(features.features))
         predicted = predictions["class"].to_numpy()
-        return ChampionScore(version=str(holder.version), accuracy=float(np.mean(predicted == features.labels)))
-    if holder.tags.get("holdout_data_version") != holdout_data_version:
+        return ChampionScore(version=holder.version, accuracy=float(np.mean(predicted == features.labels)))
+    where = f"{model_name}@{alias} (version {holder.version})"
+    try:
+        record = VersionRecord.from_tags(holder.tags, where=where)
+    except ValueError as error:
+        raise StepRefused("acceptance", f"{error}; its holdout accuracy is unknown, so pass features_path to score "
+                                        "both checkpoints on the same holdout") from None
+    if record.holdout_data_version != holdout_data_version:
         raise StepRefused(
             "acceptance",
-            f"{model_name}@{alias} (version {holder.version}) was measured on another holdout, and a scored set "
-            "cannot be run through it; pass features_path so both checkpoints are scored on the same holdout",
+            f"{where} was measured on another holdout, and a scored set cannot be run through it; pass "
+            "features_path so both checkpoints are scored on the same holdout",
         )
-    return ChampionScore(version=str(holder.version), accuracy=float(holder.tags["holdout_accuracy"]))
+    return ChampionScore(version=holder.version, accuracy=record.holdout_accuracy)
 
 
 # ------------------------------------------------------------------------- step tasks

@@ -50,7 +50,7 @@ from prefect.states import Failed
 
 from calibration import json_safe
 from flows.registry.checkpoint import CheckpointFiles
-from flows.records.events import REFIT_FAILED_EVENT, REFITTED_EVENT
+from flows.records.events import RefitFailedEvent, RefittedEvent
 from flows.orchestration.events import emit, version_resource
 from flows.holdout import read_ids
 from flows.pipelines.locks import model_lock
@@ -122,12 +122,7 @@ class RefitOutcome:
     @property
     def interval(self) -> tuple[float, float] | None:
         """The new T's interval, as registered (None when nothing was registered)."""
-        if self.registration is None:
-            return None
-        low, high = self.registration.tags.get("temperature_low"), self.registration.tags.get("temperature_high")
-        if low in (None, "none") or high in (None, "none"):
-            return None
-        return float(low), float(high)
+        return None if self.registration is None else self.registration.record.temperature_interval
 
     @property
     def temperature(self) -> float | None:
@@ -186,8 +181,7 @@ def resolve_parent(
     if version is None:
         raise LookupError(f"{model_name}@{alias} does not exist and no model_version was given: nothing to refit")
     names = [name for name, points_at in aliases.items() if points_at == str(version)]
-    parent = registered_version(model_name, str(version), dict(registry.get_version(model_name, str(version)).tags),
-                                names)
+    parent = registered_version(model_name, str(version), registry.get_version(model_name, str(version)).tags, names)
     get_run_logger().info("%s refit requested for @%s (which points at version %s)", parent.context, alias, holder)
     return parent, holder
 
@@ -265,13 +259,12 @@ def verify(gated: GatedCheckpoint, settings: ThermostatSettings) -> RefitVerific
 
 
 @step_task(name="emit-refit-event")
-def emit_refit_event(
-    event: str, parent: RegisteredVersion, alias: str, payload: dict[str, Any], cause: DriftCause
-) -> str | None:
-    """Emit ``event`` on the parent version, with the drift that caused the refit (payload
-    ``drift_event_id``/``drift_run_id``, and the drift event as a ``caused-by`` related resource)."""
-    return emit(event, version_resource(parent.model_name, parent.version, alias), payload | cause.payload(),
-                related=cause.related(), context=parent.context)
+def emit_refit_event(payload: RefitFailedEvent | RefittedEvent, parent: RegisteredVersion, alias: str,
+                     cause: DriftCause) -> str | None:
+    """Emit the refit's event on the parent version, with the drift that caused the refit (the
+    payload's ``drift_event_id``/``drift_run_id``, and the drift event as a ``caused-by`` related resource)."""
+    return emit(payload, version_resource(parent.model_name, parent.version, alias), related=cause.related(),
+                context=parent.context)
 
 
 @io_task(name="publish-refit-report")
@@ -372,11 +365,12 @@ def _failed(
     verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
 ) -> RefitOutcome:
     escalation = ESCALATION if escalate else None
-    payload = {
-        "reason": reason, "step": step, "escalation": escalation, "model_name": parent.model_name,
-        "model_version": parent.version, "alias": alias, "temperature": parent.temperature,
-        "baseline_ece": parent.baseline_ece, "window_start": start.isoformat(), "window_end": end.isoformat(),
-    } | _verification_payload(verification)
+    event = RefitFailedEvent(
+        reason=reason, step=step, escalation=escalation, model_name=parent.model_name, model_version=parent.version,
+        alias=alias, temperature=parent.temperature, baseline_ece=parent.baseline_ece, window_start=start.isoformat(),
+        window_end=end.isoformat(), mlflow_run_id=None, mlflow_experiment=settings.monitoring_experiment_name,
+        verification=_verification_payload(verification), cause=cause.payload(),
+    )
     get_run_logger().warning("%s refit registers nothing: %s%s", parent.context, reason,
                              f" — {escalation}" if escalation and escalation not in reason else "")
     outcome = RefitOutcome(
@@ -387,13 +381,11 @@ def _failed(
     # The durable record first, so the event (and the alert it sends) can name its MLflow run;
     # a record that cannot be written must not silence the alert: the event goes out without it.
     try:
-        run_id = record_refusal(registry, outcome, payload, settings)
+        run_id = record_refusal(registry, outcome, event.to_payload(), settings)
     except Exception:
-        emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {
-            "mlflow_run_id": None, "mlflow_experiment": settings.monitoring_experiment_name}, cause)
+        emit_refit_event(event, parent, alias, cause)
         raise
-    event_id = emit_refit_event(REFIT_FAILED_EVENT, parent, alias, payload | {"mlflow_run_id": run_id,
-                                "mlflow_experiment": settings.monitoring_experiment_name}, cause)
+    event_id = emit_refit_event(replace(event, mlflow_run_id=run_id), parent, alias, cause)
     outcome = replace(outcome, event_id=event_id)
     publish_report(outcome)
     return outcome
@@ -550,13 +542,11 @@ def _refit_under_lock(
     )
     event_id = None
     if registration.created:
-        event_id = emit_refit_event(
-            REFITTED_EVENT, parent, alias,
-            {"new_version": registration.version, "temperature": registration.temperature,
-             "gate_threshold": registration.gate_threshold, "parent_version": parent.version,
-             "parent_temperature": parent.temperature} | _verification_payload(verification),
-            cause,
-        )
+        event_id = emit_refit_event(RefittedEvent(
+            new_version=registration.version, temperature=registration.temperature,
+            gate_threshold=registration.gate_threshold, parent_version=parent.version,
+            parent_temperature=parent.temperature, verification=_verification_payload(verification),
+            cause=cause.payload()), parent, alias, cause)
     outcome = RefitOutcome(
         status=status, model_name=model_name, parent_version=parent.version, alias=alias,
         parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,

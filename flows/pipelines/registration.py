@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mlflow.entities.model_registry import ModelVersion
 from prefect import get_run_logger
 from prefect.logging import get_logger
 from prefect.transactions import Transaction, get_transaction, transaction
@@ -41,6 +40,7 @@ from flows.registry.checkpoint import CheckpointFiles, digest_directory
 from flows.pipelines.locks import LockLostError
 from flows.registry.adapter import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
 from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause
+from flows.records.stored import StoredVersion
 from flows.pipelines.reports import (
     log_context,
     qualification_payload,
@@ -53,7 +53,13 @@ from flows.pipelines.reports import (
 from flows.settings import ThermostatSettings
 from flows.pipelines.steps import GatedCheckpoint, RefitVerification, StepRefused, idempotency_key, verify_chain
 from flows.pipelines.tasks import io_task, step_task
-from flows.records.versions import VersionRecord, registered_version
+from flows.records.versions import (
+    ALIAS_TAG,
+    PREVIOUS_ALIAS_VERSION_TAG,
+    RegisteredFor,
+    VersionRecord,
+    registered_version,
+)
 
 __all__ = ["ALIAS_TAG", "PREVIOUS_ALIAS_VERSION_TAG", "Outcome", "Registration", "recover_interrupted", "register"]
 
@@ -86,6 +92,11 @@ class Registration:
     outcome: Outcome = "registered"
     repairs: tuple[str, ...] = ()
 
+    @property
+    def record(self) -> VersionRecord:
+        """The version's record, read back from its tags."""
+        return VersionRecord.from_tags(self.tags, where=f"{self.model_name} version {self.version}")
+
 
 @step_task(name="verify-checkpoint")
 def verify_checkpoint(gated: GatedCheckpoint, files: CheckpointFiles) -> None:
@@ -101,10 +112,10 @@ def verify_checkpoint(gated: GatedCheckpoint, files: CheckpointFiles) -> None:
 def find_registered(registry: MlflowRegistry, model_name: str, key: str) -> str | None:
     """The complete version registered with ``key`` (pending ones never answer)."""
     found = registry.find_by_idempotency_key(model_name, key)
-    return None if found is None else str(found.version)
+    return None if found is None else found.version
 
 
-def _pending_verdict(registry: MlflowRegistry, version: ModelVersion, aliases: list[str]) -> str | None:
+def _pending_verdict(registry: MlflowRegistry, version: StoredVersion, aliases: list[str]) -> str | None:
     """Why a pending version must be removed rather than completed (None: complete it).
 
     It is completed only when its transaction had reached the alias step (an alias points at
@@ -116,10 +127,10 @@ def _pending_verdict(registry: MlflowRegistry, version: ModelVersion, aliases: l
     if version.status != "READY":
         return f"its status is {version.status}"
     try:
-        registered_version(version.name, str(version.version), dict(version.tags), aliases)
+        registered_version(version.name, version.version, version.tags, aliases)
     except ValueError as error:
         return str(error)
-    if version.run_id and registry.run_state(str(version.run_id)) in ("FAILED", "KILLED", "MISSING"):
+    if version.run_id and registry.run_state(version.run_id) in ("FAILED", "KILLED", "MISSING"):
         return f"its run {version.run_id} was marked failed or deleted by a rollback"
     return None
 
@@ -150,7 +161,7 @@ def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str,
     for version in registry.versions(model_name):
         if version.tags.get(REGISTRATION_TAG) != REGISTRATION_PENDING:
             continue
-        number, run_id = str(version.version), None if version.run_id is None else str(version.run_id)
+        number, run_id = version.version, version.run_id
         pointing = sorted(alias for alias, held in aliases.items() if held == number)
         reason = _pending_verdict(registry, version, pointing)
         if reason is None:
@@ -169,19 +180,13 @@ def recover_interrupted(registry: MlflowRegistry, model_name: str) -> tuple[str,
             repairs.append(f"removed version {number} left pending by an interrupted registration ({reason}); "
                            f"run {run_id} marked FAILED{given_back}")
     for run in registry.open_runs(model_name):
-        if run.info.run_id not in kept_runs:
-            registry.end_run(run.info.run_id, failed=True)
-            repairs.append(f"marked run {run.info.run_id} FAILED: left RUNNING by an interrupted registration "
+        if run.run_id not in kept_runs:
+            registry.end_run(run.run_id, failed=True)
+            repairs.append(f"marked run {run.run_id} FAILED: left RUNNING by an interrupted registration "
                            "that created no version")
     for repair in repairs:
         logger.warning("%s: %s", model_name, repair)
     return tuple(repairs)
-
-
-# The alias a registration moves and the version it held before, written with the version (in
-# the create call), so that recovery can give the alias back when it removes the version.
-ALIAS_TAG = "thermostat.alias"
-PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
 
 def _undo_unless_lost(undo: Callable[[], object], what: str) -> None:
@@ -219,10 +224,11 @@ def _give_alias_back(registry: MlflowRegistry, name: str, tags: Mapping[str, str
     with the version), when that version still exists; says what was done."""
     if not pointing:
         return ""
-    alias, previous = tags.get(ALIAS_TAG), tags.get(PREVIOUS_ALIAS_VERSION_TAG, "none")
-    if alias in pointing and previous != "none" and any(str(v.version) == previous for v in registry.versions(name)):
-        registry.set_alias(name, alias, previous)
-        return f"; @{alias} is back on version {previous}"
+    moved = RegisteredFor.from_tags(tags)
+    if moved is not None and moved.alias in pointing and moved.previous_version is not None and any(
+            v.version == moved.previous_version for v in registry.versions(name)):
+        registry.set_alias(name, moved.alias, moved.previous_version)
+        return f"; @{moved.alias} is back on version {moved.previous_version}"
     return f"; @{', @'.join(pointing)} pointed at it and is now unset"
 
 
@@ -262,10 +268,10 @@ def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, 
     # under the model's lock, any other registration run of the model still RUNNING is such a copy.
     with _undone_on_failure(lambda: registry.end_run(run_id, failed=True), f"run {run_id}"):
         for duplicate in registry.open_runs(model_name):
-            if duplicate.info.run_id != run_id:
-                registry.end_run(duplicate.info.run_id, failed=True)
+            if duplicate.run_id != run_id:
+                registry.end_run(duplicate.run_id, failed=True)
                 get_run_logger().warning("%s run %s is a copy of run %s made by an HTTP retry: marked FAILED", context,
-                                         duplicate.info.run_id, run_id)
+                                         duplicate.run_id, run_id)
     get_run_logger().info("%s MLflow run %s", context, run_id)
     return run_id
 
@@ -309,13 +315,15 @@ def create_version(
     source = registry.log_calibrated_model(run_id, checkpoint_dir=files.local_dir, n_classes=n_classes,
                                            model_config=record.model_config())
     holder = registry.alias_holder(model_name, alias)
-    tags = record.to_tags() | {ALIAS_TAG: alias, PREVIOUS_ALIAS_VERSION_TAG: "none" if holder is None
-                               else str(holder.version)} | cause.to_tags(VERSION_DRIFT_TAG_PREFIX)
+    # The alias this registration moves and who held it, with the version (in the create call), so
+    # that recovery can give the alias back when it removes the version.
+    moved = RegisteredFor(alias=alias, previous_version=None if holder is None else holder.version)
+    tags = record.to_tags() | moved.to_tags() | cause.to_tags(VERSION_DRIFT_TAG_PREFIX)
     # The server may commit a version whose reply never arrives: whatever carries our key and is
     # still pending is removed when this step fails (its own rollback hook would not run).
     with _undone_on_failure(lambda: _delete_pending(registry, model_name, key, context), f"versions with key {key}"):
         version = registry.create_version(model_name, source=source, run_id=run_id, tags=tags)
-        number = str(version.version)
+        number = version.version
         _remember(registry, context, model_name=model_name, key=key, version=number)
     # Find-or-create, reconciled after the fact: MLflow's HTTP client repeats this POST on a 5xx
     # (e.g. a proxy timing out after forwarding it), so the server may hold one copy per attempt,
@@ -324,8 +332,8 @@ def create_version(
     # pending version with our key but another number is such a copy. Keep the one the server
     # answered with and delete the others before the alias moves, so nothing points at them.
         for copy in registry.versions_with_key(model_name, key):
-            if str(copy.version) != number and copy.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING:
-                registry.delete_version(model_name, str(copy.version))
+            if copy.version != number and copy.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING:
+                registry.delete_version(model_name, copy.version)
                 get_run_logger().warning("%s version %s was a copy of version %s made by an HTTP retry of the "
                                          "create call: deleted", context, copy.version, number)
     get_run_logger().info("%s registered %s version %s (pending until the alias moves and the run closes)",
@@ -335,7 +343,7 @@ def create_version(
 
 def _delete_pending(registry: MlflowRegistry, name: str, key: str, context: str, version: str | None = None) -> None:
     """Delete every pending version carrying ``key`` (and ``version``): a registration's undo."""
-    numbers = {str(v.version) for v in registry.versions_with_key(name, key)
+    numbers = {v.version for v in registry.versions_with_key(name, key)
                if v.tags.get(REGISTRATION_TAG) == REGISTRATION_PENDING}
     if version is not None:
         numbers.add(version)
@@ -355,7 +363,7 @@ def _delete_version(txn: Transaction) -> None:
 def move_alias(registry: MlflowRegistry, model_name: str, alias: str, version: str, context: str) -> str | None:
     """Point ``alias`` at ``version``; returns the version it held before (None: unset)."""
     previous = registry.alias_holder(model_name, alias)
-    previous_version = None if previous is None else str(previous.version)
+    previous_version = None if previous is None else previous.version
     _remember(registry, context, model_name=model_name, alias=alias, previous_version=previous_version)
     with _undone_on_failure(lambda: _put_alias_back(registry, model_name, alias, previous_version, context),
                             f"{model_name}@{alias}"):

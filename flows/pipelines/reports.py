@@ -77,6 +77,7 @@ def version_record(
         reference_gradient_sum=calibrated.reference.gradient_sum,
         reference_gradient_square_sum=calibrated.reference.gradient_square_sum,
         reference_curvature_sum=calibrated.reference.curvature_sum,
+        reference_expected_errors=json_safe(calibrated.reference.expected_errors),
         reference_ece_estimator=gated.reference_ece.estimator, reference_ece=json_safe(gated.reference_ece.estimate),
         reference_ece_low=json_safe(gated.reference_ece.low), reference_ece_high=json_safe(gated.reference_ece.high),
         reference_confidence_profile=calibrated.confidence_profile.to_json(),

@@ -381,18 +381,19 @@ def refit_temperature_by_time(accepted: AcceptedCheckpoint, *, settings: Thermos
                      f"{1 - settings.refit_fit_fraction:.0%} by time into a fitting and a verification part",
         )
     calibration_idx, evaluation_idx = np.arange(n_fit), np.arange(n_fit, n)
-    reference = accepted.holdout.labels[evaluation_idx]
-    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, reference, settings=settings)
+    # The newer rows' class mix is the reference (a validated set: its labels are not checked again).
+    return _qualify_and_fit(accepted, calibration_idx, evaluation_idx, accepted.holdout.subset(evaluation_idx),
+                            settings=settings)
 
 
 def _qualify_and_fit(
     accepted: AcceptedCheckpoint, calibration_idx: NDArray[np.intp], evaluation_idx: NDArray[np.intp],
-    reference_labels: NDArray[np.intp] | None, *, settings: ThermostatSettings,
+    reference_labels: NDArray[np.intp] | ScoredSet | None, *, settings: ThermostatSettings,
 ) -> CalibratedCheckpoint:
     part = accepted.holdout.subset(calibration_idx)
+    # ``part`` is a validated ScoredSet: the core reads it without checking it again.
     qualification = qualify_calibration_set(
-        part.logits,
-        part.labels,
+        part,
         ids=part.ids,
         training_ids=accepted.training_ids,
         reference_labels=reference_labels,
@@ -402,7 +403,7 @@ def _qualify_and_fit(
     )
     if not qualification.passed:
         raise StepRefused("refit", "the calibration set does not qualify: " + "; ".join(qualification.failures))
-    fit = fit_temperature(part.logits, part.labels, bounds=settings.bounds)
+    fit = fit_temperature(part, bounds=settings.bounds)
     if fit.at_bound is not None:
         n_errors = qualification.n_errors
         raise StepRefused(
@@ -424,8 +425,15 @@ def _qualify_and_fit(
         calibration_data_version=data_version(part.ids),
         qualification=qualification,
         reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
-        confidence_profile=ConfidenceProfile.from_logits(part.logits, part.labels, temperature=fit.temperature),
+        confidence_profile=_profile(part, fit.temperature),
     )
+
+
+def _profile(part: ScoredSet, temperature: float) -> ConfidenceProfile:
+    """The early warning's reference profile of a validated set's rows at ``temperature`` (no second scan)."""
+    predicted, confidence = top_label_confidence(part, temperature=temperature)
+    return ConfidenceProfile.from_confidence(confidence, np.ones(part.n_samples, dtype=bool), predicted == part.labels,
+                                             temperature=temperature)
 
 
 def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSettings) -> GatedCheckpoint:
@@ -441,7 +449,7 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
     part = holdout.subset(evaluation_idx)
     temperature = calibrated.fit.temperature
     # The holdout is a checked ScoredSet: no second scan of its logits.
-    predicted, confidence = top_label_confidence(part.logits, temperature=temperature, check_finite=False)
+    predicted, confidence = top_label_confidence(part, temperature=temperature)
     correct = predicted == part.labels
     report_args: dict[str, Any] = {"n_bins": settings.n_bins, "min_count": settings.drift.min_bin_count}
     return GatedCheckpoint(
@@ -452,10 +460,10 @@ def gate_threshold(calibrated: CalibratedCheckpoint, *, settings: ThermostatSett
             confidence_level=settings.gate_confidence_level,
         ),
         sweep=sweep_thresholds(confidence, correct, confidence_level=settings.gate_confidence_level),
-        before=evaluate(part.logits, part.labels, temperature=calibrated.accepted.temperature_before, **report_args),
-        after=evaluate(part.logits, part.labels, temperature=temperature, **report_args),
+        before=evaluate(part, temperature=calibrated.accepted.temperature_before, **report_args),
+        after=evaluate(part, temperature=temperature, **report_args),
         bootstrap=paired_bootstrap_nll(
-            part.logits, part.labels, temperature_before=calibrated.accepted.temperature_before,
+            part, temperature_before=calibrated.accepted.temperature_before,
             temperature_after=temperature,
             n_resamples=settings.bootstrap_resamples, confidence_level=settings.bootstrap_confidence_level,
             seed=settings.drift.seed,
@@ -618,7 +626,7 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
     part = holdout.subset(np.flatnonzero(np.isin(holdout.ids, gated.calibrated.evaluation_ids)))
     parent = origin.parent
     summary = summarise_arrays(
-        part.logits, part.labels, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
+        part, None, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
         groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
     )
     # Verified like a check of the newer traffic against the new version's own reference (any size decides).

@@ -1,9 +1,13 @@
-"""What the monitor and the refit leave in MLflow beside a check, read back by the dashboard.
+"""What the monitor and the refit leave in MLflow, read back by the monitor and the dashboard.
 
-Every check of the monitor is an MLflow run in the monitoring experiment (tags
-``thermostat.model_name``, ``thermostat.model_version``, ``thermostat.aliases``,
-``thermostat.verdict``, the window; metrics stamped with the window's end). Two more records
-live there, written through one typed value each way:
+Every check of the monitor is an MLflow run in the monitoring experiment, written and read
+through :class:`CheckRecord`: the tags that say which check it is (``thermostat.model_name``,
+``thermostat.model_version``, ``thermostat.aliases``, the window, T, the checkpoint, the drift
+policy the check used as ``thermostat.policy``) when the run opens, the tags of its verdict
+(``thermostat.verdict``, ``thermostat.refit_recommended``, ``thermostat.tests_fired``, the
+insufficient-data streak after it as ``thermostat.insufficient_data_streak``) when it is
+recorded, and the metrics :func:`check_metric_names` declares, stamped with the window's end.
+Two more records live there, written through one typed value each way:
 
 * the tag :data:`PREFECT_FLOW_RUN_TAG` on a check's run (and a refit's): the Prefect flow run
   that wrote it, so an alert can link to it;
@@ -28,6 +32,11 @@ On the check's run itself, two more:
 Also here, for the flows' Prefect artifacts: :func:`model_slug`, a model's part of an
 artifact key.
 
+Checks written by earlier versions are read too: without ``thermostat.kind`` (a run with a model
+name is a check), with their verdict among the opening tags, without the policy or the streak
+(then :attr:`CheckRecord.policy` / :attr:`CheckRecord.insufficient_streak` are None and the
+reader decides what stands in for them).
+
 No MLflow here (the flows write and read through :class:`flows.registry.adapter.MlflowRegistry`).
 """
 
@@ -36,28 +45,37 @@ from __future__ import annotations
 import json
 import math
 import re
+import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Final, Literal
 
-from monitoring import group_metric_key
+from flows.records.stored import StoredRun
+from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time
+from monitoring import DriftPolicy, DriftReport, drift_metric_names, drift_metrics, group_metric_key
 
 __all__ = [
     "CHECK_ERROR_TAG",
     "CHECK_KIND",
     "FAILED_VERDICT",
     "GROUP_KEYS_TAG",
+    "POLICY_TAG",
     "VERDICT_TAG",
     "KIND_TAG",
     "PREFECT_FLOW_RUN_TAG",
     "REFIT_KIND",
     "VERSION_DRIFT_TAG_PREFIX",
     "CheckFailure",
+    "CheckMetric",
+    "CheckRecord",
     "DriftCause",
     "GroupMetricKeys",
     "RefitLink",
     "RefitRecord",
+    "check_metric_names",
     "model_slug",
+    "run_subject",
 ]
 
 PREFECT_FLOW_RUN_TAG: Final = "thermostat.prefect_flow_run_id"
@@ -70,6 +88,20 @@ check is recorded (a run without it is a check that never reached its end)."""
 FAILED_VERDICT: Final = "failed"
 CHECK_ERROR_TAG: Final = "thermostat.check_error"
 GROUP_KEYS_TAG: Final = "thermostat.group_keys"
+POLICY_TAG: Final = "thermostat.policy"
+"""The drift policy a check decided with (:meth:`monitoring.DriftPolicy.to_dict` as JSON)."""
+# The tags every run of the monitoring experiment carries (a check's, a refit's).
+_MODEL_NAME: Final = "thermostat.model_name"
+_MODEL_VERSION: Final = "thermostat.model_version"
+_ALIASES: Final = "thermostat.aliases"
+_WINDOW_START: Final = "thermostat.window_start"
+_WINDOW_END: Final = "thermostat.window_end"
+# A check's own.
+_REFIT_RECOMMENDED: Final = "thermostat.refit_recommended"
+_TESTS_FIRED: Final = "thermostat.tests_fired"
+_TEMPERATURE: Final = "temperature"
+_CHECKPOINT_URI: Final = "checkpoint_uri"
+_CHECKPOINT_DIGEST: Final = "checkpoint_digest"
 
 # MLflow keeps at most 5,000 characters of a tag value (the full text goes to an artifact).
 _TAG_LIMIT = 4000
@@ -243,11 +275,11 @@ class RefitRecord:
         """The run's tags: the monitoring experiment's common ones plus ``thermostat.refit.*``."""
         tags = {
             KIND_TAG: REFIT_KIND,
-            "thermostat.model_name": self.model_name,
-            "thermostat.model_version": self.parent_version,
-            "thermostat.aliases": self.alias,
-            "thermostat.window_start": self.window_start,
-            "thermostat.window_end": self.window_end,
+            _MODEL_NAME: self.model_name,
+            _MODEL_VERSION: self.parent_version,
+            _ALIASES: self.alias,
+            _WINDOW_START: self.window_start,
+            _WINDOW_END: self.window_end,
             "thermostat.refit.status": self.status,
             "thermostat.refit.step": self.step or _NONE,
             "thermostat.refit.reason": _shortened(self.reason),
@@ -267,14 +299,25 @@ class RefitRecord:
             return None if value == _NONE else value
 
         return cls(
-            model_name=tags["thermostat.model_name"], parent_version=tags["thermostat.model_version"],
-            alias=tags["thermostat.aliases"], status=tags["thermostat.refit.status"],
+            model_name=tags[_MODEL_NAME], parent_version=tags[_MODEL_VERSION],
+            alias=tags[_ALIASES], status=tags["thermostat.refit.status"],
             step=optional("thermostat.refit.step"), reason=tags.get("thermostat.refit.reason", ""),
             escalation=optional("thermostat.refit.escalation"), new_version=optional("thermostat.refit.new_version"),
-            window_start=tags.get("thermostat.window_start", ""), window_end=tags.get("thermostat.window_end", ""),
+            window_start=tags.get(_WINDOW_START, ""), window_end=tags.get(_WINDOW_END, ""),
             prefect_flow_run_id=tags.get(PREFECT_FLOW_RUN_TAG), metrics=dict(metrics or {}),
             cause=DriftCause.from_tags(tags, _REFIT_TAG_PREFIX),
         )
+
+    @classmethod
+    def from_run(cls, run: StoredRun) -> RefitRecord | None:
+        """The refit a run of the monitoring experiment records (tag ``thermostat.kind`` = ``refit``);
+        None for any other run, or one that lacks a tag the record needs."""
+        if run.tags.get(KIND_TAG) != REFIT_KIND:
+            return None
+        try:
+            return cls.from_tags(run.tags, run.metrics)
+        except KeyError:
+            return None
 
     @staticmethod
     def finite_metrics(values: Mapping[str, Any]) -> dict[str, float]:
@@ -382,3 +425,228 @@ class GroupMetricKeys:
         if not isinstance(loaded, dict):
             return cls(names={})
         return cls(names={str(key): str(name) for key, name in loaded.items()})
+
+
+CheckMetric = Literal[
+    "ece", "nll", "p_value", "n", "drift", "baseline_ece", "ece_excess", "accuracy", "temperature",
+    "predicted_accuracy", "cusum_upper", "cusum_lower",
+]
+"""The metrics of a check a reader asks for by name (:meth:`CheckRecord.metric`); each is one a
+check writes (a test holds them to :func:`check_metric_names`)."""
+
+# A group's ECE on a check run: this prefix and the group's metric key (monitoring.group_metric_key).
+_GROUP_ECE: Final = "ece.group."
+
+
+def check_metric_names() -> tuple[frozenset[str], tuple[str, ...]]:
+    """The metrics a check run may hold: every name, and the prefixes of the groups' names.
+
+    The names of :func:`monitoring.drift_metrics` (:func:`monitoring.drift_metric_names`) and the
+    check's own two: ``temperature`` (the registered T the window was read at) and ``baseline_ece``.
+
+    >>> names, prefixes = check_metric_names()
+    >>> {"temperature", "baseline_ece", "ece", "p_value"} <= names, "ece.group." in prefixes
+    (True, True)
+    """
+    names, prefixes = drift_metric_names()
+    return names | {"temperature", "baseline_ece"}, prefixes
+
+
+def run_subject(run: StoredRun) -> str | None:
+    """Which model version a run of the monitoring experiment is about (a check's, a refit's), in
+    words; None when it names none. For messages about a run that cannot be read otherwise.
+
+    >>> run_subject(StoredRun("r", "1", "FINISHED", 0, 0, tags={"thermostat.model_name": "m"}))
+    'm v?'
+    """
+    if _MODEL_NAME not in run.tags:
+        return None
+    return f"{run.tags[_MODEL_NAME]} v{run.tags.get(_MODEL_VERSION, '?')}"
+
+
+def _bool_tag(value: str | None) -> bool:
+    return value == "true"
+
+
+def _names_tag(value: str | None) -> tuple[str, ...]:
+    return () if value in (None, "", _NONE) else tuple(name for name in value.split(",") if name)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRecord:
+    """One check of the monitor as its MLflow run (module docstring), typed both ways.
+
+    Written in two steps, each a set of tags: :meth:`opening_tags` when the run opens (which
+    check: the model, version and aliases, the window, T and the checkpoint, the Prefect flow
+    run, the drift ``policy``) and :meth:`verdict_tags` once the check decided (``verdict``,
+    ``refit_recommended``, ``tests_fired``, ``insufficient_streak`` — the version's streak of
+    insufficient-data checks after this one, as the monitor counts it — and the group keys),
+    beside the metrics of :meth:`metrics_of`. A failure is :class:`CheckFailure`'s tags.
+
+    Read back by :meth:`from_run`, which also keeps the run (``run``) and reads its failure and
+    metrics. Checks written before the policy or the streak were recorded read them as None.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> from monitoring import DriftPolicy
+    >>> from flows.records.stored import StoredRun
+    >>> opened = CheckRecord(model_name="digits", version="3", aliases=("champion",),
+    ...                      window_start=datetime(2026, 1, 1, tzinfo=UTC), window_end=datetime(2026, 1, 2, tzinfo=UTC),
+    ...                      temperature=2.5, policy=DriftPolicy(ece_tolerance=0.05))
+    >>> decided = opened.decided("insufficient_data", refit_recommended=False, tests_fired=(), insufficient_streak=2)
+    >>> run = StoredRun(run_id="r1", experiment_id="1", status="FINISHED", start_time_ms=0, end_time_ms=0,
+    ...                 tags=opened.opening_tags() | decided.verdict_tags(), metrics={"n": 12.0})
+    >>> read = CheckRecord.from_run(run)
+    >>> read.verdict, read.insufficient_streak, read.policy.ece_tolerance, read.metric("n"), read.metric("ece")
+    ('insufficient_data', 2, 0.05, 12.0, None)
+    >>> CheckRecord.from_run(StoredRun("r2", "1", "FINISHED", 0, 0, tags={"thermostat.kind": "refit"})) is None
+    True
+    """
+
+    model_name: str
+    version: str
+    aliases: tuple[str, ...]
+    window_start: datetime | None
+    window_end: datetime | None
+    temperature: float | None
+    checkpoint_uri: str | None = None
+    checkpoint_digest: str | None = None
+    prefect_flow_run_id: str | None = None
+    policy: DriftPolicy | None = None
+    """The drift policy the check decided with; None for a check written before it was recorded."""
+    verdict: str | None = None
+    """ok, drift, insufficient_data, or ``failed`` (:class:`CheckFailure`); None until decided."""
+    refit_recommended: bool = False
+    tests_fired: tuple[str, ...] = ()
+    insufficient_streak: int | None = None
+    """The version's insufficient-data streak after this check; None for a check written before it was recorded."""
+    group_keys: GroupMetricKeys = field(default_factory=lambda: GroupMetricKeys(names={}))
+    failure: CheckFailure | None = None
+    run: StoredRun | None = None
+    """The MLflow run read back (None for a record being written)."""
+
+    # Writing -------------------------------------------------------------------------------
+
+    @classmethod
+    def opening(cls, version: RegisteredVersion, start: datetime, end: datetime, *, policy: DriftPolicy,
+                prefect_flow_run_id: str | None) -> CheckRecord:
+        """The record of a check of ``version`` on the window [start, end) under ``policy``, not decided yet."""
+        return cls(model_name=version.model_name, version=version.version, aliases=version.aliases,
+                   window_start=start, window_end=end, temperature=version.temperature,
+                   checkpoint_uri=version.checkpoint_uri, checkpoint_digest=version.checkpoint_digest,
+                   prefect_flow_run_id=prefect_flow_run_id, policy=policy)
+
+    def decided(self, verdict: str, *, refit_recommended: bool, tests_fired: Iterable[str],
+                insufficient_streak: int, groups: Iterable[str] = ()) -> CheckRecord:
+        """This check with its verdict, the streak after it and the groups it measured."""
+        return replace(self, verdict=verdict, refit_recommended=refit_recommended, tests_fired=tuple(tests_fired),
+                       insufficient_streak=insufficient_streak, group_keys=GroupMetricKeys.of(groups))
+
+    def opening_tags(self) -> dict[str, str]:
+        """The tags that say which check a run is (no verdict: a run without one never reached its end)."""
+        tags = {KIND_TAG: CHECK_KIND, _MODEL_NAME: self.model_name, _MODEL_VERSION: self.version,
+                _ALIASES: ",".join(self.aliases)}
+        for key, moment in ((_WINDOW_START, self.window_start), (_WINDOW_END, self.window_end)):
+            if moment is not None:
+                tags[key] = moment.isoformat()
+        optional = {_TEMPERATURE: None if self.temperature is None else repr(self.temperature),
+                    _CHECKPOINT_URI: self.checkpoint_uri, _CHECKPOINT_DIGEST: self.checkpoint_digest,
+                    PREFECT_FLOW_RUN_TAG: self.prefect_flow_run_id,
+                    POLICY_TAG: None if self.policy is None else json.dumps(self.policy.to_dict(), sort_keys=True)}
+        return tags | {key: value for key, value in optional.items() if value is not None}
+
+    def verdict_tags(self) -> dict[str, str]:
+        """The tags of the check's verdict (written last, when the check recorded it)."""
+        if self.verdict is None:
+            raise ValueError(f"the check of {self.model_name} v{self.version} has no verdict yet; decide it first")
+        tags = {VERDICT_TAG: self.verdict, _REFIT_RECOMMENDED: str(self.refit_recommended).lower(),
+                _TESTS_FIRED: ",".join(self.tests_fired) or _NONE}
+        if self.insufficient_streak is not None:
+            tags[INSUFFICIENT_STREAK_TAG] = str(self.insufficient_streak)
+        return tags | self.group_keys.to_tags()
+
+    @staticmethod
+    def metrics_of(report: DriftReport, temperature: float) -> dict[str, float]:
+        """The metrics a check writes for ``report`` at the registered ``temperature`` (:func:`check_metric_names`)."""
+        return drift_metrics(report) | {"temperature": temperature, "baseline_ece": report.baseline_ece}
+
+    # Reading -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_run(cls, run: StoredRun) -> CheckRecord | None:
+        """The check a run of the monitoring experiment records; None when the run is not a check
+        (a refit's record, or a run without a model name).
+
+        Raises
+        ------
+        ValueError
+            If a tag is unreadable (a window time, the policy, the streak); the message names
+            the run and the tag.
+        """
+        tags = run.tags
+        if tags.get(KIND_TAG, CHECK_KIND) != CHECK_KIND or _MODEL_NAME not in tags:
+            return None
+        where = f"check run {run.run_id}"
+        failure = CheckFailure.from_tags(tags, run.status)
+        streak = tags.get(INSUFFICIENT_STREAK_TAG)
+        if streak is not None and not streak.isdigit():
+            raise ValueError(f"{where}: tag {INSUFFICIENT_STREAK_TAG!r} is {streak!r}; expected a count >= 0")
+        return cls(
+            model_name=tags[_MODEL_NAME], version=tags.get(_MODEL_VERSION, "?"),
+            aliases=tuple(alias for alias in tags.get(_ALIASES, "").split(",") if alias),
+            window_start=cls._time(tags, _WINDOW_START, where), window_end=cls._time(tags, _WINDOW_END, where),
+            temperature=_finite(run.metrics.get("temperature")) or _finite_text(tags.get(_TEMPERATURE)),
+            checkpoint_uri=tags.get(_CHECKPOINT_URI), checkpoint_digest=tags.get(_CHECKPOINT_DIGEST),
+            prefect_flow_run_id=tags.get(PREFECT_FLOW_RUN_TAG), policy=cls._policy(tags, where),
+            verdict=FAILED_VERDICT if failure is not None else tags.get(VERDICT_TAG),
+            refit_recommended=_bool_tag(tags.get(_REFIT_RECOMMENDED)), tests_fired=_names_tag(tags.get(_TESTS_FIRED)),
+            insufficient_streak=None if streak is None else int(streak), group_keys=GroupMetricKeys.from_tags(tags),
+            failure=failure, run=run,
+        )
+
+    @staticmethod
+    def _time(tags: Mapping[str, str], key: str, where: str) -> datetime | None:
+        text = tags.get(key)
+        return None if not text else aware_time(text, where, key)
+
+    @staticmethod
+    def _policy(tags: Mapping[str, str], where: str) -> DriftPolicy | None:
+        text = tags.get(POLICY_TAG)
+        if text is None:
+            return None
+        try:
+            values = json.loads(text)
+        except ValueError as error:
+            raise ValueError(f"{where}: tag {POLICY_TAG!r} is not JSON ({error})") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: tag {POLICY_TAG!r} is {text[:80]!r}; expected a JSON object of the drift policy")
+        return DriftPolicy.from_dict(values, where=f"{where}: tag {POLICY_TAG!r}")
+
+    def metric(self, name: CheckMetric) -> float | None:
+        """The check's metric ``name`` (finite), None when it wrote none (or an undefined value)."""
+        if name not in _READ_METRICS:
+            raise KeyError(f"{name!r} is not a metric a check declares; read one of {sorted(_READ_METRICS)}")
+        return None if self.run is None else _finite(self.run.metrics.get(name))
+
+    def group_ece(self) -> dict[str, float]:
+        """The ECE of each group the check measured, by the group's name (finite values only)."""
+        metrics = {} if self.run is None else self.run.metrics
+        return {self.group_keys.name(key.removeprefix(_GROUP_ECE)): float(value) for key, value in sorted(metrics.items())
+                if key.startswith(_GROUP_ECE) and math.isfinite(value)}
+
+
+_READ_METRICS: Final = frozenset(typing.get_args(CheckMetric))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _finite_text(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return _finite(float(text))
+    except ValueError:
+        return None

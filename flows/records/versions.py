@@ -9,6 +9,9 @@ reads it back field for field (a round trip gives the same record); the pyfunc's
 prose: the one human-readable tag, ``ece_binning``, is derived from the binning fields. Tags of
 versions registered before the binning had fields of its own are read by a legacy reader.
 
+With the record, the registration writes :class:`RegisteredFor`: the alias it moved and the
+version that held it (``thermostat.alias``, ``thermostat.alias_previous_version``).
+
 A few tags are monitoring metadata, written by the monitor after registration (T, the
 threshold and the evidence never change):
 
@@ -39,15 +42,19 @@ from calibration import TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
+    "ALIAS_TAG",
     "INSUFFICIENT_STREAK_TAG",
     "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
+    "PREVIOUS_ALIAS_VERSION_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
     "MonitorState",
     "RefitProvenance",
+    "RegisteredFor",
     "RegisteredVersion",
     "VersionRecord",
+    "aware_time",
     "binning_convention",
     "registered_version",
     "serving_versions",
@@ -58,6 +65,8 @@ LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
 INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
 LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
+ALIAS_TAG = "thermostat.alias"
+PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
 CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
@@ -181,7 +190,7 @@ class VersionRecord(_TaggedRecord):
       interval of T (:class:`calibration.TemperatureFit`); a refit whose new T lies inside
       its parent's interval is not a fix;
     * ``reference_n``, ``reference_gradient_sum``, ``reference_gradient_square_sum``,
-      ``reference_curvature_sum``: the temperature test's sums over the calibration part at
+      ``reference_curvature_sum``, ``reference_expected_errors``: the temperature test's sums over the calibration part at
       the registered T (:class:`calibration.TemperatureStats`): the reference's estimation
       error of T, which the two-sample temperature test counts;
     * ``reference_ece`` [``reference_ece_low``, ``reference_ece_high``]: the
@@ -242,6 +251,7 @@ class VersionRecord(_TaggedRecord):
     reference_gradient_sum: float | None = None
     reference_gradient_square_sum: float | None = None
     reference_curvature_sum: float | None = None
+    reference_expected_errors: float | None = None
     reference_ece_estimator: str | None = None
     reference_ece: float | None = None
     reference_ece_low: float | None = None
@@ -294,7 +304,8 @@ class VersionRecord(_TaggedRecord):
             fitted_at="2026-01-01T00:00:00+00:00", idempotency_key="k" * 64, pipeline_run_id="run",
             train_steps=7, train_data_version="v1", temperature_low=2.3, temperature_high=2.7,
             temperature_confidence_level=0.95, reference_n=450, reference_gradient_sum=0.0,
-            reference_gradient_square_sum=120.5, reference_curvature_sum=310.25, reference_ece_estimator="debiased_l1",
+            reference_gradient_square_sum=120.5, reference_curvature_sum=310.25, reference_expected_errors=22.5,
+            reference_ece_estimator="debiased_l1",
             reference_ece=0.012, reference_ece_low=0.0, reference_ece_high=0.03,
         )
 
@@ -306,7 +317,10 @@ class VersionRecord(_TaggedRecord):
         if any(value is None for value in sums):
             return None
         return TemperatureStats(temperature=self.temperature, n=int(sums[0] or 0), gradient_sum=float(sums[1] or 0.0),
-                                gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0))
+                                gradient_square_sum=float(sums[2] or 0.0), curvature_sum=float(sums[3] or 0.0),
+                                # Versions registered before it was stored: unknown (NaN), the test not gated.
+                                expected_errors=math.nan if self.reference_expected_errors is None
+                                else self.reference_expected_errors)
 
     @property
     def reference_profile(self) -> ConfidenceProfile | None:
@@ -344,6 +358,38 @@ def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, st
     if not count.isdigit():
         raise ValueError(f"{where}: tag 'ece_binning' is {tags['ece_binning']!r}; expected '<scheme>, <M> bins, ...'")
     return {**tags, "ece_scheme": parts[0], "ece_n_bins": count}
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredFor:
+    """The alias a registration was made for and the version that held it then (None: unset),
+    written with the version (tags ``thermostat.alias``, ``thermostat.alias_previous_version``): a
+    recovery that removes the version gives the alias back, and the dashboard draws the move
+    (MLflow keeps no history of aliases).
+
+    Examples
+    --------
+    >>> moved = RegisteredFor(alias="champion", previous_version=None)
+    >>> moved.to_tags()
+    {'thermostat.alias': 'champion', 'thermostat.alias_previous_version': 'none'}
+    >>> RegisteredFor.from_tags(moved.to_tags()) == moved, RegisteredFor.from_tags({})
+    (True, None)
+    """
+
+    alias: str
+    previous_version: str | None
+
+    def to_tags(self) -> dict[str, str]:
+        return {ALIAS_TAG: self.alias, PREVIOUS_ALIAS_VERSION_TAG: self.previous_version or _NONE}
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> RegisteredFor | None:
+        """The alias move a version's tags record; None for a version registered without one."""
+        alias = tags.get(ALIAS_TAG)
+        if alias is None:
+            return None
+        previous = tags.get(PREVIOUS_ALIAS_VERSION_TAG, _NONE)
+        return cls(alias=alias, previous_version=None if previous == _NONE else previous)
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,9 +452,9 @@ class MonitorState:
             raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
         last, shift = tags.get(LAST_DRIFT_EVENT_TAG), tags.get(LAST_CONFIDENCE_SHIFT_TAG)
         return cls(
-            last_drift_event_at=None if last is None else _aware(last, where, LAST_DRIFT_EVENT_TAG),
+            last_drift_event_at=None if last is None else aware_time(last, where, LAST_DRIFT_EVENT_TAG),
             sequential=sequential, insufficient_streak=int(streak),
-            last_confidence_shift_at=None if shift is None else _aware(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
+            last_confidence_shift_at=None if shift is None else aware_time(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
         )
 
 
@@ -422,6 +468,8 @@ class RegisteredVersion:
     aliases: tuple[str, ...]
     record: VersionRecord
     monitor: MonitorState = MonitorState()
+    registered_for: RegisteredFor | None = None
+    """The alias its registration moved and who held it (None: registered without one)."""
 
     @property
     def last_drift_event_at(self) -> datetime | None:
@@ -521,12 +569,18 @@ def version_context(
     return f"[{model_name} v{version}{' ' + served if served else ''} checkpoint={checkpoint_uri} T={shown}]"
 
 
-def _aware(value: str, where: str, tag: str) -> datetime:
+def aware_time(value: str, where: str, tag: str) -> datetime:
+    """The time an ISO 8601 tag holds, in UTC (a time without a zone is read as UTC); a ValueError
+    naming ``where`` and the tag when it is not one.
+
+    >>> aware_time("2026-01-01T01:00:00+01:00", "digits version 1", "t").isoformat()
+    '2026-01-01T00:00:00+00:00'
+    """
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError as error:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError) as error:
         raise ValueError(f"{where}: tag {tag!r} is {value!r}; expected an ISO 8601 time") from error
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def registered_version(
@@ -554,7 +608,8 @@ def registered_version(
         raise ValueError(f"{where}: tag 'temperature' is {tags['temperature']!r}; expected a finite T > 0")
     ordered = sorted(aliases, key=lambda alias: (alias != "champion", alias))
     return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
-                             monitor=MonitorState.from_tags(tags, where=where))
+                             monitor=MonitorState.from_tags(tags, where=where),
+                             registered_for=RegisteredFor.from_tags(tags))
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

@@ -13,6 +13,9 @@ Under a model's lock the adapter is **fenced** (:meth:`MlflowRegistry.fenced`): 
 checked immediately before every attempt of every write (a retry too), so a run that lost the
 lease writes nothing more (:mod:`flows.pipelines.locks`). Reads are not fenced.
 
+What it reads comes back as Thermostat's records (:class:`flows.records.stored.StoredRun`,
+:class:`flows.records.stored.StoredVersion`), never as MLflow's entities: MLflow stays in this room.
+
 Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
 value put into a search filter is quoted by :func:`filter_literal`.
 """
@@ -47,6 +50,8 @@ from mlflow.pyfunc import PyFuncModel
 from mlflow.types import ColSpec, Schema, TensorSpec
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from flows.records.stored import RunStatus as StoredRunStatus
+from flows.records.stored import StoredRun, StoredVersion
 from flows.registry import model as calibrated_model_code
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
@@ -193,6 +198,25 @@ def _millis(moment: datetime) -> int:
 
 def _is_missing(error: MlflowException) -> bool:
     return bool(error.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST))
+
+
+def _stored_run(run: Run) -> StoredRun:
+    """MLflow's run as Thermostat's record (what every reader of a run gets)."""
+    status: StoredRunStatus = run.info.status
+    return StoredRun(
+        run_id=str(run.info.run_id), experiment_id=str(run.info.experiment_id), status=status,
+        start_time_ms=run.info.start_time, end_time_ms=run.info.end_time, tags=dict(run.data.tags),
+        metrics={str(key): float(value) for key, value in run.data.metrics.items()}, params=dict(run.data.params),
+    )
+
+
+def _stored_version(version: ModelVersion) -> StoredVersion:
+    """MLflow's model version as Thermostat's record."""
+    return StoredVersion(
+        name=str(version.name), version=str(version.version), tags=dict(version.tags),
+        run_id=str(version.run_id) if version.run_id else None, source=str(version.source or ""),
+        status=str(version.status), creation_time_ms=int(version.creation_timestamp or 0),
+    )
 
 
 def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> ModelSignature:
@@ -360,7 +384,7 @@ class MlflowRegistry:
         status: RunState = run.info.status
         return status
 
-    def open_runs(self, model_name: str) -> list[Run]:
+    def open_runs(self, model_name: str) -> list[StoredRun]:
         """Registration runs of ``model_name`` (in this adapter's experiment, with an idempotency
         key) still RUNNING."""
         experiment = self.experiment_id()
@@ -369,19 +393,19 @@ class MlflowRegistry:
             what=f"searching open runs of {model_name}",
         )
         # Tags are compared here, not in the filter: no value of the user's to quote.
-        return [run for run in found
+        return [_stored_run(run) for run in found
                 if run.data.tags.get("thermostat.model_name") == model_name and IDEMPOTENCY_TAG in run.data.tags]
 
-    def running_runs(self, experiment_name: str) -> list[Run]:
+    def running_runs(self, experiment_name: str) -> list[StoredRun]:
         """The runs of ``experiment_name`` still RUNNING, at most 1,000 ([] when the experiment
         does not exist: it is not created here)."""
         experiment = self.find_experiment_id(experiment_name)
         if experiment is None:
             return []
-        return list(retry_transient(
+        return [_stored_run(run) for run in retry_transient(
             lambda: self._client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
             what=f"searching running runs of {experiment_name}",
-        ))
+        )]
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]
@@ -408,7 +432,7 @@ class MlflowRegistry:
             raise
         return True
 
-    def finished_run_tagged(self, experiment_name: str, tag: str, value: str) -> Run | None:
+    def finished_run_tagged(self, experiment_name: str, tag: str, value: str) -> StoredRun | None:
         """The oldest FINISHED run of ``experiment_name`` whose tag ``tag`` is ``value`` (None: none).
 
         The tag is compared here, not in MLflow's filter string: no value of the user's is quoted."""
@@ -418,7 +442,7 @@ class MlflowRegistry:
                                              order_by=["attributes.start_time ASC"]),
             what=f"searching runs of {experiment_name}",
         )
-        return next((run for run in found if run.data.tags.get(tag) == value), None)
+        return next((_stored_run(run) for run in found if run.data.tags.get(tag) == value), None)
 
     # An artifact upload overwrites the same path: repeating it is harmless.
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
@@ -484,7 +508,7 @@ class MlflowRegistry:
             except MlflowException:  # created concurrently
                 self._client.get_registered_model(name)
 
-    def create_version(self, name: str, *, source: str, run_id: str, tags: dict[str, str]) -> ModelVersion:
+    def create_version(self, name: str, *, source: str, run_id: str, tags: dict[str, str]) -> StoredVersion:
         """A new, immutable version, ``pending`` until :meth:`mark_complete`; its tags are written
         in the same call as the version.
 
@@ -493,9 +517,9 @@ class MlflowRegistry:
         with the same idempotency key afterwards (:meth:`versions_with_key`).
         """
         self.ensure_registered_model(name)
-        return self._write(lambda: self._client.create_model_version(
+        return _stored_version(self._write(lambda: self._client.create_model_version(
             name, source, run_id=run_id, tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING}),
-            what=f"creating a version of {name}", repeatable=False)
+            what=f"creating a version of {name}", repeatable=False))
 
     def mark_complete(self, name: str, version: str) -> None:
         """The last write of a registration: from now on the version answers idempotency look-ups."""
@@ -512,34 +536,36 @@ class MlflowRegistry:
             raise
         return True
 
-    def versions(self, name: str) -> list[ModelVersion]:
-        return list(retry_transient(lambda: self._client.search_model_versions(f"name = {filter_literal(name)}"),
-                                    what=f"listing the versions of {name}"))
+    def versions(self, name: str) -> list[StoredVersion]:
+        """Every version of the registered model ``name`` ([] when there is no such model)."""
+        return [_stored_version(version) for version in retry_transient(
+            lambda: self._client.search_model_versions(f"name = {filter_literal(name)}"),
+            what=f"listing the versions of {name}")]
 
-    def versions_with_key(self, name: str, key: str) -> list[ModelVersion]:
+    def versions_with_key(self, name: str, key: str) -> list[StoredVersion]:
         """Every version of ``name`` carrying the idempotency ``key``, in any registration state, by number."""
         found = retry_transient(
             lambda: self._client.search_model_versions(f"tags.{IDEMPOTENCY_TAG} = {filter_literal(key)}"),
             what=f"searching versions of idempotency key {key[:12]}",
         )
         # The name is compared here, not in the filter: one fewer value to quote, same answer.
-        return sorted((v for v in found if v.name == name), key=lambda v: int(v.version))
+        return sorted((_stored_version(v) for v in found if v.name == name), key=lambda v: int(v.version))
 
-    def is_complete(self, version: ModelVersion) -> bool:
+    def is_complete(self, version: StoredVersion) -> bool:
         """Did the version's registration finish? Its ``thermostat.registration`` tag says so; a
         version registered before that tag existed counts as complete iff its run is FINISHED
         (the old registration closed its run last)."""
         state = version.tags.get(REGISTRATION_TAG)
         if state is not None:
             return bool(state == REGISTRATION_COMPLETE)
-        return version.run_id is not None and self.run_state(str(version.run_id)) == "FINISHED"
+        return version.run_id is not None and self.run_state(version.run_id) == "FINISHED"
 
-    def find_by_idempotency_key(self, name: str, key: str) -> ModelVersion | None:
+    def find_by_idempotency_key(self, name: str, key: str) -> StoredVersion | None:
         """The lowest *complete* version of ``name`` with this key; None if there is none."""
         complete = [v for v in self.versions_with_key(name, key) if self.is_complete(v)]
         return complete[0] if complete else None
 
-    def alias_holder(self, name: str, alias: str) -> ModelVersion | None:
+    def alias_holder(self, name: str, alias: str) -> StoredVersion | None:
         """The version ``alias`` points at; None when the model or the alias does not exist."""
         version = self.aliases(name).get(alias)
         return None if version is None else self.get_version(name, version)
@@ -554,8 +580,9 @@ class MlflowRegistry:
             raise
         return {str(alias): str(version) for alias, version in dict(model.aliases).items()}
 
-    def get_version(self, name: str, version: str) -> ModelVersion:
-        return retry_transient(lambda: self._client.get_model_version(name, version), what=f"reading {name} version {version}")
+    def get_version(self, name: str, version: str) -> StoredVersion:
+        return _stored_version(retry_transient(lambda: self._client.get_model_version(name, version),
+                                               what=f"reading {name} version {version}"))
 
     def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
         """Registration state and monitoring metadata on a version (never its T, threshold or
@@ -578,13 +605,13 @@ class MlflowRegistry:
         experiment = retry_transient(lambda: self._client.get_experiment_by_name(name), what=f"reading experiment {name}")
         return None if experiment is None else str(experiment.experiment_id)
 
-    def runs(self, experiment_name: str, *, limit: int = 5000) -> list[Run]:
+    def runs(self, experiment_name: str, *, limit: int = 5000) -> list[StoredRun]:
         """The runs of ``experiment_name``, newest first (at most ``limit``; [] when the
         experiment does not exist)."""
         experiment = self.find_experiment_id(experiment_name)
         if experiment is None:
             return []
-        found: list[Run] = []
+        found: list[StoredRun] = []
         token: str | None = None
         while len(found) < limit:
             page = retry_transient(
@@ -592,7 +619,7 @@ class MlflowRegistry:
                                                  order_by=["attributes.start_time DESC"], page_token=token),
                 what=f"searching runs of {experiment_name}",
             )
-            found.extend(page)
+            found.extend(_stored_run(run) for run in page)
             token = page.token
             if not token:
                 break

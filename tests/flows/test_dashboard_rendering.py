@@ -33,13 +33,14 @@ THRESHOLDS = Thresholds(ece_tolerance=0.02, p_threshold=0.01, min_window=500, in
 
 
 def _version(number: str, aliases: tuple[str, ...], temperature: float, *, refit_of: str | None = None,
-             model: str = "digits") -> VersionInfo:
+             model: str = "digits", streak: int = 0) -> VersionInfo:
     return VersionInfo(
         model_name=model, version=number, aliases=aliases, registered_at=T0 + timedelta(minutes=int(number)),
         temperature=temperature, temperature_low=None if number != "3" else temperature * 0.9,
         temperature_high=None if number != "3" else temperature * 1.1, baseline_ece=0.02, baseline_nll=0.2,
         gate_threshold=0.9, registered_for_alias=aliases[0] if aliases else "champion", previous_alias_version=refit_of,
         refit_of=refit_of, registration_run_id=f"reg{number}", registration_run_url=None, served=None, problem=None,
+        insufficient_streak=streak,
     )
 
 
@@ -56,9 +57,11 @@ def _check(version: str, alias: str, minutes: int, verdict: str, ece: float = 0.
     )
 
 
-def _model(checks: list[Check], refits: list[Refit] | None = None, *, name: str = "digits") -> ModelState:
+def _model(checks: list[Check], refits: list[Refit] | None = None, *, name: str = "digits",
+           streak: int = 0) -> ModelState:
+    """The model; ``streak``: v3's insufficient-data streak as the monitor keeps it."""
     versions = (_version("1", (), 2.0, model=name), _version("2", ("challenger",), 1.05, model=name),
-                _version("3", ("champion",), 4.7, refit_of="1", model=name))
+                _version("3", ("champion",), 4.7, refit_of="1", model=name, streak=streak))
     return ModelState(
         name=name, aliases={"champion": "3", "challenger": "2"}, versions=versions, checks=tuple(checks),
         refits=tuple(refits or ()),
@@ -121,14 +124,53 @@ def test_a_refusal_followed_by_an_ok_check_is_closed() -> None:
 
 def test_an_insufficient_data_streak_alerts_from_its_threshold_on() -> None:
     quiet = [_check("3", "champion", 30 + 10 * i, "insufficient_data") for i in range(3)]
-    alerts = alerts_for(_model([*STORY[:5], *quiet]), THRESHOLDS)
+    alerts = alerts_for(_model([*STORY[:5], *quiet], streak=3), THRESHOLDS)
     assert ("insufficient_data", "3", "champion") in _kinds(alerts)
     streak = next(a for a in alerts if a.kind == "insufficient_data")
     assert streak.numbers["streak"] == 3 and streak.at == quiet[-1].window_end
+    assert streak.numbers["first_at"] == quiet[0].window_end.isoformat()
     # Not a bare "insufficient data": what the served confidences predict is in the alert.
     assert streak.numbers["predicted_accuracy"] == 0.88 and "predicted from the served confidences: 0.880" in streak.title
-    assert ("insufficient_data", "3", "champion") not in _kinds(alerts_for(_model([*STORY[:5], *quiet[:2]]),
+    assert ("insufficient_data", "3", "champion") not in _kinds(alerts_for(_model([*STORY[:5], *quiet[:2]], streak=2),
                                                                             THRESHOLDS))
+
+
+def test_the_streak_is_the_one_the_monitor_counted_not_a_recount_of_check_runs() -> None:
+    """The monitor counts a check of a version that never logged a prediction (no MLflow run) and
+    leaves a backfill out; the dashboard reads its count instead of recounting the runs it sees."""
+    quiet = [_check("3", "champion", 30 + 10 * i, "insufficient_data") for i in range(2)]
+    # Two runs seen, three checks counted by the monitor: the alert is open, as the automation's.
+    counted = alerts_for(_model([*STORY[:5], *quiet], streak=3), THRESHOLDS)
+    assert next(a for a in counted if a.kind == "insufficient_data").numbers["streak"] == 3
+    # Three runs seen, but the monitor's streak is 1 (two were backfills): no alert, no event either.
+    backfilled = [*quiet, _check("3", "champion", 50, "insufficient_data")]
+    assert "insufficient_data" not in {a.kind for a in alerts_for(_model([*STORY[:5], *backfilled], streak=1),
+                                                                    THRESHOLDS)}
+    # A serving version that never logged: no check run at all, the monitor's count alerts.
+    (never,) = alerts_for(_model([], streak=4), THRESHOLDS)
+    assert (never.kind, never.version, never.numbers["streak"], never.run_id) == ("insufficient_data", "3", 4, None)
+    assert never.at == T0 + timedelta(minutes=3) and "no labelled row" in never.title  # since its registration
+
+
+def test_each_check_is_held_to_the_thresholds_of_the_policy_it_recorded() -> None:
+    """The dashboard's own settings stand in only for checks written before policies were recorded."""
+    recorded = Thresholds(ece_tolerance=0.1, p_threshold=0.001, min_window=50, insufficient_data_streak=2)
+    drift = replace(_check("2", "challenger", 30, "drift", 0.48), thresholds=recorded)
+    (alert,) = alerts_for(_model([*STORY[:5], drift]), THRESHOLDS)
+    assert alert.numbers["ece_tolerance"] == 0.1 and alert.numbers["p_threshold"] == 0.001
+    assert "tolerance 0.1;" in alert.title
+    # The streak length and minimum window of the latest check's policy: 2 checks in a row alert.
+    quiet = [replace(_check("3", "champion", 30 + 10 * i, "insufficient_data"), thresholds=recorded) for i in range(2)]
+    streak = next(a for a in alerts_for(_model([*STORY[:5], *quiet], streak=2), THRESHOLDS)
+                  if a.kind == "insufficient_data")
+    assert streak.numbers["min_window"] == 50 and "< 50)" in streak.title
+    # The chart's tolerance band follows each check's policy: two bands for v2 (0.02, then 0.1).
+    html = render_page(_state(_model([*STORY[:5], drift])))
+    assert html.count('v2 tolerance band') == 2 and "the band follows it" in html
+    families = {f.name: f for f in text_string_to_metric_families(exposition(lambda: _state(
+        _model([*STORY[:5], drift]))).decode())}
+    thresholds = {s.labels["version"]: s.value for s in families["thermostat_ece_threshold"].samples}
+    assert thresholds["2"] == pytest.approx(0.02 + 0.1)
 
 
 def _state(model: ModelState) -> DashboardState:

@@ -136,3 +136,18 @@ def test_help_lists_the_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "drift", "--help")
     assert code == 0 and "--json keys: reference, window, reference_n, verdict" in out
     assert "temperature_test {" in out and "groups [{scope, group" in out
+
+
+def test_the_policys_tests_are_the_ones_run(files: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """THERMOSTAT_DRIFT_TESTS chooses the tests (the drift policy's ``tests``): without the
+    temperature test the report has no window T line and nothing breaks; an unknown test is
+    refused naming the setting."""
+    monkeypatch.setenv("THERMOSTAT_DRIFT_TESTS", "ece")
+    code, out, err = run(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2",
+                         "--estimator", "binned", "--resamples", "100")
+    assert code == 0, err
+    assert "ece (tolerance 0.02)" in out and "temperature (margin" not in out and "window's optimal T" not in out
+    monkeypatch.setenv("THERMOSTAT_DRIFT_TESTS", "ece,volume")
+    code, out, err = run(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2")
+    assert code == 2 and out == "" and "unknown drift test(s) ['volume']" in err and "THERMOSTAT_DRIFT_TESTS" in err

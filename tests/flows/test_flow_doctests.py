@@ -8,7 +8,8 @@ import importlib
 
 import pytest
 
-MODULES = ("flows.orchestration.events", "flows.pipelines.monitor", "flows.registry.serving", "flows.settings", "flows.pipelines.tasks", "flows.pipelines.traffic", "flows.records.versions")
+MODULES = ("flows.orchestration.events", "flows.pipelines.monitor", "flows.registry.serving", "flows.settings", "flows.pipelines.tasks", "flows.pipelines.traffic", "flows.records.versions",
+           "flows.records.stored", "flows.records.situations")
 
 
 @pytest.mark.parametrize("module_name", MODULES)

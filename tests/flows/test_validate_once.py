@@ -206,3 +206,48 @@ def test_untrusted_input_is_still_checked(spy: Spy) -> None:
     with pytest.raises(TypeError, match="labels are required with logits"):
         fit_temperature(logits)
     assert evaluate(valid).to_dict() == evaluate(np.nan_to_num(logits), labels).to_dict()
+
+
+def test_a_registration_and_a_refit_check_their_rows_once(spy: Spy) -> None:
+    """The flow path is validate-once too: the holdout (or the refit's traffic) is checked when it
+    becomes a ScoredSet; acceptance, the fit, the gate, the evidence and a refit's verification
+    read it without checking or scanning it again (each step used to re-check the arrays it
+    was handed: 5-6 scans per registration)."""
+    from datetime import UTC, datetime, timedelta
+
+    from flows.pipelines.steps import (
+        RefitOrigin,
+        accept_checkpoint,
+        accept_registered_version,
+        gate_threshold,
+        refit_temperature,
+        refit_temperature_by_time,
+        verify_refit,
+    )
+    from flows.records.versions import registered_version
+    from flows.settings import ThermostatSettings
+
+    settings = ThermostatSettings(min_total=100, min_per_class=5)
+    holdout, traffic = _scored(3_000, 4, np.float64, seed=1), _scored(3_000, 4, np.float64, seed=2)
+    spy.calls.clear()
+    spy.rows.clear()
+    accepted = accept_checkpoint(
+        checkpoint_uri="runs:/abc/checkpoint", checkpoint_digest="a" * 64, checkpoint_output="logits",
+        holdout=holdout, training_ids=np.array(["t-1"]), champion=None, train_steps=1, train_data_version="v1",
+        settings=settings)
+    gated = gate_threshold(refit_temperature(accepted, settings=settings), settings=settings)
+    assert spy.count(VALIDATORS) == 0 and spy.count(SCANS) == 0, dict(spy.calls)
+
+    from flows.pipelines.reports import version_record  # the refit's parent: registered from the gated fit
+
+    record = version_record(gated, idempotency_key="k" * 64, run_id="run")
+    parent = registered_version("m", "1", record.to_tags(), ["champion"])
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    origin = RefitOrigin(parent=parent, alias="champion", window_start=t0, window_end=t0 + timedelta(hours=1),
+                         first_served_at=t0, last_served_at=t0 + timedelta(hours=1), fit_fraction=0.5)
+    spy.calls.clear()
+    refit = accept_registered_version(origin=origin, checkpoint_digest="a" * 64, traffic=traffic,
+                                      training_ids=np.array([], dtype=str), settings=settings)
+    verify_refit(gate_threshold(refit_temperature_by_time(refit, settings=settings), settings=settings),
+                 settings=settings)
+    assert spy.count(VALIDATORS) == 0 and spy.count(SCANS) == 0, dict(spy.calls)

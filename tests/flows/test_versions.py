@@ -168,3 +168,34 @@ def test_round_trip_and_previous_format_on_a_real_mlflow_store(tmp_path: Path) -
     assert VersionRecord.from_tags(stored["1"]) == REFITTED
     previous = VersionRecord.from_tags(stored["2"], where="digits version 2")
     assert previous.ece_n_bins == 15 and previous.refit is not None and previous.refit.verify_n == 600
+
+
+def test_a_reference_ece_of_another_estimator_is_never_compared() -> None:
+    """A version registered before the reference ECE was stored has only its binned holdout ECE;
+    the monitor's ECE test uses the debiased estimator. Compared, the two made an over-confident
+    window look like an ECE drift by the binned estimator's upward bias alone (the previous main
+    did: 'ece' fired below). Now the test refuses to compare them and says so; the temperature
+    test still runs."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from monitoring import decide_drift, drift_payload, summarise_arrays
+
+    legacy = registered_version("digits", "3", PREVIOUS_FORMAT, ["champion"])
+    rng = np.random.default_rng(0)
+    logits = 2.0 * rng.normal(size=(3_000, 10))
+    p = np.exp(logits / 1.6)
+    p /= p.sum(axis=1, keepdims=True)
+    labels = (rng.random((3_000, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 9)  # served too sharp: ECE far above 0.025
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    summary = summarise_arrays(logits, labels, temperature=legacy.temperature, start=t, end=t, n_bins=legacy.n_bins)
+    report = decide_drift(summary, legacy.drift_reference)
+    ece = report.outcome("ece")
+    assert ece is not None and not ece.fired and ece.refused is not None
+    assert "'binned'" in ece.refused and "'debiased_l1'" in ece.refused and "never compared" in ece.refused
+    assert "ece" not in report.tests_fired and any("ECE test not run" in reason for reason in report.reasons)
+    assert drift_payload(report)["ece_drift"] is False
+    # A version with a debiased reference is compared as before.
+    current = registered_version("digits", "1", VersionRecord.example().to_tags(), ["champion"])
+    assert current.drift_reference.overall.ece_estimator == "debiased_l1"

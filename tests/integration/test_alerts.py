@@ -121,7 +121,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
 
     assert [(a.key, a.event, a.name) for a in ALERTS] == [
         ("drift", DRIFT_EVENT, "thermostat: calibration drift"),
-        ("refit_failed", REFIT_FAILED_EVENT, "thermostat: refit refused"),
+        ("refit_refused", REFIT_FAILED_EVENT, "thermostat: refit refused"),  # keyed refit_failed before
         ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
         ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
         ("refit_crashed", "prefect.flow-run.Crashed", "thermostat: refit crashed"),
@@ -145,7 +145,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         triggers[alert.key] = (match.model_dump(), related.model_dump())
         [action] = automation.actions
         assert isinstance(action, SendNotification) and action.block_document_id == block
-    for key in ("drift", "refit_failed", "insufficient_data", "confidence_shift"):  # per model version
+    for key in ("drift", "refit_refused", "insufficient_data", "confidence_shift"):  # per model version
         assert triggers[key] == ({"prefect.resource.id": "mlmodel.*"}, {})
     # Per run of the flow named refit (Prefect relates a flow run's state events to its flow, role "flow").
     refit_flow = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}

@@ -140,5 +140,5 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     cause = DriftCause.from_tags(holder.tags, VERSION_DRIFT_TAG_PREFIX)
     assert cause.event_id is not None and cause.run_id is not None, holder.tags
     check = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
-    link = RefitLink.from_tags(next(run for run in check if run.info.run_id == cause.run_id).data.tags)
+    link = RefitLink.from_tags(next(run for run in check if run.run_id == cause.run_id).tags)
     assert link is not None and link.status == "registered" and link.new_version == "2"

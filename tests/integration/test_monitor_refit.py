@@ -127,7 +127,7 @@ def test_monitor_publishes_ok_then_drift_with_an_event(registered: Registered, s
                  start=base + timedelta(hours=1), tag="b", temperature=registered.temperature)
     [drift] = monitor("digits", window_start=noisy[0], window_end=noisy[1], settings=settings)
     assert drift.verdict == "drift" and drift.refit_recommended and drift.event_id is not None
-    assert drift.report is not None and drift.report.ece > drift.report.baseline_ece + 0.02
+    assert drift.report is not None and drift.report.window.ece > drift.report.baseline_ece + 0.02
 
     registry = MlflowRegistry.from_settings(settings)
     client = mlflow_client(registry)
@@ -333,9 +333,8 @@ def test_a_refused_refit_links_to_its_check_and_records_the_cause(
     client = mlflow_client(registry)
     assert RefitLink.from_tags(client.get_run(check_run).data.tags) == RefitLink(
         flow_run_id=str(state.state_details.flow_run_id), status="failed", new_version=None)
-    [record_run] = [run for run in registry.runs(settings.monitoring_experiment_name)
-                    if run.data.tags.get("thermostat.kind") == "refit"]
-    record = RefitRecord.from_tags(record_run.data.tags)
+    [record] = [found for run in registry.runs(settings.monitoring_experiment_name)
+                if (found := RefitRecord.from_run(run)) is not None]
     assert record.refused and record.cause == outcome.cause
     assert record.prefect_flow_run_id == str(state.state_details.flow_run_id)
 

@@ -453,7 +453,9 @@ def test_a_holder_paused_after_its_alias_move_cannot_undo_its_successors_registr
     the registry was left with no version and no alias after both runs had reported success."""
     name = f"paused-{lock_database}-{successor_checkpoint}"
     target = _target("embedded", tmp_path / "state", template, name, None)
-    lock: dict[str, Any] = {"lock_lease_seconds": 3.0}  # the smallest lease: the successor waits 3 s
+    # A short lease (the successor waits for it), long enough that a busy machine does not starve the
+    # holder's renewals before its pause: the test is about the pause, not a lost renewal.
+    lock: dict[str, Any] = {"lock_lease_seconds": 6.0}
     if lock_database == "postgresql":
         lock["prediction_log_url"] = request.getfixturevalue("postgres_url")
     settings = target.settings.model_copy(update=lock)

@@ -43,6 +43,12 @@ dist: $(STAMP)
 bench-startup: $(STAMP)
 	$(BIN)/python -m benchmarks.startup $(BENCH_ARGS)
 
+# The fit and the evaluation against the memory floor (issue 23), in one process; add
+# BENCH_ARGS="--baseline main" for main's kernels beside this checkout's, "--threads 1" on a loaded machine.
+.PHONY: bench-kernels
+bench-kernels: $(STAMP)
+	NUMBA_CACHE_DIR=$${NUMBA_CACHE_DIR:-$(CURDIR)/.thermostat/numba-cache} $(BIN)/python -m benchmarks.kernels $(BENCH_ARGS)
+
 # Benchmarks run in their own environment (.venv-bench) with the `bench` extra's peers.
 bench:
 	bash benchmarks/run.sh

@@ -121,9 +121,9 @@ def nll_expansion_sums(
     ``gradient_square_sum`` sums each row's squared gradient (its spread gives the standard
     error of a sample's optimum).
     It costs nothing extra when ``beta`` is 1, little when ``beta`` is a ratio ``p / q`` of
-    integers up to 256 (one multiply-and-select stage per bit of max(p, q): ~8% of a pass
-    at 2 bits, ~13% at 3, ~19% at 5; see :func:`closest_ratios`), otherwise a second ``exp``
-    per logit (~30%).
+    integers up to 31 (one multiply-and-select stage per bit of max(p, q): ~12% of a pass
+    at 2 bits, ~18% at 3, ~24% at 5, K = 100; see :func:`closest_ratios`), otherwise a second
+    ``exp`` per logit (~34%; also for ratios of 6 bits or more, where it is the cheaper way).
     Inputs are trusted, but a non-finite logit, a row whose max − min overflows, or a label
     whose logit lies more than :data:`MAX_LOGIT_SPREAD` below its row's maximum makes the
     sums non-finite, so a caller can fold those checks into the pass (the spread of the

@@ -9,8 +9,9 @@ side, the command line and the dashboard.
 * :mod:`flows.dashboard` — the on-call page, its JSON API and ``/metrics``;
 
 and, read by every room: :mod:`flows.settings` (the ``THERMOSTAT_*`` settings),
-:mod:`flows.holdout` (the files a fine-tune job hands the post-finetune flow) and
-:mod:`flows.exit_status` (the exit statuses every command shares). Which room may import which
+:mod:`flows.holdout` (the files a fine-tune job hands the post-finetune flow),
+:mod:`flows.exit_status` (the exit statuses every command shares) and :mod:`flows.defaults`
+(the defaults the settings and the command line share). Which room may import which
 is a test (``tests/test_boundaries.py``).
 """
 

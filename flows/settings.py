@@ -29,7 +29,7 @@ from calibration import (
     DEFAULT_MIN_TOTAL,
     DEFAULT_N_BINS,
 )
-from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
+from flows.defaults import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
 from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
 
 __all__ = ["ThermostatSettings"]

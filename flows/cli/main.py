@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any, cast
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
 from calibration import ESTIMATORS, MAX_CLASSES
-from flows.orchestration.engines import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, engine_from_options
+from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
+from flows.orchestration.engines import engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
 from flows.cli.json_keys import JSON_KEYS
 from flows.cli.options import add_options, resolve

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES, MAX_DASK_TIMEOUT
 from calibration import LOCAL_ENGINE, Engine
 
 if TYPE_CHECKING:
@@ -52,10 +53,6 @@ if TYPE_CHECKING:
     from prefect_dask.task_runners import DaskTaskRunner
 
 __all__ = [
-    "DEFAULT_DASK_TIMEOUT",
-    "DEFAULT_DASK_WORKERS",
-    "ENGINES",
-    "MAX_DASK_TIMEOUT",
     "MISSING_EXTRA",
     "DaskEngine",
     "WorkerWatch",
@@ -63,19 +60,6 @@ __all__ = [
     "engine_from_options",
 ]
 
-ENGINES = ("local", "dask")
-"""The values of ``--engine``."""
-
-DEFAULT_DASK_WORKERS = 2
-"""Workers of the temporary local cluster when ``--dask-workers`` is not given."""
-
-DEFAULT_DASK_TIMEOUT = 30.0
-"""Seconds to wait for an existing scheduler to answer, then again for its first worker; and, on
-any cluster, how long tasks may wait while the cluster has no worker at all (a nanny restarting
-a killed worker takes a few seconds) before the computation is stopped."""
-
-MAX_DASK_TIMEOUT = 86_400.0
-"""The longest wait ``--dask-timeout`` accepts: a day."""
 
 MISSING_EXTRA = "the Dask engine needs the 'distributed' extra: pip install 'thermostat[distributed]'"
 """The message when Dask or prefect-dask is not installed."""

@@ -26,6 +26,7 @@ from calibration._kernels import (
     nearby_ratio,
     nll_expansion_sums,
 )
+from calibration._kernels_numba import BIN_COLUMNS_MAX_CLASSES, COLUMNS_MAX_CLASSES
 
 BOUND_BETAS = (1 / 20.0, 1 / 0.05)  # T at the default bounds
 
@@ -223,13 +224,26 @@ def test_strided_and_float16_inputs_are_read_correctly() -> None:
     )
 
 
-def test_the_compiled_exp_is_within_two_ulp_of_numpy() -> None:
-    from calibration._kernels_numba import exp_nonpositive
-
-    x = -np.concatenate([np.geomspace(1e-300, 707.9, 50_000), np.linspace(0.0, 707.9, 50_000)])
-    got, want = exp_nonpositive(x), np.exp(x)
-    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
-    assert exp_nonpositive(np.array([0.0, -708.0, -1e4, -np.inf])).tolist() == [1.0, 0.0, 0.0, 0.0]
+@pytest.mark.parametrize(
+    "k", [2, COLUMNS_MAX_CLASSES, COLUMNS_MAX_CLASSES + 1, BIN_COLUMNS_MAX_CLASSES, BIN_COLUMNS_MAX_CLASSES + 1]
+)
+def test_both_layouts_match_the_reference_on_either_side_of_the_switch(k: int) -> None:
+    # Rows of up to COLUMNS_MAX_CLASSES (BIN_COLUMNS_MAX_CLASSES for the evaluation) logits are
+    # taken 64 at a time, transposed; wider ones one at a time. n is no multiple of 64 or of a block.
+    rng = np.random.default_rng(16)
+    n = 64 * 5 + 37
+    for dtype in (np.float32, np.float64):
+        logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+        logits[:40, :] = logits[:40, :1]  # ties: the first arg-max counts
+        logits[40:50, k - 1] = logits[40:50].max(axis=1) + 1.0  # the maximum in the last column
+        for beta in (*BOUND_BETAS, 0.40213, 0.4, 9 / 22, 1.0):
+            for at_one in (True, False):
+                compiled = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=True)
+                reference = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=False)
+                _assert_sums_close(compiled, reference)
+            for n_bins in (1, 15):
+                got = calibration_sums(logits, labels, beta, n_bins, compiled=True)
+                _assert_calibration_equal(got, calibration_sums(logits, labels, beta, n_bins, compiled=False))
 
 
 def test_ratios() -> None:
@@ -288,12 +302,13 @@ def test_the_fit_is_within_1e6_of_the_float64_optimum(dtype: Any) -> None:
 
 
 def test_ratio_path_matches_the_reference_for_every_bit_count() -> None:
-    # beta = p / q with max(p, q) from 1 to 9 bits (256): each specialised powers loop.
+    # beta = p / q with max(p, q) from 1 to 9 bits (256): each specialised powers loop (up to 5
+    # bits) and the second exp beyond, in both layouts (7 classes: columns, 67: rows).
     rng = np.random.default_rng(13)
-    n, k = 2_001, 67
-    for dtype in (np.float32, np.float64):
+    n = 2_001
+    for dtype, k in ((np.float32, 67), (np.float64, 67), (np.float32, 7), (np.float64, 7)):
         logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
-        for beta in (1.0, 0.5, 3.0, 5 / 7, 2 / 15, 9 / 22, 100 / 63, 255 / 128, 1 / 256, 255 / 256):
+        for beta in (1.0, 0.5, 3.0, 5 / 7, 2 / 15, 9 / 22, 17 / 31, 100 / 63, 255 / 128, 1 / 256, 255 / 256):
             ratio = exact_ratio(beta)
             assert ratio is not None and max(ratio) <= 256
             compiled = nll_expansion_sums(logits, labels, beta, compiled=True)
@@ -321,8 +336,8 @@ def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit() -> None:
 def test_any_non_finite_logit_makes_the_expansion_sums_non_finite() -> None:
     # fit_temperature folds the finiteness check into its passes on this guarantee.
     rng = np.random.default_rng(15)
-    n, k = 300, 30
-    for dtype in (np.float32, np.float64):
+    n = 300
+    for dtype, k in ((np.float32, 30), (np.float64, 30), (np.float32, 40), (np.float64, 40)):  # both layouts
         base, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
         for value in (np.nan, np.inf, -np.inf):
             for column in (0, 7, k - 1):

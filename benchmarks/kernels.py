@@ -1,0 +1,245 @@
+"""`python -m benchmarks.kernels` (`make bench-kernels`): the fit and the evaluation against the
+memory floor, on 200,000 x 100 and 1,000,000 x 10 logits, float32 and float64 (issue 23).
+
+The floor is a plain parallel numba read of the logits: the sum of every element, in the
+kernels' blocks, each read as one flat run of memory, vectorised (``fastmath``: its own result
+does not matter), so it runs at the speed memory delivers the logits. Against it, per case:
+
+- the fit, ``fit_temperature`` (a warm start on samples, then one full pass at a ratio p/q
+  with the NLL at T = 1);
+- one pass of the fit's kernel at a generic 1/T without the NLL at T = 1 (the unit the fit
+  is made of);
+- the evaluation, ``CalibrationStats.from_logits`` at T = 2.5 with 15 bins: of a validated
+  ``ScoredSet`` (checked once when it was read, as the monitor's windows are: one pass), and
+  of plain arrays, whose check scans every logit first (finite, each row's spread).
+
+Everything runs in this one process, in interleaved rounds (each round times every item once,
+starting from a different item each round), after an untimed warm-up call of each (compiling
+or loading the kernels). Printed per item: the wall time's median and minimum over the
+rounds, the median CPU time of the process (user + system), and the medians as multiples of
+the floor's. On a shared machine the ratios of one run are what compare; the load average is
+printed with each case. Two effects of a loaded machine: a parallel region waits for its
+second thread to be scheduled (often longer than the floor's whole read: ``--threads 1``
+takes that wait out), and a long item is preempted more often than a short one, which a
+wall-time ratio counts against it and a CPU-time ratio does not (with ``--threads 1``; with
+two threads, CPU time also counts a waiting thread's spinning).
+
+``--baseline REF`` also times the same fit and evaluation with the numeric kernels
+(``calibration/_kernels_numba.py``) of the git revision REF (e.g. ``main``), loaded beside
+this checkout's and swapped in for their items: a before/after table from one process. The
+baseline's source goes to ``.thermostat/baseline/COMMIT/`` so that numba's cache keeps its
+compiled kernels between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numba
+import numpy as np
+from numba import njit, prange
+from numpy.typing import NDArray
+
+from benchmarks.__main__ import describe_machine, evaluate_ours, synthetic
+from calibration import CalibrationStats, ScoredSet, _kernels, compile_kernels, fit_temperature
+from calibration._kernels import nll_expansion_sums
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ((200_000, 100), (1_000_000, 10))
+# The goals of issue 23: the fit within 3x the floor, the evaluation within 2x.
+FIT_GOAL, EVALUATION_GOAL = 3.0, 2.0
+FLOOR = "memory floor: sum of every logit"
+FIT = "fit_temperature"
+EVALUATION = "evaluation of a scored set: CalibrationStats.from_logits"
+# A generic inverse temperature (no ratio of small integers), as the other floors use.
+_GENERIC_BETA = 0.40213
+
+
+@njit(fastmath=True, cache=True)
+def _sum_of(run):  # type: ignore[no-untyped-def]  # pragma: no cover
+    # Indices from 0 (a slice, not an offset), so that the loads are plain vector loads: with an
+    # index numba cannot prove non-negative, LLVM emits gathers and the "floor" runs 5x slower.
+    total = 0.0
+    for j in range(run.shape[0]):
+        total += run[j]
+    return total
+
+
+@njit(parallel=True, fastmath=True, cache=True)
+def _sum_every_logit(flat, block_elements):  # type: ignore[no-untyped-def]  # pragma: no cover
+    n = flat.shape[0]
+    n_blocks = (n + block_elements - 1) // block_elements
+    partial = np.zeros(n_blocks)
+    for b in prange(n_blocks):
+        partial[b] = _sum_of(flat[b * block_elements : min(n, (b + 1) * block_elements)])
+    return partial.sum()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One case's logits and labels, and the same as a validated scored set."""
+
+    logits: NDArray[Any]
+    labels: NDArray[np.intp]
+    scored: ScoredSet
+
+
+def memory_floor(inputs: Inputs) -> None:
+    """Read every logit once, nothing else: the kernels' blocks and threads, each block as the
+    flat run of memory it is (no per-row loop, whose set-up would slow the floor at K = 10)."""
+    logits = inputs.logits
+    _sum_every_logit(logits.reshape(-1), _kernels._block_rows(logits) * logits.shape[1])
+
+
+def memory_floor_one_thread(inputs: Inputs) -> None:
+    """The same read on the calling thread: no parallel region to wait for (shown for scale:
+    on a loaded machine, waking the other thread can cost more than the read)."""
+    _sum_of(inputs.logits.reshape(-1))
+
+
+def fit(inputs: Inputs) -> None:
+    fit_temperature(inputs.logits, inputs.labels)
+
+
+def one_pass(inputs: Inputs) -> None:
+    nll_expansion_sums(inputs.logits, inputs.labels, _GENERIC_BETA, with_nll_at_one=False, compiled=True)
+
+
+def evaluation_of_a_scored_set(inputs: Inputs) -> None:
+    """The evaluation of a validated scored set (checked once when it was read): one pass."""
+    stats = CalibrationStats.from_logits(inputs.scored, temperature=2.5, n_bins=15)
+    _ = (stats.nll, stats.ece, stats.mce, stats.accuracy, stats.brier, stats.mean_confidence)
+
+
+def evaluation_of_arrays(inputs: Inputs) -> None:
+    """The evaluation of plain arrays: their check's scan, then the pass."""
+    evaluate_ours(inputs.logits, inputs.labels)
+
+
+def baseline_kernels(revision: str) -> ModuleType:
+    """The numeric kernels of git revision ``revision``, imported from a copy of their source."""
+    commit = subprocess.run(["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.strip()
+    source = subprocess.run(["git", "show", f"{commit}:calibration/_kernels_numba.py"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    path = ROOT / ".thermostat" / "baseline" / commit / "_kernels_numba.py"
+    if not path.exists() or path.read_text() != source:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    name = f"_baseline_kernels_{commit[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def kernels_of(module: ModuleType | None) -> Iterator[None]:
+    """Run the dispatch with ``module``'s kernels (None: this checkout's)."""
+    ours = _kernels._compiled()
+    _kernels._COMPILED = module or ours
+    try:
+        yield
+    finally:
+        _kernels._COMPILED = ours
+
+
+Item = tuple[str, Callable[[Inputs], None], ModuleType | None]
+
+
+def run_case(n: int, k: int, dtype: Any, items: list[Item], rounds: int) -> dict[str, list[tuple[float, float]]]:
+    """Time every item ``rounds`` times, interleaved; print the table; returns (wall, CPU) seconds."""
+    logits, labels = synthetic(n, k)
+    logits = logits.astype(dtype, copy=False)
+    inputs = Inputs(logits, labels, ScoredSet.from_arrays(logits, labels))
+    for _, function, module in items:  # warm-up: compile or load, first touch
+        with kernels_of(module):
+            function(inputs)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in items}
+    load_before = os.getloadavg()[0]
+    for round_ in range(rounds):
+        for position in range(len(items)):
+            name, function, module = items[(round_ + position) % len(items)]
+            with kernels_of(module):
+                wall, cpu = time.perf_counter(), time.process_time()
+                function(inputs)
+                times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    print(f"\n### {n:,} x {k} {np.dtype(dtype).name}, {logits.nbytes / 2**20:.1f} MiB "
+          f"({rounds} interleaved rounds, {numba.get_num_threads()} numba threads; "
+          f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)")
+    print("| item | wall ms: median | min | CPU ms: median | x floor: wall medians | CPU medians |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    floor_wall, floor_cpu = _medians(times[FLOOR])
+    for name, values in times.items():
+        wall, cpu = _medians(values)
+        print(f"| {name} | {1e3 * wall:.1f} | {1e3 * min(w for w, _ in values):.1f} | {1e3 * cpu:.1f} "
+              f"| {wall / floor_wall:.2f} | {cpu / floor_cpu:.2f} |")
+    return times
+
+
+def _medians(values: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(w for w, _ in values), statistics.median(c for _, c in values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.kernels", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved timed rounds (default 15)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="numba threads for every item (default: all; 1 takes the wait for a second thread out "
+                             "of every figure, which on a loaded machine can exceed the floor's read itself)")
+    parser.add_argument("--baseline", metavar="REF", help="also time the kernels of this git revision (e.g. main)")
+    parser.add_argument("--only", default="", help="run the cases whose label (e.g. '1,000,000 x 10 float32') starts with this")
+    args = parser.parse_args(argv)
+    if args.threads:
+        numba.set_num_threads(args.threads)
+    describe_machine()
+    started = time.perf_counter()
+    compile_kernels()
+    print(f"kernels compiled or loaded from the cache in {time.perf_counter() - started:.1f} s")
+    items: list[Item] = [
+        (FLOOR, memory_floor, None),
+        ("(the same read on the calling thread)", memory_floor_one_thread, None),
+        (FIT, fit, None),
+        ("one pass of the fit's kernel, generic 1/T", one_pass, None),
+        (EVALUATION, evaluation_of_a_scored_set, None),
+        ("evaluation of arrays (their check's scan included)", evaluation_of_arrays, None),
+    ]
+    if args.baseline:
+        baseline = baseline_kernels(args.baseline)
+        items += [(f"fit_temperature, kernels of {args.baseline}", fit, baseline),
+                  (f"one pass of the fit's kernel, kernels of {args.baseline}", one_pass, baseline),
+                  (f"evaluation of a scored set, kernels of {args.baseline}", evaluation_of_a_scored_set, baseline),
+                  (f"evaluation of arrays, kernels of {args.baseline}", evaluation_of_arrays, baseline)]
+    verdicts = []
+    for n, k in CASES:
+        for dtype in (np.float32, np.float64):
+            label = f"{n:,} x {k} {np.dtype(dtype).name}"
+            if not label.startswith(args.only):
+                continue
+            times = run_case(n, k, dtype, items, args.rounds)
+            floor = _medians(times[FLOOR])[0]
+            fit_ratio = _medians(times[FIT])[0] / floor
+            evaluation_ratio = _medians(times[EVALUATION])[0] / floor
+            verdicts.append(f"{label}: fit {fit_ratio:.2f}x the floor (wall medians) (goal {FIT_GOAL:g}x: "
+                            f"{'met' if fit_ratio <= FIT_GOAL else 'not met'}), evaluation {evaluation_ratio:.2f}x "
+                            f"(goal {EVALUATION_GOAL:g}x: {'met' if evaluation_ratio <= EVALUATION_GOAL else 'not met'})")
+    print("\n" + "\n".join(verdicts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

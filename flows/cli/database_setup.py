@@ -7,8 +7,9 @@ to that state through an administrator's connection and changes only what differ
 
 - a missing role is created with ``LOGIN`` and its password; an existing one gets ``LOGIN``
   if it lacks it, and its password if the stored one differs (compared with the stored SCRAM
-  or MD5 verifier, which needs a superuser; otherwise the password is set again on every run
-  and the step says it could not compare);
+  or MD5 verifier, which needs a superuser: through one, every step of a re-run is
+  ``unchanged``; through another administrator the password is set again on every run and the
+  role's step is ``updated``, saying it could not compare);
 - a missing database is created owned by its role, and the default ``CONNECT``/``TEMP`` of
   ``PUBLIC`` on it revoked; an existing database owned by another role is refused (changing an
   owner is the operator's decision).
@@ -56,7 +57,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
 from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
@@ -153,24 +154,22 @@ class DatabaseSetup:
 def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> DatabaseSetup:
     """Create (or bring up to date) each database and its owning login role.
 
+    What is created, compared and refused, and what the administrator needs, is in the module
+    docstring.
+
     Parameters
     ----------
     admin_url : str
-        libpq URL of an administrator's connection (a superuser, or a role with CREATEROLE and
-        CREATEDB, which is made a member of each new role for its ``CREATE DATABASE`` and the
-        membership revoked after), e.g. ``postgresql://postgres@db.internal:5432/postgres``; a
-        SQLAlchemy ``postgresql+psycopg://`` URL is accepted too. The URLs reported use its host
-        and port.
+        libpq URL of an administrator's connection, e.g.
+        ``postgresql://postgres@db.internal:5432/postgres``; a SQLAlchemy ``postgresql+psycopg://``
+        URL is accepted too. The URLs reported use its host and port.
     databases : sequence of DatabaseSpec
         What to create.
 
     Returns
     -------
     DatabaseSetup
-        The steps and the masked URLs. Through a superuser every step of a re-run is
-        ``unchanged``; through a non-superuser administrator, which cannot read the stored
-        passwords, each role's step is ``updated`` with "password set again (cannot be compared
-        without a superuser ...)" on every run.
+        The steps and the masked URLs.
 
     Raises
     ------
@@ -178,47 +177,57 @@ def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> Databa
         If ``admin_url`` is not a PostgreSQL URL.
     SetupError
         If the server cannot be reached or refuses a step, a database is owned by another role,
-        or a role exists with administrative attributes (superuser, ``CREATEROLE``, ``CREATEDB``,
-        ``REPLICATION``, ``BYPASSRLS``), is a member (directly or not) of a role with one or of a
-        predefined role that reaches the server's files or every table, or is the
-        administrator's own; the last is checked for every role before anything is changed.
-        No message holds the administrator's password.
+        or a role is privileged (:class:`PrivilegedRoleError`, checked for every role before
+        anything is changed). No message holds the administrator's password.
     ImportError
         If the PostgreSQL driver ``psycopg`` is not installed.
     """
     import psycopg
 
-    # The password read up to the last "@", as the masked URL shows it, and percent-encoded: libpq
-    # would end it at its first "/" or "@" and quote the rest back as a host name or a port.
-    conninfo = encode_credentials(_libpq_url(admin_url))
-    shown = mask_url(admin_url)
-
-    def said(exc: Exception) -> str:  # a driver's or the server's message, the admin password taken out
-        return redact_credentials(str(exc), admin_url, conninfo).rstrip()
-
-    try:
-        connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
-    except psycopg.ProgrammingError as exc:  # libpq could not parse it
-        raise ValueError(f"--admin-url {shown} is not a PostgreSQL URL libpq accepts: {said(exc)}") from None
-    except psycopg.Error as exc:
-        raise SetupError(f"could not connect to {shown}: {said(exc)}") from None
     steps: list[SetupStep] = []
     urls: dict[str, str] = {}
-    with connection:
+    with _connect(admin_url) as connection:
+        shown = mask_url(admin_url)
         host = _host_for_urls(connection)
         try:
             _refuse_privileged_roles(connection, databases)
         except psycopg.Error as exc:
-            raise SetupError(f"on {shown}, reading the existing roles failed: {said(exc)}") from None
+            raise SetupError(f"on {shown}, reading the existing roles failed: {_said(exc, admin_url)}") from None
         for spec in databases:
             try:
                 steps.append(_ensure_role(connection, spec))
                 steps.append(_ensure_database(connection, spec))
             except psycopg.Error as exc:
-                raise SetupError(f"on {shown}, setting up {spec.purpose} ({spec.name!r}) failed: {said(exc)}") from None
+                raise SetupError(f"on {shown}, setting up {spec.purpose} ({spec.name!r}) failed: "
+                                 f"{_said(exc, admin_url)}") from None
             urls[spec.url_variable] = mask_url(_DRIVER_URL.format(
                 role=spec.name, password=quote(spec.password, safe=""), host=host, database=spec.name))
     return DatabaseSetup(steps=tuple(steps), urls=urls)
+
+
+def _conninfo(admin_url: str) -> str:
+    # The password read up to the last "@", as the masked URL shows it, and percent-encoded: libpq
+    # would end it at its first "/" or "@" and quote the rest back as a host name or a port.
+    return encode_credentials(_libpq_url(admin_url))
+
+
+def _said(exc: Exception, admin_url: str) -> str:
+    """A driver's or the server's message, the administrator's password taken out."""
+    return redact_credentials(str(exc), admin_url, _conninfo(admin_url)).rstrip()
+
+
+def _connect(admin_url: str) -> psycopg.Connection[Any]:
+    """The administrator's connection (autocommit); ValueError for a URL libpq cannot parse,
+    :class:`SetupError` for a server that cannot be reached."""
+    import psycopg
+
+    try:
+        return psycopg.connect(_conninfo(admin_url), autocommit=True, connect_timeout=10)
+    except psycopg.ProgrammingError as exc:  # libpq could not parse it
+        raise ValueError(f"--admin-url {mask_url(admin_url)} is not a PostgreSQL URL libpq accepts: "
+                         f"{_said(exc, admin_url)}") from None
+    except psycopg.Error as exc:
+        raise SetupError(f"could not connect to {mask_url(admin_url)}: {_said(exc, admin_url)}") from None
 
 
 def _libpq_url(url: str) -> str:
@@ -427,41 +436,36 @@ def _report(result: DatabaseSetup) -> str:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db") -> int:
     """Run ``thermostat setup-db`` and return its exit status (see the module docstring)."""
-    try:
-        args = _parser(prog).parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
-        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
-
-    def fail(status: int, message: str) -> int:
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return status
-
+    args = parse_arguments(_parser(prog), argv)
+    if isinstance(args, int):
+        return args
     specs, flags = [], {}
     for key, purpose, variable in (("mlflow", "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
                                    ("thermostat", "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL")):
         password = getattr(args, f"{key}_password") or os.environ.get(_PASSWORD_VARIABLES[key], "")
         if not password:
-            return fail(EXIT_BAD_INPUT, f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
-                                        "environment, which keeps it off the command line)")
+            return refuse(prog, EXIT_BAD_INPUT,
+                          f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
+                          "environment, which keeps it off the command line)")
         try:
             specs.append(DatabaseSpec(getattr(args, f"{key}_database"), password, purpose, variable))
             flags[specs[-1].name] = f"--{key}-database"
         except ValueError as error:
-            return fail(EXIT_BAD_INPUT, f"--{key}-database: {error}")
+            return refuse(prog, EXIT_BAD_INPUT, f"--{key}-database: {error}")
     if specs[0].name == specs[1].name:
-        return fail(EXIT_BAD_INPUT, f"--mlflow-database and --thermostat-database are both {specs[0].name!r}; "
-                                    "MLflow's store and the prediction log need a database each")
+        return refuse(prog, EXIT_BAD_INPUT, f"--mlflow-database and --thermostat-database are both {specs[0].name!r}; "
+                                            "MLflow's store and the prediction log need a database each")
     try:
         result = setup_databases(args.admin_url, specs)
     except ImportError as error:
-        return fail(EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); it comes with the "
-                                    "'postgresql' extra: pip install 'thermostat[postgresql]'")
+        return refuse(prog, EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); it comes with the "
+                                            "'postgresql' extra: pip install 'thermostat[postgresql]'")
     except ValueError as error:
-        return fail(EXIT_BAD_INPUT, str(error))
+        return refuse(prog, EXIT_BAD_INPUT, str(error))
     except PrivilegedRoleError as error:
-        return fail(EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
+        return refuse(prog, EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
     except SetupError as error:
-        return fail(EXIT_COMPUTATION_FAILED, str(error))
+        return refuse(prog, EXIT_COMPUTATION_FAILED, str(error))
     print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))
     return EXIT_OK
 

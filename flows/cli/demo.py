@@ -421,17 +421,10 @@ def _load_router(registry: MlflowRegistry, workdir: Path) -> dict[str, ServedMod
 def _monitor_story(
     settings: ThermostatSettings, registry: MlflowRegistry, split: DigitsSplit, registered: dict[str, str]
 ) -> None:
-    from flows.pipelines.monitor import monitor
-    from flows.pipelines.refit import RefitFailed, refit
     from flows.pipelines.tasks import open_prediction_log
 
     print("\nMONITOR — a router serves traffic through both aliases; every prediction goes to the prediction log")
-    for alias, version in registered.items():
-        holder = registry.alias_holder(MODEL_NAME, alias)
-        if holder is not None and str(holder.version) != version:
-            registry.set_alias(MODEL_NAME, alias, version)
-            print(f"  rollback for the replay: {MODEL_NAME}@{alias} was version {holder.version} (a refit from an "
-                  f"earlier demo run); it points at the post-finetune version {version} again")
+    _replay_from(registry, registered)
     token = uuid.uuid4().hex[:8]
     rng = np.random.default_rng(settings.drift.seed)
     log = open_prediction_log(settings)
@@ -441,45 +434,69 @@ def _monitor_story(
                                                           NOISE_SIGMA))
         checks: list[VersionCheck] = []
         for phase, description, sigma in phases:
-            started = time.perf_counter()
-            start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=sigma)
-            # The window ends now (window_end not given): a check of the current window, which also
-            # advances the sequential rule.
-            checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)
-            end = checks[0].window_end if checks else end
-            print(f"\nphase {phase}: {description} — {CHAMPION_ROWS} requests @champion, {CHALLENGER_ROWS} "
-                  f"@challenger, labelled; check of [{start.isoformat(timespec='milliseconds')}, "
-                  f"{end.isoformat(timespec='milliseconds')})  ({time.perf_counter() - started:.1f} s)")
-            print("\n".join(_check_line(check) for check in checks))
+            checks = _serve_and_check(served, log, split, rng, settings, token=token, phase=phase, noise_sigma=sigma,
+                                      what=f"{description} — {CHAMPION_ROWS} requests @champion, {CHALLENGER_ROWS} "
+                                           f"@challenger, labelled; ")
         # Phase B's checks: the drift event starts a refit (here in-process; deployed: the trigger).
         print()
         for check in checks:
-            if check.report is None or not check.report.drift_detected:
-                continue
-            by_hand = not check.refit_recommended and check.aliases[:1] == ("champion",)
-            if not check.refit_recommended and not by_hand:
-                print(f"  v{check.version} @{check.aliases[0]}: drift inside the cool-down: no event, no refit")
-                continue
-            if by_hand:
-                print(f"  v{check.version} @champion is in the cool-down of an earlier run's drift event, so the "
-                      "monitor starts no refit; the demo starts it by hand (an operator's call)")
-            started = time.perf_counter()
-            try:
-                # From the sequential rule's change point when it found the drift (the trigger does the same).
-                start = check.window_start if check.report is None else check.report.refit_window_start
-                outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
-                                window_start=start, window_end=check.window_end, settings=settings,
-                                drift_event_id=check.event_id, drift_run_id=check.run_id)
-            except RefitFailed as refused:  # nothing registered: its flow run ended Failed
-                outcome = refused.outcome
-            print(_refit_line(outcome) + f"  ({time.perf_counter() - started:.1f} s)")
+            _refit_on_drift(check, settings)
         served = _load_router(registry, Path(tmp) / "c")
-        started = time.perf_counter()
-        start, end = _serve_phase(served, log, split, rng, token=token, phase="C", noise_sigma=NOISE_SIGMA)
-        checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)
-        end = checks[0].window_end if checks else end
-        print(f"\nphase C: fresh noisy digits through the (new) champion — check of "
-              f"[{start.isoformat(timespec='milliseconds')}, {end.isoformat(timespec='milliseconds')})  "
-              f"({time.perf_counter() - started:.1f} s)")
-        print("\n".join(_check_line(check) for check in checks))
+        _serve_and_check(served, log, split, rng, settings, token=token, phase="C", noise_sigma=NOISE_SIGMA,
+                         what="fresh noisy digits through the (new) champion — ")
     log.dispose()
+
+
+def _replay_from(registry: MlflowRegistry, registered: dict[str, str]) -> None:
+    """Point each alias back at the version this run's post-finetune registered (an earlier run's refit moved it)."""
+    for alias, version in registered.items():
+        holder = registry.alias_holder(MODEL_NAME, alias)
+        if holder is not None and str(holder.version) != version:
+            registry.set_alias(MODEL_NAME, alias, version)
+            print(f"  rollback for the replay: {MODEL_NAME}@{alias} was version {holder.version} (a refit from an "
+                  f"earlier demo run); it points at the post-finetune version {version} again")
+
+
+def _serve_and_check(
+    served: dict[str, ServedModel], log: PredictionLog, split: DigitsSplit, rng: np.random.Generator,
+    settings: ThermostatSettings, *, token: str, phase: str, noise_sigma: float, what: str,
+) -> list[VersionCheck]:
+    """Serve one phase's traffic, check the window it made and print the checks (``what``: the traffic, in words)."""
+    from flows.pipelines.monitor import monitor
+
+    started = time.perf_counter()
+    start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=noise_sigma)
+    # The window ends now (window_end not given): a check of the current window, which also
+    # advances the sequential rule.
+    checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)
+    end = checks[0].window_end if checks else end
+    print(f"\nphase {phase}: {what}check of [{start.isoformat(timespec='milliseconds')}, "
+          f"{end.isoformat(timespec='milliseconds')})  ({time.perf_counter() - started:.1f} s)")
+    print("\n".join(_check_line(check) for check in checks))
+    return checks
+
+
+def _refit_on_drift(check: VersionCheck, settings: ThermostatSettings) -> None:
+    """Refit the version a check found drifting, as the drift event's trigger does (by hand in the
+    cool-down of an earlier run's event for the champion), and print the outcome."""
+    from flows.pipelines.refit import RefitFailed, refit
+
+    if check.report is None or not check.report.drift_detected:
+        return
+    by_hand = not check.refit_recommended and check.aliases[:1] == ("champion",)
+    if not check.refit_recommended and not by_hand:
+        print(f"  v{check.version} @{check.aliases[0]}: drift inside the cool-down: no event, no refit")
+        return
+    if by_hand:
+        print(f"  v{check.version} @champion is in the cool-down of an earlier run's drift event, so the "
+              "monitor starts no refit; the demo starts it by hand (an operator's call)")
+    started = time.perf_counter()
+    try:
+        # From the sequential rule's change point when it found the drift (the trigger does the same).
+        start = check.window_start if check.report is None else check.report.refit_window_start
+        outcome = refit(model_name=MODEL_NAME, model_version=check.version, alias=check.aliases[0],
+                        window_start=start, window_end=check.window_end, settings=settings,
+                        drift_event_id=check.event_id, drift_run_id=check.run_id)
+    except RefitFailed as refused:  # nothing registered: its flow run ended Failed
+        outcome = refused.outcome
+    print(_refit_line(outcome) + f"  ({time.perf_counter() - started:.1f} s)")

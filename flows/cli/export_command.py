@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -94,48 +94,43 @@ def _report(result: ExportResult) -> str:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") -> int:
     """Run ``thermostat export`` and return its exit status (see the module docstring)."""
-    try:
-        args = _parser(prog).parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
-        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
-
-    def fail(status: int, message: str) -> int:
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return status
-
+    args = parse_arguments(_parser(prog), argv)
+    if isinstance(args, int):
+        return args
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        return fail(EXIT_BAD_INPUT, f"--out {out} is not a folder")
+        return refuse(prog, EXIT_BAD_INPUT, f"--out {out} is not a folder")
     try:
         url = ThermostatSettings().resolved_prediction_log_url()
     except ValueError as error:  # the settings (pydantic's ValidationError is one)
-        return fail(EXIT_BAD_INPUT, str(error))
+        return refuse(prog, EXIT_BAD_INPUT, str(error))
     shown = mask_url(url)
     from monitoring import PredictionLog, export_prediction_log  # after parsing: --help loads no SQL layer
 
     try:
         log = PredictionLog(url)
     except (sa.exc.ArgumentError, ImportError) as error:  # a malformed URL, an unknown dialect or driver
-        return fail(EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
+        return refuse(prog, EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
     database = log.engine.url.database
     if log.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:") and not Path(database).is_file():
-        return fail(EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
-                                    "(set THERMOSTAT_PREDICTION_LOG_URL or THERMOSTAT_STATE_DIR)")  # fmt: skip
+        return refuse(prog, EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
+                                            "(set THERMOSTAT_PREDICTION_LOG_URL or THERMOSTAT_STATE_DIR)")  # fmt: skip
     try:
         inspector = sa.inspect(log.engine)
         missing = [name for name in log.metadata.tables if not inspector.has_table(name)]
         if missing:
-            return fail(EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
+            return refuse(prog, EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
         result = export_prediction_log(log, args.model, args.version, out, until=args.until)
     except LookupError:
-        return fail(EXIT_BAD_INPUT, f"no prediction of model {args.model!r} version {args.version!r} was ever logged "
-                                    f"in the prediction log at {shown}; check --model and --version")  # fmt: skip
+        return refuse(prog, EXIT_BAD_INPUT,
+                      f"no prediction of model {args.model!r} version {args.version!r} was ever logged "
+                      f"in the prediction log at {shown}; check --model and --version")  # fmt: skip
     except ValueError as error:  # a name the log refuses, an unreadable manifest
-        return fail(EXIT_BAD_INPUT, str(error))
+        return refuse(prog, EXIT_BAD_INPUT, str(error))
     except sa.exc.SQLAlchemyError as error:
-        return fail(EXIT_COMPUTATION_FAILED, f"the prediction log at {shown} could not be read: {error}")
+        return refuse(prog, EXIT_COMPUTATION_FAILED, f"the prediction log at {shown} could not be read: {error}")
     except OSError as error:
-        return fail(EXIT_COMPUTATION_FAILED, f"the export could not be written under --out {out}: {error}")
+        return refuse(prog, EXIT_COMPUTATION_FAILED, f"the export could not be written under --out {out}: {error}")
     finally:
         log.dispose()
     print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))

@@ -681,40 +681,19 @@ def gather(
     thresholds = Thresholds.of(settings.drift)
     checks, refused = _monitoring_runs(registry, settings.monitoring_experiment_name, mlflow_ui, prefect_ui,
                                        thresholds, notes)
-    log = _open_prediction_log(settings, notes)
-    since = now - settings.monitor_window
+    traffic = _RecentTraffic(_open_prediction_log(settings, notes), now - settings.monitor_window, notes)
     models = []
     try:
         for name in registry.registered_model_names():
             try:
-                aliases = registry.aliases(name)
-                versions = []
-                for version in sorted(registry.versions(name), key=lambda v: int(v.version)):
-                    try:
-                        served = _served_traffic(log, name, version.version, since)
-                    except Exception as error:  # noqa: BLE001 - shown as a note; the rest of the page stands
-                        notes.append(f"the prediction log cannot be read: {_described(error)}")
-                        log, served = None, None
-                    try:
-                        versions.append(_version_info(name, version, aliases, registry, mlflow_ui, served))
-                    except Exception as error:  # noqa: BLE001 - one unreadable version is named; the others shown
-                        notes.append(f"version {version.version} of model {name!r} cannot be read and is not shown: "
-                                     f"{_described(error)}")
-                own_checks = sorted(checks.get(name, []), key=lambda c: c.window_end)
-                moves, refits = _moves_and_refits(name, versions)
-                refits = sorted(refits + refused.get(name, []), key=lambda r: r.at)
-                models.append(ModelState(
-                    name=name, aliases=aliases, versions=tuple(versions), checks=tuple(own_checks),
-                    refits=tuple(refits), alias_moves=tuple(sorted(moves, key=lambda m: m.at)),
-                    alias_views=_alias_views(registry, aliases, own_checks, versions, moves, notes),
-                ))
+                models.append(_model_state(registry, name, checks.get(name, []), refused.get(name, []), traffic,
+                                           mlflow_ui, notes))
             except Exception as error:  # noqa: BLE001 - the model is shown as unreadable; the others are shown
                 problem = redact_credentials(_described(error), *hidden)
                 notes.append(f"model {name!r} cannot be read: {problem}")
                 models.append(ModelState.unreadable(name, problem))
     finally:
-        if log is not None:
-            log.dispose()
+        traffic.dispose()
     alerts = []
     for model in models:
         try:
@@ -727,6 +706,54 @@ def gather(
         prefect_ui_url=prefect_ui, thresholds=thresholds, models=tuple(models),
         alerts=tuple(sorted(alerts, key=lambda a: a.at, reverse=True)),
         notes=tuple(redact_credentials(note, *hidden) for note in notes),
+    )
+
+
+class _RecentTraffic:
+    """Each version's traffic since ``since`` in the prediction log (None: no log to read).
+
+    A log that fails a read is named in ``notes`` and read no more: the versions after it are
+    shown without traffic.
+    """
+
+    def __init__(self, log: PredictionLog | None, since: datetime, notes: list[str]) -> None:
+        self._log, self._since, self._notes = log, since, notes
+
+    def of(self, model_name: str, version: str) -> ServedTraffic | None:
+        try:
+            return _served_traffic(self._log, model_name, version, self._since)
+        except Exception as error:  # noqa: BLE001 - shown as a note; the rest of the page stands
+            self._notes.append(f"the prediction log cannot be read: {_described(error)}")
+            self._log = None
+            return None
+
+    def dispose(self) -> None:
+        if self._log is not None:
+            self._log.dispose()
+
+
+def _model_state(
+    registry: MlflowRegistry, name: str, checks: Sequence[Check], refused: Sequence[Refit], traffic: _RecentTraffic,
+    mlflow_ui: str | None, notes: list[str],
+) -> ModelState:
+    """One model: its versions (one that cannot be read is named in ``notes`` and left out), its
+    ``checks`` and refits (``refused`` ones and those its versions record) in time order."""
+    aliases = registry.aliases(name)
+    versions = []
+    for version in sorted(registry.versions(name), key=lambda v: int(v.version)):
+        served = traffic.of(name, version.version)
+        try:
+            versions.append(_version_info(name, version, aliases, registry, mlflow_ui, served))
+        except Exception as error:  # noqa: BLE001 - one unreadable version is named; the others shown
+            notes.append(f"version {version.version} of model {name!r} cannot be read and is not shown: "
+                         f"{_described(error)}")
+    own_checks = sorted(checks, key=lambda c: c.window_end)
+    moves, refits = _moves_and_refits(name, versions)
+    return ModelState(
+        name=name, aliases=aliases, versions=tuple(versions), checks=tuple(own_checks),
+        refits=tuple(sorted(refits + list(refused), key=lambda r: r.at)),
+        alias_moves=tuple(sorted(moves, key=lambda m: m.at)),
+        alias_views=_alias_views(registry, aliases, own_checks, versions, moves, notes),
     )
 
 

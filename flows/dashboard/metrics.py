@@ -27,13 +27,14 @@ and help text are escaped by the library), from a :class:`~flows.dashboard.data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Final
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from flows.dashboard.data import ALERT_KINDS, DashboardState, thresholds_of
+from flows.dashboard.data import ALERT_KINDS, Check, DashboardState, VersionInfo, thresholds_of
 
 __all__ = ["CONTENT_TYPE", "VERDICTS", "exposition", "families"]
 
@@ -42,33 +43,35 @@ VERDICTS = ("ok", "drift", "insufficient_data", "failed")
 _LABELS = ["model", "version", "alias"]
 
 
+# The families of the latest check of each serving version, in the order they are exposed:
+# (key, metric name, help text, labels beyond model/version/alias).
+_GAUGES: Final = (
+    ("ece", "thermostat_ece", "ECE of the latest checked window at the version's registered T", ()),
+    ("nll", "thermostat_nll", "Mean NLL (nats) of the latest checked window", ()),
+    ("baseline", "thermostat_baseline_ece", "Registration baseline ECE of the version", ()),
+    ("threshold", "thermostat_ece_threshold", "Baseline ECE plus the drift tolerance of the latest check's policy", ()),
+    ("drift", "thermostat_drift", "1 when the latest check's verdict is drift, else 0", ()),
+    ("verdict", "thermostat_verdict", "1 for the latest check's verdict, 0 for the other verdicts", ("verdict",)),
+    ("p_value", "thermostat_p_value", "p-value of the latest check's ECE test", ()),
+    ("last", "thermostat_last_check_timestamp_seconds", "End of the latest checked window, Unix seconds", ()),
+    ("rows", "thermostat_window_labelled_rows", "Labelled rows in the latest checked window", ()),
+    ("predicted", "thermostat_predicted_accuracy",
+     "Accuracy the latest window's served confidences predict (before labels)", ()),
+    ("cusum", "thermostat_cusum", "Larger side of the sequential rule's CUSUM after the latest check (sd)", ()),
+    ("temperature", "thermostat_temperature", "Registered temperature T of the version", ()),
+    ("low", "thermostat_temperature_low", "Lower end of the registered T interval", ()),
+    ("high", "thermostat_temperature_high", "Upper end of the registered T interval", ()),
+    ("served", "thermostat_served_temperature", "T of the version's latest logged prediction", ()),
+)
+
+
 def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
     """The metric families of ``state`` (None: the store could not be read: only ``up`` = 0)."""
     up = GaugeMetricFamily("thermostat_dashboard_up", "1 when the dashboard read the MLflow store, else 0")
     up.add_metric([], 0.0 if state is None else 1.0)
     if state is None:
         return [up]
-
-    def gauge(name: str, text: str, extra: tuple[str, ...] = ()) -> GaugeMetricFamily:
-        return GaugeMetricFamily(name, text, labels=[*_LABELS, *extra])
-
-    ece = gauge("thermostat_ece", "ECE of the latest checked window at the version's registered T")
-    nll = gauge("thermostat_nll", "Mean NLL (nats) of the latest checked window")
-    baseline = gauge("thermostat_baseline_ece", "Registration baseline ECE of the version")
-    threshold = gauge("thermostat_ece_threshold", "Baseline ECE plus the drift tolerance of the latest check's "
-                                                  "policy")
-    drift = gauge("thermostat_drift", "1 when the latest check's verdict is drift, else 0")
-    verdict = gauge("thermostat_verdict", "1 for the latest check's verdict, 0 for the other verdicts", ("verdict",))
-    p_value = gauge("thermostat_p_value", "p-value of the latest check's ECE test")
-    last = gauge("thermostat_last_check_timestamp_seconds", "End of the latest checked window, Unix seconds")
-    rows = gauge("thermostat_window_labelled_rows", "Labelled rows in the latest checked window")
-    predicted = gauge("thermostat_predicted_accuracy",
-                      "Accuracy the latest window's served confidences predict (before labels)")
-    cusum = gauge("thermostat_cusum", "Larger side of the sequential rule's CUSUM after the latest check (sd)")
-    temperature = gauge("thermostat_temperature", "Registered temperature T of the version")
-    low = gauge("thermostat_temperature_low", "Lower end of the registered T interval")
-    high = gauge("thermostat_temperature_high", "Upper end of the registered T interval")
-    served = gauge("thermostat_served_temperature", "T of the version's latest logged prediction")
+    gauges = {key: GaugeMetricFamily(name, text, labels=[*_LABELS, *extra]) for key, name, text, extra in _GAUGES}
     alerts = GaugeMetricFamily("thermostat_open_alerts", "Open alerts of the dashboard", labels=["model", "kind"])
     for model in state.models:
         if model.problem is not None:  # could not be read: nothing to say about it here (the page says why)
@@ -77,35 +80,43 @@ def families(state: DashboardState | None) -> list[GaugeMetricFamily]:
             alerts.add_metric([model.name, kind],
                               float(sum(1 for a in state.alerts if a.model_name == model.name and a.kind == kind)))
         for version, aliases in model.serving().items():
-            info = model.version(version)
             own = model.checks_of(version=version)
             latest = own[-1] if own else None
             # The tolerance of the policy the latest check recorded (the settings' before any check).
             tolerance = thresholds_of(latest, state.thresholds).ece_tolerance
             for alias in aliases:
                 labels = [model.name, version, alias]
-                if info is not None:
-                    for family, value in ((temperature, info.temperature), (low, info.temperature_low),
-                                          (high, info.temperature_high),
-                                          (served, None if info.served is None else info.served.served_temperature),
-                                          (baseline, info.baseline_ece),
-                                          (threshold, None if info.baseline_ece is None
-                                           else info.baseline_ece + tolerance)):
-                        if value is not None:
-                            family.add_metric(labels, value)
-                if latest is None:
-                    continue
-                for family, value in ((ece, latest.ece), (nll, latest.nll), (p_value, latest.p_value),
-                                      (rows, None if latest.labelled_rows is None else float(latest.labelled_rows)),
-                                      (predicted, latest.predicted_accuracy), (cusum, latest.cusum)):
-                    if value is not None:
-                        family.add_metric(labels, value)
-                drift.add_metric(labels, 1.0 if latest.verdict == "drift" else 0.0)
-                last.add_metric(labels, latest.window_end.timestamp())
-                for name in VERDICTS:
-                    verdict.add_metric([*labels, name], 1.0 if latest.verdict == name else 0.0)
-    return [up, ece, nll, baseline, threshold, drift, verdict, p_value, last, rows, predicted, cusum, temperature, low,
-            high, served, alerts]
+                _add_version(gauges, labels, model.version(version), tolerance)
+                if latest is not None:
+                    _add_latest_check(gauges, labels, latest)
+    return [up, *gauges.values(), alerts]
+
+
+def _add_version(gauges: Mapping[str, GaugeMetricFamily], labels: list[str], info: VersionInfo | None,
+                 tolerance: float) -> None:
+    """What the registration says of a serving version: its T (and interval), the T served, its baseline."""
+    if info is None:
+        return
+    for key, value in (("temperature", info.temperature), ("low", info.temperature_low),
+                       ("high", info.temperature_high),
+                       ("served", None if info.served is None else info.served.served_temperature),
+                       ("baseline", info.baseline_ece),
+                       ("threshold", None if info.baseline_ece is None else info.baseline_ece + tolerance)):
+        if value is not None:
+            gauges[key].add_metric(labels, value)
+
+
+def _add_latest_check(gauges: Mapping[str, GaugeMetricFamily], labels: list[str], latest: Check) -> None:
+    """What the latest check of a serving version says: its numbers, its verdict, when its window ended."""
+    for key, value in (("ece", latest.ece), ("nll", latest.nll), ("p_value", latest.p_value),
+                       ("rows", None if latest.labelled_rows is None else float(latest.labelled_rows)),
+                       ("predicted", latest.predicted_accuracy), ("cusum", latest.cusum)):
+        if value is not None:
+            gauges[key].add_metric(labels, value)
+    gauges["drift"].add_metric(labels, 1.0 if latest.verdict == "drift" else 0.0)
+    gauges["last"].add_metric(labels, latest.window_end.timestamp())
+    for name in VERDICTS:
+        gauges["verdict"].add_metric([*labels, name], 1.0 if latest.verdict == name else 0.0)
 
 
 class _StateCollector(Collector):

@@ -277,15 +277,15 @@ def _metric_chart(
         baseline = None if info is None else (info.baseline_ece if metric == "ece" else info.baseline_nll)
         if baseline is None:
             continue
-        references.append(Reference(baseline, f"v{number} baseline {baseline:.4f}", "baseline", style, start, end,
-                                    {"data-version": number}))
+        references.append(Reference(baseline, f"v{number} baseline {baseline:.4f}", "baseline", style=style,
+                                    start=start, end=end, attrs={"data-version": number}))
         if metric == "ece":
             for tolerance, since, until in _tolerance_spans(own, state.thresholds, start, end):
                 threshold = baseline + tolerance
                 bands.append(Band(baseline, threshold, f"v{number} tolerance band [{baseline:.4f}, {threshold:.4f}]",
-                                  "tolerance", style, since, until, {"data-version": number}))
+                                  "tolerance", style=style, start=since, end=until, attrs={"data-version": number}))
                 references.append(Reference(threshold, f"v{number} drift threshold {threshold:.4f}", "threshold",
-                                            style, since, until, {"data-version": number}))
+                                            style=style, start=since, end=until, attrs={"data-version": number}))
     what = "ECE" if metric == "ece" else "NLL (mean, nats)"
     chart = time_chart(
         title=f"{what} per check — {model.name}@{view.alias}", y_label=what, series=series, references=references,
@@ -391,8 +391,8 @@ def _temperature_panel(model: ModelState, view: AliasView) -> str:
         if info.temperature_low is not None and info.temperature_high is not None:
             bands.append(Band(info.temperature_low, info.temperature_high,
                               f"v{number} T interval [{info.temperature_low:.4g}, {info.temperature_high:.4g}]",
-                              "interval", style, info.registered_at, max(p.at for p in points),
-                              {"data-version": number}))
+                              "interval", style=style, start=info.registered_at, end=max(p.at for p in points),
+                              attrs={"data-version": number}))
     chart = time_chart(title=f"Temperature — {model.name}@{view.alias}", y_label="T", series=series, bands=bands,
                        annotations=_annotations(model, view), css_class="temperature-chart",
                        attrs={"data-model": model.name, "data-alias": view.alias}, y_floor=None,

@@ -75,31 +75,41 @@ class Series:
     attrs: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """A horizontal line at ``value`` over [start, end] (None: the chart's edge)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Stretch:
+    """What a reference line and a band share: a style and a stretch [start, end] of the time axis.
 
-    value: float
-    label: str
-    kind: Literal["baseline", "threshold"]
+    ``start``/``end`` None: the chart's edge. Keyword-only, after the fields of each kind.
+    """
+
     style: int = 6
     start: datetime | None = None
     end: datetime | None = None
     attrs: Mapping[str, str] = field(default_factory=dict)
 
+    def x_span(self, frame: _Frame) -> tuple[float, float]:
+        """Where the stretch starts and ends on ``frame``'s x axis."""
+        return (frame.left if self.start is None else frame.x(self.start),
+                frame.x_end if self.end is None else frame.x(self.end))
+
 
 @dataclass(frozen=True, slots=True)
-class Band:
+class Reference(_Stretch):
+    """A horizontal line at ``value`` over [start, end] (None: the chart's edge)."""
+
+    value: float
+    label: str
+    kind: Literal["baseline", "threshold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Band(_Stretch):
     """A shaded band [low, high] over [start, end] (None: the chart's edge)."""
 
     low: float
     high: float
     label: str
     kind: Literal["tolerance", "interval"]
-    style: int = 6
-    start: datetime | None = None
-    end: datetime | None = None
-    attrs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,12 +281,6 @@ def time_chart(
     (1, True)
     """
     number = next(_ids)
-    times = [p.at for s in series for p in s.points] + [a.at for a in annotations]
-    spans: list[datetime | None] = [t for r in references for t in (r.start, r.end)]
-    spans += [t for b in bands for t in (b.start, b.end)]
-    times += [t for t in spans if t is not None]
-    values = [p.value for s in series for p in s.points if math.isfinite(p.value)]
-    values += [r.value for r in references] + [v for b in bands for v in (b.low, b.high)]
     head = (f'<svg class="chart {html_text(css_class)}"{_attrs(dict(attrs or {}))} role="img" '
             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'aria-labelledby="chart-{number}-title" xmlns="http://www.w3.org/2000/svg">'
@@ -284,6 +288,27 @@ def time_chart(
     if not any(s.points for s in series):
         return (head + f'<text class="empty" x="{width / 2}" y="{height / 2}" text-anchor="middle">'
                 f'{html_text(empty_text)}</text></svg>')
+    frame = _time_frame(series, references, bands, annotations, width=width, height=height, y_floor=y_floor)
+    parts = [head, f'<text class="chart-title" x="{frame.left}" y="16">{html_text(title)}</text>',
+             _axes(frame, y_label)]
+    parts += [_band(frame, band) for band in bands]
+    parts += [_reference(frame, reference, references) for reference in references]
+    parts += [_annotation(frame, annotation, row=index % 3)
+              for index, annotation in enumerate(sorted(annotations, key=lambda a: a.at))]
+    parts += [_series(frame, one) for one in series]
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _time_frame(series: Sequence[Series], references: Sequence[Reference], bands: Sequence[Band],
+                annotations: Sequence[Annotation], *, width: int, height: int, y_floor: float | None) -> _Frame:
+    """The frame that holds every point, line, band and annotation (``y_floor``: the lowest value shown, if any)."""
+    times = [p.at for s in series for p in s.points] + [a.at for a in annotations]
+    spans: list[datetime | None] = [t for r in references for t in (r.start, r.end)]
+    spans += [t for b in bands for t in (b.start, b.end)]
+    times += [t for t in spans if t is not None]
+    values = [p.value for s in series for p in s.points if math.isfinite(p.value)]
+    values += [r.value for r in references] + [v for b in bands for v in (b.low, b.high)]
     low = min(values) if y_floor is None else min(y_floor, min(values))
     high = max(values)
     if high - low < 1e-12:
@@ -294,55 +319,49 @@ def time_chart(
         low -= (high - low) * 0.05
     t0, t1 = _time_range(times)
     top = 24 + (12 * min(len(annotations), 3) if annotations else 0)  # annotation labels sit above the plot
-    frame = _Frame(width=width, height=height, left=56, right=14, top=top, bottom=38, t0=t0, t1=t1, y0=low, y1=high)
-    parts = [head, f'<text class="chart-title" x="{frame.left}" y="16">{html_text(title)}</text>']
-    parts.append(_axes(frame, y_label))
-    for band in bands:
-        x0 = frame.left if band.start is None else frame.x(band.start)
-        x1 = frame.x_end if band.end is None else frame.x(band.end)
-        y_top, y_bottom = frame.y(band.high), frame.y(band.low)
-        parts.append(
-            f'<rect class="band {band.kind}"{_attrs(dict(band.attrs))} x="{x0:.1f}" y="{y_top:.1f}" '
+    return _Frame(width=width, height=height, left=56, right=14, top=top, bottom=38, t0=t0, t1=t1, y0=low, y1=high)
+
+
+def _band(frame: _Frame, band: Band) -> str:
+    x0, x1 = band.x_span(frame)
+    y_top, y_bottom = frame.y(band.high), frame.y(band.low)
+    return (f'<rect class="band {band.kind}"{_attrs(dict(band.attrs))} x="{x0:.1f}" y="{y_top:.1f}" '
             f'width="{max(x1 - x0, 1):.1f}" height="{max(y_bottom - y_top, 1):.1f}" fill="{_colour(band.style)}" '
-            f'fill-opacity="0.10" stroke="none"><title>{html_text(band.label)}</title></rect>'
-        )
-    for reference in references:
-        x0 = frame.left if reference.start is None else frame.x(reference.start)
-        x1 = frame.x_end if reference.end is None else frame.x(reference.end)
-        y = frame.y(reference.value)
-        dash = "1 0" if reference.kind == "baseline" else "5 3"
-        below = reference.kind == "baseline" and y + 14 < frame.y_end
-        # A label that would sit on another reference's label is left to the tooltip and the key.
-        crowded = not below and any(
-            other is not reference and other.kind != reference.kind and other.start == reference.start
-            and abs(frame.y(other.value) - y) < 12 for other in references)
-        label = "" if crowded and reference.kind == "baseline" else (
-            f'<text x="{x0 + (3 if reference.start is None else 14):.1f}" y="{y + (11 if below else -3):.1f}" '
-            f'class="reference-label">{html_text(reference.label)}</text>')
-        parts.append(
-            f'<g class="reference {reference.kind}"{_attrs(dict(reference.attrs))}>'
+            f'fill-opacity="0.10" stroke="none"><title>{html_text(band.label)}</title></rect>')
+
+
+def _reference(frame: _Frame, reference: Reference, references: Sequence[Reference]) -> str:
+    """A reference line with its label, left to the tooltip where another reference's label sits."""
+    x0, x1 = reference.x_span(frame)
+    y = frame.y(reference.value)
+    dash = "1 0" if reference.kind == "baseline" else "5 3"
+    below = reference.kind == "baseline" and y + 14 < frame.y_end
+    # A label that would sit on another reference's label is left to the tooltip and the key.
+    crowded = not below and any(
+        other is not reference and other.kind != reference.kind and other.start == reference.start
+        and abs(frame.y(other.value) - y) < 12 for other in references)
+    label = "" if crowded and reference.kind == "baseline" else (
+        f'<text x="{x0 + (3 if reference.start is None else 14):.1f}" y="{y + (11 if below else -3):.1f}" '
+        f'class="reference-label">{html_text(reference.label)}</text>')
+    return (f'<g class="reference {reference.kind}"{_attrs(dict(reference.attrs))}>'
             f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{_colour(reference.style)}" '
             f'stroke-width="{1.0 if reference.kind == "baseline" else 1.4}" stroke-dasharray="{dash}" opacity="0.8"/>'
-            f'{label}<title>{html_text(reference.label)}: {reference.value:.4g}</title></g>'
-        )
-    for index, annotation in enumerate(sorted(annotations, key=lambda a: a.at)):
-        x = frame.x(annotation.at)
-        y_text = 32 + (index % 3) * 12
-        anchor = "end" if x > frame.x_end - 120 else "start"
-        shift = -3 if anchor == "end" else 3
-        dash = {"refit": "2 2", "refit-refused": "6 2 1 2", "alias-move": "4 3"}[annotation.kind]
-        parts.append(
-            f'<g class="annotation {annotation.kind}"{_attrs(dict(annotation.attrs))}>'
+            f'{label}<title>{html_text(reference.label)}: {reference.value:.4g}</title></g>')
+
+
+def _annotation(frame: _Frame, annotation: Annotation, *, row: int) -> str:
+    """A vertical line with its label in one of three rows above the plot (so neighbours do not overlap)."""
+    x = frame.x(annotation.at)
+    y_text = 32 + row * 12
+    anchor = "end" if x > frame.x_end - 120 else "start"
+    shift = -3 if anchor == "end" else 3
+    dash = {"refit": "2 2", "refit-refused": "6 2 1 2", "alias-move": "4 3"}[annotation.kind]
+    return (f'<g class="annotation {annotation.kind}"{_attrs(dict(annotation.attrs))}>'
             f'<line x1="{x:.1f}" y1="{y_text - 9}" x2="{x:.1f}" y2="{frame.y_end:.1f}" stroke="#444" '
             f'stroke-dasharray="{dash}" stroke-width="1.1"/>'
             f'<text x="{x + shift:.1f}" y="{y_text}" text-anchor="{anchor}" class="annotation-label">'
             f'{html_text(annotation.label)}</text>'
-            f'<title>{html_text(annotation.title or annotation.label)}</title></g>'
-        )
-    for one in series:
-        parts.append(_series(frame, one))
-    parts.append("</svg>")
-    return "".join(parts)
+            f'<title>{html_text(annotation.title or annotation.label)}</title></g>')
 
 
 def _axes(frame: _Frame, y_label: str) -> str:
@@ -410,16 +429,7 @@ def reliability_chart(
     1
     """
     number = next(_ids)
-    left, bottom, top, right = 40, 34, 22, 8
-    plot = size - left - right
-    plot_h = size - top - bottom
-
-    def x(value: float) -> float:
-        return left + value * plot
-
-    def y(value: float) -> float:
-        return top + (1.0 - value) * plot_h
-
+    square = _UnitSquare(size)
     parts = [
         f'<svg class="chart reliability"{_attrs(dict(attrs or {}))} role="img" width="{size}" height="{size}" '
         f'viewBox="0 0 {size} {size}" aria-labelledby="rel-{number}-title" xmlns="http://www.w3.org/2000/svg">'
@@ -428,37 +438,72 @@ def reliability_chart(
         f'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" stroke="#888" stroke-width="1.5"/>'
         f'</pattern></defs>',
         f'<text class="chart-title" x="4" y="14">{html_text(title)}</text>',
-        '<g class="axes" font-size="10">',
+        _unit_axes(square),
+        f'<line class="diagonal" x1="{square.x(0):.1f}" y1="{square.y(0):.1f}" x2="{square.x(1):.1f}" '
+        f'y2="{square.y(1):.1f}" stroke="#333" stroke-dasharray="4 3"><title>perfect calibration</title></line>',
     ]
+    parts += [_bin(square, row, hatch=f"url(#hatch-{number})") for row in bins
+              if int(row.get("count") or 0) != 0 and row.get("accuracy") is not None]
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _UnitSquare:
+    """The reliability diagram's plot: [0, 1] on both axes, in a square of ``size`` pixels."""
+
+    size: int
+    left: int = 40
+    bottom: int = 34
+    top: int = 22
+    right: int = 8
+
+    @property
+    def width(self) -> int:
+        return self.size - self.left - self.right
+
+    @property
+    def height(self) -> int:
+        return self.size - self.top - self.bottom
+
+    def x(self, value: float) -> float:
+        return self.left + value * self.width
+
+    def y(self, value: float) -> float:
+        return self.top + (1.0 - value) * self.height
+
+
+def _unit_axes(square: _UnitSquare) -> str:
+    """Grid lines and ticks at quarters on both axes, and the axes' names."""
+    x, y, left = square.x, square.y, square.left
+    parts = ['<g class="axes" font-size="10">']
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{left}" y1="{y(tick):.1f}" x2="{x(1):.1f}" y2="{y(tick):.1f}" stroke="#eee"/>'
                      f'<text x="{left - 4}" y="{y(tick) + 3:.1f}" text-anchor="end">{_format_value(tick)}</text>'
                      f'<text x="{x(tick):.1f}" y="{y(0) + 13:.1f}" text-anchor="middle">{_format_value(tick)}</text>')
-    parts.append(f'<text x="{left + plot / 2:.1f}" y="{size - 4}" text-anchor="middle">confidence (top label)</text>'
-                 f'<text transform="translate(11,{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">accuracy'
-                 f'</text></g>')
-    parts.append(f'<line class="diagonal" x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(1):.1f}" y2="{y(1):.1f}" '
-                 f'stroke="#333" stroke-dasharray="4 3"><title>perfect calibration</title></line>')
-    for row in bins:
-        n = int(row.get("count") or 0)
-        if n == 0 or row.get("accuracy") is None:
-            continue
-        lower, upper = float(row["lower"]), float(row["upper"])
-        accuracy, confidence = float(row["accuracy"]), float(row.get("mean_confidence") or 0.0)
-        sparse = bool(row.get("sparse"))
-        fill = f"url(#hatch-{number})" if sparse else COLOURS[0]
-        tip = (f"bin ({lower:.3f}, {upper:.3f}]: n = {n}, accuracy {accuracy:.3f}, mean confidence "
-               f"{confidence:.3f}{' (sparse: noise)' if sparse else ''}")
-        parts.append(
-            f'<g class="bin" data-count="{n}" data-accuracy="{accuracy!r}" data-sparse="{str(sparse).lower()}">'
+    parts.append(f'<text x="{left + square.width / 2:.1f}" y="{square.size - 4}" text-anchor="middle">'
+                 f'confidence (top label)</text>'
+                 f'<text transform="translate(11,{square.top + square.height / 2:.1f}) rotate(-90)" '
+                 f'text-anchor="middle">accuracy</text></g>')
+    return "".join(parts)
+
+
+def _bin(square: _UnitSquare, row: Mapping[str, Any], *, hatch: str) -> str:
+    """One bin's bar (``hatch`` filling a sparse one), its mean-confidence tick, its count and tooltip."""
+    x, y = square.x, square.y
+    n = int(row.get("count") or 0)
+    lower, upper = float(row["lower"]), float(row["upper"])
+    accuracy, confidence = float(row["accuracy"]), float(row.get("mean_confidence") or 0.0)
+    sparse = bool(row.get("sparse"))
+    fill = hatch if sparse else COLOURS[0]
+    tip = (f"bin ({lower:.3f}, {upper:.3f}]: n = {n}, accuracy {accuracy:.3f}, mean confidence "
+           f"{confidence:.3f}{' (sparse: noise)' if sparse else ''}")
+    return (f'<g class="bin" data-count="{n}" data-accuracy="{accuracy!r}" data-sparse="{str(sparse).lower()}">'
             f'<rect x="{x(lower) + 0.5:.1f}" y="{y(accuracy):.1f}" width="{max(x(upper) - x(lower) - 1, 1):.1f}" '
             f'height="{max(y(0) - y(accuracy), 0.5):.1f}" fill="{fill}" fill-opacity="{0.55 if sparse else 0.8}" '
             f'stroke="{"#888" if sparse else "white"}"/>'
-            f'<line x1="{x(lower) + 1:.1f}" y1="{y(confidence):.1f}" x2="{x(upper) - 1:.1f}" y2="{y(confidence):.1f}" '
-            f'stroke="black" stroke-width="2.2" class="mean-confidence"/>'
+            f'<line x1="{x(lower) + 1:.1f}" y1="{y(confidence):.1f}" x2="{x(upper) - 1:.1f}" '
+            f'y2="{y(confidence):.1f}" stroke="black" stroke-width="2.2" class="mean-confidence"/>'
             f'<text x="{(x(lower) + x(upper)) / 2:.1f}" y="{y(0) - 3:.1f}" text-anchor="middle" font-size="8" '
             f'transform="rotate(-90 {(x(lower) + x(upper)) / 2:.1f} {y(0) - 3:.1f})" dx="10" dy="3">{n}</text>'
-            f'<title>{html_text(tip)}</title></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+            f'<title>{html_text(tip)}</title></g>')

@@ -87,7 +87,7 @@ from prefect.events.schemas.automations import AutomationCore, EventTrigger, Pos
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
 from flows.records.situations import FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, SITUATIONS, Raiser, Situation
 from monitoring import mask_url, redact_credentials
 
@@ -530,29 +530,8 @@ def install_alerts(
             if unhealthy is not None:
                 raise AlertsServerError(f"the Prefect API at {shown} cannot be reached: "
                                         f"{redact_credentials(str(unhealthy), api_url)}")
-            status: Literal["saved", "existing"]
-            if webhook_url is not None:
-                # Block.save is sync here (called outside an event loop): it returns the document's id.
-                block_id = cast(UUID, webhook_block(webhook_url).save(block_name, overwrite=True))
-                reference, status = f"{WEBHOOK_BLOCK_TYPE}/{block_name}", "saved"
-            else:
-                assert block is not None
-                reference, block_id = _find_block(client, block)
-                status = "existing"
-            installed = []
-            for alert in alerts:
-                automation = alert.automation(block_id)
-                existing = client.read_automations_by_name(alert.name)
-                if existing:
-                    keep, *extra = existing
-                    client.update_automation(keep.id, automation)
-                    for duplicate in extra:
-                        client.delete_automation(duplicate.id)
-                    installed.append(InstalledAutomation(alert.key, alert.name, alert.event, str(keep.id), "updated",
-                                                         len(extra)))
-                else:
-                    created = client.create_automation(automation)
-                    installed.append(InstalledAutomation(alert.key, alert.name, alert.event, str(created), "created"))
+            reference, block_id, status = _notification_block(client, webhook_url, block, block_name)
+            installed = [_install(client, alert, block_id) for alert in alerts]
     except httpx.HTTPStatusError as error:
         detail = redact_credentials(error.response.text[:500], api_url)
         raise AlertsServerError(f"the Prefect API at {shown} refused a request: {error.response.status_code} "
@@ -562,6 +541,34 @@ def install_alerts(
                                 f"{redact_credentials(str(error), api_url)}") from error
     return InstallResult(api_url=shown, block=reference, block_id=str(block_id), block_status=status,
                          destination=destination, automations=tuple(installed))
+
+
+def _notification_block(
+    client: SyncPrefectClient, webhook_url: str | None, block: str | None, block_name: str,
+) -> tuple[str, UUID, Literal["saved", "existing"]]:
+    """The block the alerts are sent through (``TYPE/NAME``, its id, whether it was saved now):
+    the webhook block saved under ``block_name``, or the existing ``block``."""
+    if webhook_url is not None:
+        # Block.save is sync here (called outside an event loop): it returns the document's id.
+        block_id = cast(UUID, webhook_block(webhook_url).save(block_name, overwrite=True))
+        return f"{WEBHOOK_BLOCK_TYPE}/{block_name}", block_id, "saved"
+    assert block is not None
+    reference, block_id = _find_block(client, block)
+    return reference, block_id, "existing"
+
+
+def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) -> InstalledAutomation:
+    """Create ``alert``'s automation, or update the one of its name (deleting copies of it)."""
+    automation = alert.automation(block_id)
+    existing = client.read_automations_by_name(alert.name)
+    if not existing:
+        created = client.create_automation(automation)
+        return InstalledAutomation(alert.key, alert.name, alert.event, str(created), "created")
+    keep, *extra = existing
+    client.update_automation(keep.id, automation)
+    for duplicate in extra:
+        client.delete_automation(duplicate.id)
+    return InstalledAutomation(alert.key, alert.name, alert.event, str(keep.id), "updated", len(extra))
 
 
 # --------------------------------------------------------------------------- command line
@@ -619,22 +626,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat alerts") -> int:
     """Run ``thermostat alerts install ...`` and return its exit status (see ``--help``)."""
-    try:
-        args = _parser(prog).parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
-        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
+    args = parse_arguments(_parser(prog), argv)
+    if isinstance(args, int):
+        return args
     if args.block is not None and args.block_name != DEFAULT_BLOCK_NAME:
-        print(f"{prog} install: error: --block-name names the webhook block --webhook-url saves; with --block "
-              "give the existing block's name to --block", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return refuse(f"{prog} install", EXIT_BAD_INPUT, "--block-name names the webhook block --webhook-url saves; "
+                      "with --block give the existing block's name to --block")
     try:
         result = install_alerts(webhook_url=args.webhook_url, block=args.block, block_name=args.block_name)
     except AlertsConfigurationError as error:
-        print(f"{prog} install: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return refuse(f"{prog} install", EXIT_BAD_INPUT, str(error))
     except AlertsServerError as error:
-        print(f"{prog} install: error: {error}", file=sys.stderr)
-        return EXIT_COMPUTATION_FAILED
+        return refuse(f"{prog} install", EXIT_COMPUTATION_FAILED, str(error))
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
     return EXIT_OK
 

@@ -9,7 +9,8 @@ CLI and the flows choose between (``--engine local|dask``):
   either a temporary one on this machine or an existing scheduler given by its address.
 
 :func:`engine_from_options` turns the command-line options into an engine (refusing bad
-values in the options' own words) and :func:`dask_task_runner` gives Prefect flows the same
+values in the options' own words, before anything starts; an option that would be ignored is
+refused rather than dropped silently) and :func:`dask_task_runner` gives Prefect flows the same
 choice of cluster for their tasks.
 
 Dask is the optional ``distributed`` extra. Importing this module imports neither Dask nor
@@ -442,9 +443,6 @@ def engine_from_options(
 ) -> AbstractContextManager[Engine]:
     """The engine chosen on the command line, as a context manager that starts and stops it.
 
-    The options are checked here, before anything starts; an option that would be ignored
-    is refused rather than dropped silently.
-
     Parameters
     ----------
     engine
@@ -492,6 +490,11 @@ def engine_from_options(
         if address is not None or n_workers is not None:
             raise ValueError("--dask-address and --dask-workers apply to --engine dask only")
         return nullcontext(LOCAL_ENGINE)
+    return _dask_engine(address, n_workers, timeout)
+
+
+def _dask_engine(address: str | None, n_workers: int | None, timeout: float) -> DaskEngine:
+    """The Dask engine on the scheduler at ``address``, or on a temporary cluster of ``n_workers``."""
     if address is not None:
         if n_workers is not None:
             raise ValueError(

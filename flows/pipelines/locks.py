@@ -69,6 +69,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from flows.exit_status import parse_arguments
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -543,10 +544,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.pipe
     parser.add_argument("action", choices=["show", "clear"])
     parser.add_argument("model_name", metavar="MODEL")
     parser.add_argument("--json", action="store_true", help="print one JSON object: action, model_name, holder")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error
-        return exit_.code if isinstance(exit_.code, int) else 2
+    args = parse_arguments(parser, argv)
+    if isinstance(args, int):
+        return args
     try:
         settings = ThermostatSettings()
         url = settings.resolved_prediction_log_url()

@@ -6,6 +6,12 @@ retry. The whole flow holds the model's lock (:mod:`flows.pipelines.locks`); it 
 what interrupted registrations of the model left, then registers through the recoverable,
 transactional path of :mod:`flows.pipelines.registration`. An idempotency key makes a repeat with the
 same inputs return the existing version without registering anything.
+
+The input files (``features_path``, ``holdout_path``, ``training_ids_path``) are read by the
+process running the flow: an absolute path as given, a relative one against the flow run's
+working directory (on a Prefect worker, the checkout the deployment runs from); a missing file
+is refused before anything else, naming the path given and the path searched. Write them with
+:func:`flows.holdout.write_features` and :func:`flows.holdout.write_ids`.
 """
 
 from __future__ import annotations
@@ -174,6 +180,30 @@ def _input_file(path: str | None, parameter: str) -> Path | None:
     return None if path is None else resolve_input_path(path, parameter=parameter)
 
 
+def _holdout_files(
+    features_path: str | None, holdout_path: str | None, checkpoint_output: str
+) -> tuple[Path | None, Path | None]:
+    """The features file or the scored holdout (exactly one), each checked to exist."""
+    if (features_path is None) == (holdout_path is None):
+        raise ValueError("pass exactly one of features_path and holdout_path")
+    if holdout_path is not None and checkpoint_output == "auto":
+        raise ValueError("with holdout_path, set checkpoint_output to 'logits' or 'probabilities' (what the "
+                         "checkpoint's predict returns), so the registered model converts its output the same way")
+    return _input_file(features_path, "features_path"), _input_file(holdout_path, "holdout_path")
+
+
+def _scored_holdout(
+    files: CheckpointFiles, features: HoldoutFeatures | None, holdout_file: Path | None,
+    checkpoint_output: CheckpointOutput | Literal["auto"],
+) -> tuple[ScoredSet, CheckpointOutput]:
+    """The holdout as the checkpoint scores it: its ``features`` run through it, or the scored set
+    in ``holdout_file`` (with what the checkpoint returns, as given)."""
+    if features is not None:
+        return score_holdout(files, features, checkpoint_output)
+    assert holdout_file is not None and checkpoint_output != "auto"  # narrowed by _holdout_files
+    return read_scored_set(holdout_file), checkpoint_output
+
+
 @flow(name="post-finetune")
 def post_finetune(
     model_name: str,
@@ -202,12 +232,7 @@ def post_finetune(
     holdout_path : instead of features, a scored set (``.npz``/``.parquet``/``.csv``) of the
         checkpoint's logits; then ``checkpoint_output`` must say what the checkpoint returns.
     training_ids, training_ids_path : the training example ids (list, or a file one per line).
-        Paths (``features_path``, ``holdout_path``, ``training_ids_path``) are read by the
-        process running the flow: an absolute path as given, a relative one against the flow
-        run's working directory (on a Prefect worker, the checkout the deployment runs from);
-        a missing file is refused before anything else, naming the path given and the path
-        searched. Write the files with :func:`flows.holdout.write_features` and
-        :func:`flows.holdout.write_ids`.
+        How the paths are read: the module docstring.
     alias : the serving alias to move (``champion``, ``multilingual``, ...).
     reference_labels : recent production labels for the class-mix qualification check; by
         default the labelled traffic of the alias holder in the last ``monitor_window`` from
@@ -216,12 +241,7 @@ def post_finetune(
     """
     settings = settings if settings is not None else ThermostatSettings()
     validate_model_name(model_name)
-    if (features_path is None) == (holdout_path is None):
-        raise ValueError("pass exactly one of features_path and holdout_path")
-    if holdout_path is not None and checkpoint_output == "auto":
-        raise ValueError("with holdout_path, set checkpoint_output to 'logits' or 'probabilities' (what the "
-                         "checkpoint's predict returns), so the registered model converts its output the same way")
-    features_file, holdout_file = _input_file(features_path, "features_path"), _input_file(holdout_path, "holdout_path")
+    features_file, holdout_file = _holdout_files(features_path, holdout_path, checkpoint_output)
     train_ids = _training_ids(training_ids, training_ids_path)
     references = None if reference_labels is None else np.asarray(reference_labels, dtype=np.intp)
     registry = MlflowRegistry.from_settings(settings)
@@ -234,11 +254,7 @@ def post_finetune(
         workdir = Path(tmp)
         files = fetch_checkpoint(checkpoint_uri, workdir, registry)
         features = read_features(features_file) if features_file is not None else None
-        if features is not None:
-            holdout, output = score_holdout(files, features, checkpoint_output)
-        else:
-            assert holdout_file is not None and checkpoint_output != "auto"  # narrowed by the checks above
-            holdout, output = read_scored_set(holdout_file), checkpoint_output
+        holdout, output = _scored_holdout(files, features, holdout_file, checkpoint_output)
         champion = score_alias_holder(registry, model_name, alias, workdir, features, holdout, data_version(holdout.ids))
         accepted = acceptance(files, holdout, output, train_ids, champion, train_steps, train_data_version, settings)
         if references is None:

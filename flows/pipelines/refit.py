@@ -25,8 +25,19 @@ A refit that is refused or does not verify registers nothing, emits
 ``thermostat.calibration.refit_failed`` with the reason, and its flow run ends **Failed**
 (red in the Prefect UI), the state's message the escalation — "needs retraining or a data
 fix" when one temperature cannot bring calibration back (accuracy below the floor, a fit on a
-bound, an arched or saw-tooth curve at the new T) — or else the reason. See :func:`refit` for
-how a caller gets the :class:`RefitOutcome` back.
+bound, an arched or saw-tooth curve at the new T) — or else the reason.
+
+How a caller gets the :class:`RefitOutcome` back: the flow returns a ``Failed`` state whose data
+is the :class:`RefitFailed`; Prefect makes it the run's final state. So, called from Python:
+
+* ``refit(...)`` returns the outcome or raises :class:`RefitFailed` (catch it for the outcome
+  of a refused refit);
+* ``refit(..., return_state=True)`` returns the state; ``state.result()`` raises the
+  :class:`RefitFailed`, ``state.result(raise_on_failure=False)`` returns it;
+* a deployment run (``run_deployment``, the trigger) ends Failed with the same message;
+  reading its state back from the API gives the outcome only when results are persisted
+  (``PREFECT_RESULTS_PERSIST_BY_DEFAULT``), else a ``FailedRun`` with the message. The outcome
+  is always in the refit's report artifact, its MLflow record and its event.
 
 A refit started by a drift event (``drift_event_id``, ``drift_run_id``) links back to it: its
 events carry both ids and name the drift event as a ``caused-by`` related resource, its record
@@ -443,21 +454,8 @@ def refit(
     RefitFailed
         When the refit registered nothing (status ``failed``); ``error.outcome`` is the
         :class:`RefitOutcome`. The flow run ends Failed, its message the escalation ("needs
-        retraining or a data fix") or else the reason, so the Prefect UI shows it red.
-
-    Notes
-    -----
-    The flow returns a ``Failed`` state whose data is the :class:`RefitFailed`; Prefect makes
-    it the run's final state. So, called from Python:
-
-    * ``refit(...)`` returns the outcome or raises :class:`RefitFailed` (catch it for the
-      outcome of a refused refit);
-    * ``refit(..., return_state=True)`` returns the state; ``state.result()`` raises the
-      :class:`RefitFailed`, ``state.result(raise_on_failure=False)`` returns it;
-    * a deployment run (``run_deployment``, the trigger) ends Failed with the same message;
-      reading its state back from the API gives the outcome only when results are persisted
-      (``PREFECT_RESULTS_PERSIST_BY_DEFAULT``), else a ``FailedRun`` with the message. The
-      outcome is always in the refit's report artifact, its MLflow record and its event.
+        retraining or a data fix") or else the reason, so the Prefect UI shows it red (how a
+        caller gets the outcome back: the module docstring).
     """
     settings = settings if settings is not None else ThermostatSettings()
     validate_model_name(model_name)
@@ -465,46 +463,51 @@ def refit(
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
     registry = MlflowRegistry.from_settings(settings)
-    with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
-                    lease_seconds=settings.lock_lease_seconds,
-                    description=f"refit of {model_name} @{alias}") as lease, \
-            tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
-        outcome = _refit_under_lock(
-            registry.fenced(lease), settings, Path(tmp), source, model_name=model_name, model_version=model_version,
-            alias=alias, start=start, end=end, training_ids=training_ids, cause=cause,
-        )
+    outcome = _refit_under_lock(registry, settings, model_name=model_name, model_version=model_version, alias=alias,
+                                start=start, end=end, training_ids=training_ids, cause=cause)
     if cause.run_id is not None:
-        # Best effort: the refit is done; a check run that cannot be tagged is a warning, not a failed refit.
-        linked = link_check_run(registry, cause.run_id, outcome, return_state=True)
-        if not linked.is_completed():
-            get_run_logger().warning("could not tag the check's MLflow run %s with this refit: %s", cause.run_id,
-                                     linked.message)
+        _link_drift_check(registry, cause.run_id, outcome)
     if outcome.status != "failed":
         return outcome
     # A returned state becomes the run's final state: Failed, with the outcome inside its data.
     return cast(RefitOutcome, Failed(message=outcome.state_message, data=RefitFailed(outcome)))
 
 
+def _link_drift_check(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome) -> None:
+    """Tag the check that found the drift with the refit, at best: the refit is done, and a check
+    run that cannot be tagged is a warning, not a failed refit."""
+    linked = link_check_run(registry, run_id, outcome, return_state=True)
+    if not linked.is_completed():
+        get_run_logger().warning("could not tag the check's MLflow run %s with this refit: %s", run_id,
+                                 linked.message)
+
+
 def _refit_under_lock(
+    registry: MlflowRegistry, settings: ThermostatSettings, *, model_name: str, model_version: str | None, alias: str,
+    start: datetime, end: datetime, training_ids: NDArray[np.str_] | None, cause: DriftCause,
+) -> RefitOutcome:
+    """The refit's steps under the model's lock, with a working folder and the window's source open."""
+    with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
+                    lease_seconds=settings.lock_lease_seconds,
+                    description=f"refit of {model_name} @{alias}") as lease, \
+            tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
+        return _refit_steps(
+            registry.fenced(lease), settings, Path(tmp), source, model_name=model_name, model_version=model_version,
+            alias=alias, start=start, end=end, training_ids=training_ids, cause=cause,
+        )
+
+
+def _refit_steps(
     registry: MlflowRegistry, settings: ThermostatSettings, tmp: Path, source: LabelledSource, *,
     model_name: str, model_version: str | None, alias: str, start: datetime, end: datetime,
     training_ids: NDArray[np.str_] | None, cause: DriftCause,
 ) -> RefitOutcome:
-    """The refit's steps, under the model's lock (see the module docstring); ``registry`` is fenced by its
-    lease, so a refit that lost the lease writes nothing more (its failure record neither)."""
+    """The refit's steps (see the module docstring); ``registry`` is fenced by the lock's lease, so
+    a refit that lost the lease writes nothing more (its failure record neither)."""
     repairs = recover_interrupted(registry, model_name)
     parent, holder = resolve_parent(registry, model_name, model_version, alias)
     if holder != parent.version:
-        reason = (f"{model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
-                  "registration (or a refit) took over, so this refit would undo it; nothing registered")
-        get_run_logger().warning("%s %s", parent.context, reason)
-        outcome = RefitOutcome(
-            status="skipped", model_name=model_name, parent_version=parent.version, alias=alias,
-            parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
-            verification=None, event_id=None, repairs=repairs, cause=cause,
-        )
-        publish_report(outcome)
-        return outcome
+        return _skipped(parent, holder, alias, repairs=repairs, cause=cause)
     traffic = read_traffic(source, parent, start, end, settings)
     if traffic is None:
         return _failed(registry, settings, parent, alias, step="traffic", escalate=False, start=start, end=end,
@@ -533,6 +536,31 @@ def _refit_under_lock(
                        repairs=repairs)
     registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
                             verification=verification, repairs=repairs)
+    return _registered(registration, parent, alias, verification, repairs=repairs, cause=cause)
+
+
+def _skipped(
+    parent: RegisteredVersion, holder: str | None, alias: str, *, repairs: tuple[str, ...], cause: DriftCause,
+) -> RefitOutcome:
+    """The outcome of a refit whose alias moved on to another version before it held the lock."""
+    reason = (f"{parent.model_name}@{alias} points at version {holder}, not at version {parent.version}: a newer "
+              "registration (or a refit) took over, so this refit would undo it; nothing registered")
+    get_run_logger().warning("%s %s", parent.context, reason)
+    outcome = RefitOutcome(
+        status="skipped", model_name=parent.model_name, parent_version=parent.version, alias=alias,
+        parent_temperature=parent.temperature, reason=reason, step=None, escalation=None, registration=None,
+        verification=None, event_id=None, repairs=repairs, cause=cause,
+    )
+    publish_report(outcome)
+    return outcome
+
+
+def _registered(
+    registration: Registration, parent: RegisteredVersion, alias: str, verification: RefitVerification, *,
+    repairs: tuple[str, ...], cause: DriftCause,
+) -> RefitOutcome:
+    """The outcome of a refit that registered (or found its version already registered); a new
+    version is announced by the ``refitted`` event."""
     status: Status = "registered" if registration.created else "already_registered"
     reason = (
         f"version {registration.version} registered: T {parent.temperature:.6g} -> {registration.temperature:.6g}, "
@@ -548,7 +576,7 @@ def _refit_under_lock(
             parent_temperature=parent.temperature, verification=_verification_payload(verification),
             cause=cause.payload()), parent, alias, cause)
     outcome = RefitOutcome(
-        status=status, model_name=model_name, parent_version=parent.version, alias=alias,
+        status=status, model_name=parent.model_name, parent_version=parent.version, alias=alias,
         parent_temperature=parent.temperature, reason=reason, step=None, escalation=None,
         registration=registration, verification=verification, event_id=event_id, repairs=repairs, cause=cause,
     )

@@ -27,7 +27,7 @@ removes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -238,6 +238,13 @@ def _hook_registry(txn: Transaction) -> MlflowRegistry:
     return MlflowRegistry(tracking_uri, registry_uri=registry_uri, fence=txn.get("fence"))
 
 
+def _roll_back(txn: Transaction, undo: Callable[..., object], keys: Sequence[str], what: str) -> None:
+    """A rollback hook's work: ``undo`` on the hook's adapter with the values the step remembered
+    under ``keys`` (:func:`_remember`), unless the lease is lost; ``what`` names what it undoes."""
+    _undo_unless_lost(lambda: undo(_hook_registry(txn), *(txn.get(key) for key in keys)),
+                      f"{txn.get('context')} {what}")
+
+
 def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
     txn = get_transaction()
     if txn is None:  # called outside a transaction (unit tests): nothing to undo later
@@ -276,14 +283,14 @@ def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, 
     return run_id
 
 
+def _mark_failed(registry: MlflowRegistry, run_id: str, context: str) -> None:
+    registry.end_run(run_id, failed=True)
+    get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", context, run_id)
+
+
 @open_run.on_rollback
 def _fail_run(txn: Transaction) -> None:
-    def undo() -> None:
-        _hook_registry(txn).end_run(txn.get("run_id"), failed=True)
-        get_logger("thermostat").warning("%s rolled back: MLflow run %s marked FAILED", txn.get("context"),
-                                         txn.get("run_id"))
-
-    _undo_unless_lost(undo, f"{txn.get('context')} MLflow run {txn.get('run_id')}")
+    _roll_back(txn, _mark_failed, ("run_id", "context"), f"MLflow run {txn.get('run_id')}")
 
 
 @step_task(name="record-evidence")
@@ -354,9 +361,8 @@ def _delete_pending(registry: MlflowRegistry, name: str, key: str, context: str,
 
 @create_version.on_rollback
 def _delete_version(txn: Transaction) -> None:
-    _undo_unless_lost(lambda: _delete_pending(_hook_registry(txn), txn.get("model_name"), txn.get("key"),
-                                              txn.get("context"), txn.get("version")),
-                      f"{txn.get('context')} {txn.get('model_name')} version {txn.get('version')}")
+    _roll_back(txn, _delete_pending, ("model_name", "key", "context", "version"),
+               f"{txn.get('model_name')} version {txn.get('version')}")
 
 
 @step_task(name="move-alias")
@@ -382,9 +388,8 @@ def _put_alias_back(registry: MlflowRegistry, name: str, alias: str, previous: s
 
 @move_alias.on_rollback
 def _restore_alias(txn: Transaction) -> None:
-    _undo_unless_lost(lambda: _put_alias_back(_hook_registry(txn), txn.get("model_name"), txn.get("alias"),
-                                              txn.get("previous_version"), txn.get("context")),
-                      f"{txn.get('context')} {txn.get('model_name')}@{txn.get('alias')}")
+    _roll_back(txn, _put_alias_back, ("model_name", "alias", "previous_version", "context"),
+               f"{txn.get('model_name')}@{txn.get('alias')}")
 
 
 @step_task(name="close-run")

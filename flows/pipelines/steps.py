@@ -212,6 +212,25 @@ def _examples(ids: NDArray[np.str_], limit: int = 5) -> str:
     return ", ".join(repr(i) for i in ids[:limit].tolist())
 
 
+def _refuse_unfit_holdout(holdout: ScoredSet, training_ids: NDArray[np.str_]) -> None:
+    """Refuse a holdout that cannot judge the checkpoint: one sharing ids with its training set, or
+    missing a class."""
+    overlap = np.intersect1d(holdout.ids, training_ids)
+    if overlap.size:
+        raise StepRefused(
+            "acceptance",
+            f"{overlap.size} holdout id(s) are also training ids (e.g. {_examples(overlap)}); the holdout "
+            "must be disjoint from the training set — remove them and re-run",
+        )
+    missing = np.setdiff1d(np.arange(holdout.n_classes), holdout.labels)
+    if missing.size:
+        raise StepRefused(
+            "acceptance",
+            f"the checkpoint has {holdout.n_classes} classes but the holdout has no example of class(es) "
+            f"{missing.tolist()}; every model class must appear in the holdout",
+        )
+
+
 def accept_checkpoint(
     *,
     checkpoint_uri: str,
@@ -233,20 +252,7 @@ def accept_checkpoint(
     StepRefused
         Naming the rule, the count and what to do.
     """
-    overlap = np.intersect1d(holdout.ids, training_ids)
-    if overlap.size:
-        raise StepRefused(
-            "acceptance",
-            f"{overlap.size} holdout id(s) are also training ids (e.g. {_examples(overlap)}); the holdout "
-            "must be disjoint from the training set — remove them and re-run",
-        )
-    missing = np.setdiff1d(np.arange(holdout.n_classes), holdout.labels)
-    if missing.size:
-        raise StepRefused(
-            "acceptance",
-            f"the checkpoint has {holdout.n_classes} classes but the holdout has no example of class(es) "
-            f"{missing.tolist()}; every model class must appear in the holdout",
-        )
+    _refuse_unfit_holdout(holdout, training_ids)
     predicted = holdout.logits.argmax(axis=1)
     accuracy = float(np.mean(predicted == holdout.labels))
     if accuracy < settings.min_accuracy:
@@ -622,40 +628,14 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
     origin = accepted.refit_of
     if origin is None:
         raise StepRefused("verify", "only a refit of a registered version is verified against its parent's baseline")
-    holdout = accepted.holdout
-    part = holdout.subset(np.flatnonzero(np.isin(holdout.ids, gated.calibrated.evaluation_ids)))
-    parent = origin.parent
-    summary = summarise_arrays(
-        part, None, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
-        groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
-    )
-    # Verified like a check of the newer traffic against the new version's own reference (any size decides).
-    reference = replace(parent.drift_reference, overall=replace(
-        parent.drift_reference.overall, temperature_stats=gated.calibrated.reference))
-    drift = decide_drift(summary, reference, replace(settings.drift, min_window=1))
+    part, drift = _check_newer_part(gated, origin, settings)
     shape = diagnose_reliability_shape(drift.reliability)
     bootstrap = gated.bootstrap
-    improved = bootstrap.verdict == "improved"
-    reasons: list[str] = []
+    parent = origin.parent
     interval = parent.temperature_interval
     within = interval is not None and interval[0] <= gated.temperature <= interval[1]
-    if within and interval is not None:
-        reasons.append(
-            f"not a fix: the new T {gated.temperature:.4g} lies inside version {parent.version}'s "
-            f"{parent.record.temperature_confidence_level or 0.95:.0%} interval of T [{interval[0]:.4g}, "
-            f"{interval[1]:.4g}] (T {parent.temperature:.4g}); the refit cannot tell its T from the parent's, so "
-            "registering it would change nothing that matters — nothing registered"
-        )
-    if not improved:
-        reasons.append(
-            f"the NLL change on the newer {bootstrap.n} rows (T {bootstrap.temperature_before:.4g} -> "
-            f"{bootstrap.temperature_after:.4g}) is {bootstrap.estimate:+.4f} with {bootstrap.confidence_level:.0%} "
-            f"paired-bootstrap interval [{bootstrap.low:+.4f}, {bootstrap.high:+.4f}]: {bootstrap.verdict}, not improved"
-        )
-    if drift.verdict == "drift":
-        decided = sum(o.fired for o in drift.outcomes) + len(drift.drifted_groups)
-        reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
-    passed = improved and drift.verdict != "drift" and not within
+    reasons = _verification_reasons(gated, parent, drift, interval if within else None)
+    passed = bootstrap.verdict == "improved" and drift.verdict != "drift" and not within
     if not passed and not within:
         reasons.append(_shape_reason(shape, drift, temperature=gated.temperature))
     return RefitVerification(
@@ -678,3 +658,46 @@ def verify_refit(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> Ref
         parent_interval=interval,
         within_parent_interval=within,
     )
+
+
+def _check_newer_part(
+    gated: GatedCheckpoint, origin: RefitOrigin, settings: ThermostatSettings
+) -> tuple[ScoredSet, DriftReport]:
+    """The newer part of the refit's traffic (its evaluation part), and the drift decision on it at
+    the new T: like a check of that traffic against the new version's own reference (any size decides)."""
+    holdout = gated.accepted.holdout
+    part = holdout.subset(np.flatnonzero(np.isin(holdout.ids, gated.calibrated.evaluation_ids)))
+    parent = origin.parent
+    summary = summarise_arrays(
+        part, None, temperature=gated.temperature, start=origin.window_start, end=origin.window_end,
+        groups=part.groups, n_bins=parent.n_bins, model_name=parent.model_name, model_version=parent.version,
+    )
+    reference = replace(parent.drift_reference, overall=replace(
+        parent.drift_reference.overall, temperature_stats=gated.calibrated.reference))
+    return part, decide_drift(summary, reference, replace(settings.drift, min_window=1))
+
+
+def _verification_reasons(
+    gated: GatedCheckpoint, parent: RegisteredVersion, drift: DriftReport, within: tuple[float, float] | None
+) -> list[str]:
+    """Why a refit does not verify: a new T inside the parent's interval (``within``: that interval),
+    an NLL that did not improve, drift at the new T."""
+    bootstrap = gated.bootstrap
+    reasons: list[str] = []
+    if within is not None:
+        reasons.append(
+            f"not a fix: the new T {gated.temperature:.4g} lies inside version {parent.version}'s "
+            f"{parent.record.temperature_confidence_level or 0.95:.0%} interval of T [{within[0]:.4g}, "
+            f"{within[1]:.4g}] (T {parent.temperature:.4g}); the refit cannot tell its T from the parent's, so "
+            "registering it would change nothing that matters — nothing registered"
+        )
+    if bootstrap.verdict != "improved":
+        reasons.append(
+            f"the NLL change on the newer {bootstrap.n} rows (T {bootstrap.temperature_before:.4g} -> "
+            f"{bootstrap.temperature_after:.4g}) is {bootstrap.estimate:+.4f} with {bootstrap.confidence_level:.0%} "
+            f"paired-bootstrap interval [{bootstrap.low:+.4f}, {bootstrap.high:+.4f}]: {bootstrap.verdict}, not improved"
+        )
+    if drift.verdict == "drift":
+        decided = sum(o.fired for o in drift.outcomes) + len(drift.drifted_groups)
+        reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
+    return reasons

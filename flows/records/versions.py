@@ -33,7 +33,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -458,6 +458,27 @@ class MonitorState:
         )
 
 
+_Read = typing.TypeVar("_Read")
+
+
+class _FromRecord(typing.Generic[_Read]):
+    """An attribute of a :class:`RegisteredVersion` that its record holds (``read`` takes it out)."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: Callable[[VersionRecord], _Read]) -> None:
+        self._read = read
+
+    @typing.overload
+    def __get__(self, version: None, owner: type[Any]) -> _FromRecord[_Read]: ...
+
+    @typing.overload
+    def __get__(self, version: RegisteredVersion, owner: type[Any]) -> _Read: ...
+
+    def __get__(self, version: RegisteredVersion | None, owner: type[Any]) -> _FromRecord[_Read] | _Read:
+        return self if version is None else self._read(version.record)
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredVersion:
     """One registered version of a model: its record, the aliases that point at it (sorted,
@@ -476,30 +497,20 @@ class RegisteredVersion:
         """When the last drift event of this version was emitted (the cool-down), or None."""
         return self.monitor.last_drift_event_at
 
-    @property
-    def temperature(self) -> float:
-        return self.record.temperature
-
-    @property
-    def gate_threshold(self) -> float | None:
-        return self.record.gate_threshold
-
-    @property
-    def checkpoint_uri(self) -> str:
-        return self.record.checkpoint_uri
-
-    @property
-    def checkpoint_digest(self) -> str:
-        return self.record.checkpoint_digest
-
-    @property
-    def checkpoint_output(self) -> CheckpointOutput:
-        return self.record.checkpoint_output
-
-    @property
-    def baseline_ece(self) -> float:
-        """The registration baseline: the ECE after calibration on the held-out evaluation part."""
-        return self.record.holdout_ece_after
+    # What the record holds, read through the version: ``version.temperature`` is ``version.record.temperature``.
+    temperature = _FromRecord(lambda record: record.temperature)
+    gate_threshold = _FromRecord(lambda record: record.gate_threshold)
+    checkpoint_uri = _FromRecord(lambda record: record.checkpoint_uri)
+    checkpoint_digest = _FromRecord(lambda record: record.checkpoint_digest)
+    checkpoint_output = _FromRecord(lambda record: record.checkpoint_output)
+    reference_stats = _FromRecord(lambda record: record.reference_stats)
+    reference_profile = _FromRecord(lambda record: record.reference_profile)
+    temperature_interval = _FromRecord(lambda record: record.temperature_interval)
+    n_bins = _FromRecord(lambda record: record.ece_n_bins)
+    train_steps = _FromRecord(lambda record: record.train_steps)
+    train_data_version = _FromRecord(lambda record: record.train_data_version)
+    baseline_ece = _FromRecord(lambda record: record.holdout_ece_after)
+    """The registration baseline: the ECE after calibration on the held-out evaluation part."""
 
     @property
     def drift_reference(self) -> DriftReference:
@@ -518,30 +529,6 @@ class RegisteredVersion:
             ece_estimator="binned" if legacy else record.reference_ece_estimator or "unknown",
             n_bins=record.ece_n_bins, temperature_stats=record.reference_stats, nll=record.holdout_nll_after,
         )
-
-    @property
-    def reference_stats(self) -> TemperatureStats | None:
-        return self.record.reference_stats
-
-    @property
-    def reference_profile(self) -> ConfidenceProfile | None:
-        return self.record.reference_profile
-
-    @property
-    def temperature_interval(self) -> tuple[float, float] | None:
-        return self.record.temperature_interval
-
-    @property
-    def n_bins(self) -> int:
-        return self.record.ece_n_bins
-
-    @property
-    def train_steps(self) -> int:
-        return self.record.train_steps
-
-    @property
-    def train_data_version(self) -> str:
-        return self.record.train_data_version
 
     @property
     def alias(self) -> str:

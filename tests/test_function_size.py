@@ -1,0 +1,47 @@
+"""No function in ``flows/`` over 60 lines, enforced by a test rather than by review.
+
+A function is counted from its ``def`` line to its last line, its docstring included (its
+decorators not). A longer one is split along a seam — a step, a rendering part, a helper whose
+name says what it does — and a long explanation belongs in the module docstring, the
+function's docstring keeping its parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 60
+
+
+def long_functions(source: str, path: str, limit: int = MAX_LINES) -> list[str]:
+    """Every function (methods and nested functions included) of ``source`` longer than ``limit`` lines."""
+    functions = sorted((node for node in ast.walk(ast.parse(source, filename=path))
+                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), key=lambda node: node.lineno)
+    return [f"{path}:{node.lineno}: {node.name} is {lines} lines from its def to its last line; at most {limit}: "
+            "split it along a seam (a step, a part, a helper named for what it does)"
+            for node in functions if (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > limit]
+
+
+def test_no_function_in_flows_is_over_60_lines() -> None:
+    files = sorted((ROOT / "flows").rglob("*.py"))
+    assert files, "no modules found under flows/"
+    found = [violation for path in files
+             for violation in long_functions(path.read_text(), path.relative_to(ROOT).as_posix())]
+    assert found == []
+
+
+def test_the_size_check_reports_a_long_function_and_a_long_method() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(58))
+    # short: 60 lines from its def (line 2); long: 61 (line 63); method: 63 (line 126), its inner function 2.
+    source = (f"@decorated\ndef short():\n    '''Its decorator is not counted.'''\n{body}"
+              f"\nasync def long():\n    '''One line too many.'''\n{body}    return x0\n"
+              f"\nclass Holder:\n    def method(self):\n        def inner():\n            pass\n"
+              + "".join(f"        y{i} = {i}\n" for i in range(60)))
+    assert long_functions(source, "flows/example.py") == [
+        "flows/example.py:63: long is 61 lines from its def to its last line; at most 60: split it along a seam "
+        "(a step, a part, a helper named for what it does)",
+        "flows/example.py:126: method is 63 lines from its def to its last line; at most 60: split it along a seam "
+        "(a step, a part, a helper named for what it does)",
+    ]

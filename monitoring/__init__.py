@@ -14,6 +14,9 @@ The pieces, in the order a monitor uses them:
   idempotent and resumable; :class:`PredictionLogExport` reads it back as a labelled source;
   :func:`summarise_export` summarises it one partition (:func:`export_partitions`,
   :func:`summarise_partition`) per task on an engine.
+* :func:`scan_window` — a check's three reads of the SQL log (the window summary, the early
+  warning's profile of every served row, the sequential increment's :class:`LabelArrivals`) in
+  one pass over the window (:class:`WindowScan`).
 * :func:`update_sequential` — the CUSUM over checks (:class:`SequentialState` kept between
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
@@ -92,6 +95,7 @@ if _typing.TYPE_CHECKING:
         group_metric_key,
         reliability_figure,
     )
+    from .scan import LabelArrivals, WindowScan, scan_window
     from .sequential import SequentialCheck, SequentialState, update_sequential
     from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
     from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
@@ -116,6 +120,7 @@ __all__ = [
     "GateCounts",
     "GroupDrift",
     "Knob",
+    "LabelArrivals",
     "LabelAttachReport",
     "LabelConflict",
     "LabelledChunk",
@@ -139,6 +144,7 @@ __all__ = [
     "TemperatureShiftTest",
     "TestOutcome",
     "Verdict",
+    "WindowScan",
     "WindowSummary",
     "confidence_profile",
     "configured_tests",
@@ -159,6 +165,7 @@ __all__ = [
     "policy_knobs",
     "redact_credentials",
     "reliability_figure",
+    "scan_window",
     "summarise_arrays",
     "summarise_export",
     "summarise_partition",
@@ -197,6 +204,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metrics", "drift_payload", "drift_table_rows",
         "group_metric_key", "reliability_figure"
     ),
+    "scan": ("LabelArrivals", "WindowScan", "scan_window"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
     "window": (

@@ -103,6 +103,9 @@ __all__ = [
 MAX_NAME_LENGTH: Final = 255
 """Longest model name, model version, request id or group the log stores."""
 
+# The earliest serving time a window can start at (every row of a version is served after it).
+_BEGINNING: Final = datetime(1, 1, 2, tzinfo=UTC)
+
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
 
@@ -1071,6 +1074,50 @@ class PredictionLog:
         if labelled_to is not None:
             clauses.append(table.c.labelled_at < labelled_to)
         return and_(*clauses)
+
+    def delete_served_before(
+        self, model_name: str, model_version: str, cutoff: datetime, *, keep_labelled_after: datetime | None = None,
+        batch_size: int = 10_000, dry_run: bool = False,
+    ) -> int:
+        """Delete a version's rows served before ``cutoff``; how many (with ``dry_run``: would be).
+
+        The retention's delete (:func:`monitoring.prune_prediction_log`). Rows labelled after
+        ``keep_labelled_after`` are kept (their labels are not in the archive yet: the next
+        prune archives, then deletes them); None deletes every row served before ``cutoff``.
+        Deleted in batches of ``batch_size`` rows, oldest first, one short transaction each (on
+        the version's serving-time index), so serving writers and label writers wait for one
+        batch at most. The version's K (``prediction_log_versions``) is kept.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime, timedelta
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"],
+        ...                     time=[t, t + timedelta(days=1), t + timedelta(days=2)])
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2), dry_run=True), log.count_rows()
+        (2, 3)
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2), batch_size=1), log.count_rows()
+        (2, 1)
+        """
+        cutoff = as_utc(cutoff, name="cutoff")
+        batch_size = check_chunk_size(batch_size)
+        table = self._table
+        where = self._window_filter(model_name, model_version, _BEGINNING, cutoff, labelled_only=False)
+        if keep_labelled_after is not None:
+            kept = as_utc(keep_labelled_after, name="keep_labelled_after")
+            where = and_(where, (table.c.label.is_(None)) | (table.c.labelled_at <= kept))
+        if dry_run:
+            with self._engine.connect() as conn:
+                return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one())
+        batch = select(table.c.id).where(where).order_by(table.c.served_at, table.c.id).limit(batch_size)
+        deleted = 0
+        while True:
+            with self._engine.begin() as conn:
+                done = conn.execute(table.delete().where(table.c.id.in_(batch.scalar_subquery()))).rowcount
+            deleted += done
+            if done < batch_size:
+                return deleted
 
     def count_labelled(self, model_name: str, model_version: str, start: datetime, end: datetime) -> int:
         """Number of labelled rows of a version served in [start, end).

@@ -391,6 +391,37 @@ class MlflowRegistry:
             what=f"searching running runs of {experiment_name}",
         ))
 
+    def runs_started_before(self, experiment_name: str, cutoff: datetime) -> list[Run]:
+        """Every run of ``experiment_name`` (not deleted) that started before ``cutoff``, oldest
+        first, read 1,000 at a time ([] when the experiment does not exist)."""
+        experiment = self.find_experiment_id(experiment_name)
+        if experiment is None:
+            return []
+        found: list[Run] = []
+        token: str | None = None
+        while True:
+            page = retry_transient(
+                lambda: self._client.search_runs([experiment], f"attributes.start_time < {_millis(cutoff)}",
+                                                 max_results=1000, order_by=["attributes.start_time ASC"],
+                                                 page_token=token),
+                what=f"searching the runs of {experiment_name} started before {cutoff.isoformat()}",
+            )
+            found.extend(page)
+            token = page.token
+            if not token:
+                return found
+
+    def delete_run(self, run_id: str) -> bool:
+        """Mark a run deleted (MLflow's UI and searches no longer show it; ``mlflow gc`` removes it
+        for good); False when no such run exists. Repeating it is harmless."""
+        try:
+            self._write(lambda: self._client.delete_run(run_id), what=f"deleting run {run_id}")
+        except MlflowException as error:
+            if _is_missing(error):
+                return False
+            raise
+        return True
+
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]
         self._write(lambda: self._client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")

@@ -8,8 +8,8 @@ Sections (``--only``, default all):
   through :func:`monitoring.log_predictions` (batches of 256 rows, the writer's batch, and of
   5,000).
 * ``check`` — one check's reads of the log for windows of 10^4, 10^5 and 10^6 served rows
-  (K = 10, every row labelled, a third of the labels arrived since the sequential rule's
-  cursor, plus late labels of rows served before the window): the three reads the monitor made
+  (K = 10; K = 1,000 up to 10^5; every row labelled, a third of the labels arrived since the
+  sequential rule's cursor, plus late labels of rows served before the window): the three reads the monitor made
   before (the window summary, the sequential increment through :class:`monitoring.NewlyLabelled`,
   the early warning's :func:`monitoring.confidence_profile`) and the one pass that replaces them
   (:func:`monitoring.scan_window`), each in a fresh subprocess: wall and CPU time, tracemalloc
@@ -306,12 +306,13 @@ def _fresh(url: str, how: str, chunk_size: int, mode: str) -> dict[str, Any]:
     return values
 
 
-def check_cost(backend: str, sizes: list[int], chunk_size: int, folder: Path, repeats: int) -> list[dict[str, Any]]:
+def check_cost(backend: str, n_classes: int, sizes: list[int], chunk_size: int, folder: Path,
+               repeats: int) -> list[dict[str, Any]]:
     results = []
     for size in sizes:
-        with log_url(backend, folder, f"check-{size}") as url:
-            filled = fill_window(url, size, 10)
-            print(f"  {backend}: {size:,} rows filled in {filled:.0f} s", flush=True)
+        with log_url(backend, folder, f"check-{n_classes}-{size}") as url:
+            filled = fill_window(url, size, n_classes)
+            print(f"  {backend}: {size:,} rows of K = {n_classes} filled in {filled:.0f} s", flush=True)
             measured: dict[str, dict[str, Any]] = {}
             for how in ("three", "one"):
                 timings = [_fresh(url, how, chunk_size, "rss") for _ in range(repeats)]
@@ -328,7 +329,7 @@ def check_cost(backend: str, sizes: list[int], chunk_size: int, folder: Path, re
             if not same:
                 raise RuntimeError(f"the one pass disagrees with the three reads: {three} vs {one}")
             for how, m in measured.items():
-                results.append({"backend": backend, "window_rows": size, "labelled": m["n"],
+                results.append({"backend": backend, "k": n_classes, "window_rows": size, "labelled": m["n"],
                                 "increment_rows": m["increment_n"], "reads": how, "seconds": m["seconds"],
                                 "all_seconds": m["all_seconds"], "cpu_seconds": m["cpu_seconds"],
                                 "us_per_row": 1e6 * m["seconds"] / size,
@@ -632,9 +633,9 @@ def report(results: dict[str, Any]) -> str:
             [r["backend"], str(r["k"]), r["path"], f"{r['rows_per_second']:,.0f}",
              f"{1e4 * r['cpu_seconds'] / r['rows']:.2f}"] for r in results["ingest"]]))
     if "check" in results:
-        parts.append(_table(["backend", "window rows", "reads", "wall s", "CPU s", "µs/row", "CPU µs/row",
+        parts.append(_table(["backend", "K", "window rows", "reads", "wall s", "CPU s", "µs/row", "CPU µs/row",
                              "tracemalloc peak MiB", "RSS growth MiB"], [
-            [r["backend"], f"{r['window_rows']:,}", r["reads"], f"{r['seconds']:.2f}", f"{r['cpu_seconds']:.2f}",
+            [r["backend"], str(r.get("k", 10)), f"{r['window_rows']:,}", r["reads"], f"{r['seconds']:.2f}", f"{r['cpu_seconds']:.2f}",
              f"{r['us_per_row']:.1f}", f"{r['cpu_us_per_row']:.1f}", f"{r['tracemalloc_peak_bytes'] / MIB:.1f}",
              f"{r['rss_growth_bytes'] / MIB:.1f}"] for r in results["check"]]))
     if "fleet" in results:
@@ -656,7 +657,10 @@ def main() -> None:
     parser.add_argument("--only", default="ingest,check,fleet,storage", help="comma-separated sections")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--ingest-rows", type=int, default=20_000)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
+                        help="window rows of the check section at K = 10")
+    parser.add_argument("--large-k-sizes", type=int, nargs="*", default=[10_000, 100_000],
+                        help="window rows of the check section at K = 1,000")
     parser.add_argument("--chunk-size", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=2, help="timed reads per window (the fastest kept)")
     parser.add_argument("--models", type=int, default=50)
@@ -690,8 +694,9 @@ def main() -> None:
                                      for row in ingest(backend, k, n, folder)]
                 print(report({"machine": results["machine"], "ingest": results["ingest"]}), flush=True)
             if "check" in sections:
-                results["check"] = [row for backend in backends
-                                    for row in check_cost(backend, args.sizes, args.chunk_size, folder, args.repeats)]
+                results["check"] = [row for backend in backends for k, sizes in ((10, args.sizes),
+                                                                                 (1000, args.large_k_sizes))
+                                    for row in check_cost(backend, k, sizes, args.chunk_size, folder, args.repeats)]
                 print(report({"machine": results["machine"], "check": results["check"]}), flush=True)
             if "storage" in sections:
                 results["storage"] = [row for backend in backends for row in storage(backend, folder, args.storage_rows)]

@@ -62,6 +62,12 @@ bench-kernels: $(STAMP)
 bench:
 	bash benchmarks/run.sh
 
+# The monitor's cost (issue 23): ingest rows/s, one check's reads per row and memory, a fleet of
+# 200 versions checked in one run, bytes per logged row (SQLite and a throwaway PostgreSQL).
+.PHONY: bench-monitor
+bench-monitor: $(STAMP)
+	$(BIN)/python -m benchmarks.monitor_cost $(BENCH_ARGS)
+
 # Partitioned sets, local engine vs Dask (issue 13): generates 20M rows in a temp folder (~1.4 GB).
 .PHONY: bench-partitioned
 bench-partitioned: $(STAMP)

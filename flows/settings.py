@@ -201,6 +201,15 @@ class ThermostatSettings(_DriftSection):
         "they are cancelled and the check fails, naming the cause",
     )
 
+    # Retention: what the monitor and the refit no longer read is removed (thermostat prune, the prune flow).
+    retention: timedelta | None = Field(
+        default=None,
+        description="prediction-log rows served and monitor check runs started before the start of the UTC day "
+        "that holds now minus this are removed by `thermostat prune` and the prune flow, the log's labelled rows "
+        "archived to the export first (ISO 8601, e.g. P90D; longer than monitor_window); default: off, nothing "
+        "is removed",
+    )
+
     # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(
         default=200_000, ge=2, description="a refit reads at most this many of the most recent labelled rows"
@@ -232,6 +241,11 @@ class ThermostatSettings(_DriftSection):
         if self.monitor_window <= timedelta(0):
             raise ValueError(
                 f"monitor_window must be positive; got {self.monitor_window} (e.g. THERMOSTAT_MONITOR_WINDOW=PT24H)"
+            )
+        if self.retention is not None and self.retention <= self.monitor_window:
+            raise ValueError(
+                f"retention {self.retention} is not longer than monitor_window {self.monitor_window}: the checks "
+                "read that far back; set THERMOSTAT_RETENTION longer (e.g. P90D), or unset it to keep everything"
             )
         if self.window_source == "export" and self.export_path is None:
             raise ValueError("window_source is export but export_path is not set; set THERMOSTAT_EXPORT_PATH to the "

@@ -14,6 +14,11 @@ The pieces, in the order a monitor uses them:
   idempotent and resumable; :class:`PredictionLogExport` reads it back as a labelled source;
   :func:`summarise_export` summarises it one partition (:func:`export_partitions`,
   :func:`summarise_partition`) per task on an engine.
+* :func:`prune_prediction_log` — retention: rows served before a cutoff (:func:`retention_cutoff`,
+  whole UTC days) deleted, their version's labelled rows archived to the export first.
+* :func:`scan_window` — a check's three reads of the SQL log (the window summary, the early
+  warning's profile of every served row, the sequential increment's :class:`LabelArrivals`) in
+  one pass over the window (:class:`WindowScan`).
 * :func:`update_sequential` — the CUSUM over checks (:class:`SequentialState` kept between
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
@@ -94,6 +99,8 @@ if _typing.TYPE_CHECKING:
         group_metric_key,
         reliability_figure,
     )
+    from .retention import LogPruned, VersionPruned, prune_prediction_log, retention_cutoff
+    from .scan import LabelArrivals, WindowScan, scan_window
     from .sequential import SequentialCheck, SequentialState, update_sequential
     from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
     from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
@@ -118,11 +125,13 @@ __all__ = [
     "GateCounts",
     "GroupDrift",
     "Knob",
+    "LabelArrivals",
     "LabelAttachReport",
     "LabelConflict",
     "LabelledChunk",
     "LabelledFingerprint",
     "LabelledSource",
+    "LogPruned",
     "LogWriterStats",
     "NewlyLabelled",
     "PredictionLog",
@@ -141,6 +150,8 @@ __all__ = [
     "TemperatureShiftTest",
     "TestOutcome",
     "Verdict",
+    "VersionPruned",
+    "WindowScan",
     "WindowSummary",
     "confidence_profile",
     "configured_tests",
@@ -160,8 +171,11 @@ __all__ = [
     "mask_url",
     "merge_summaries",
     "policy_knobs",
+    "prune_prediction_log",
     "redact_credentials",
     "reliability_figure",
+    "retention_cutoff",
+    "scan_window",
     "summarise_arrays",
     "summarise_export",
     "summarise_partition",
@@ -200,6 +214,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metric_names", "drift_metrics", "drift_payload",
         "drift_table_rows", "group_metric_key", "reliability_figure"
     ),
+    "retention": ("LogPruned", "VersionPruned", "prune_prediction_log", "retention_cutoff"),
+    "scan": ("LabelArrivals", "WindowScan", "scan_window"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
     "window": (

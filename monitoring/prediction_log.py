@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from random import uniform
 from time import sleep
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -65,6 +65,7 @@ from sqlalchemy import (
     and_,
     case,
     create_engine,
+    literal,
     event,
     func,
     inspect,
@@ -76,6 +77,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.types import TypeDecorator
 
@@ -100,6 +102,9 @@ __all__ = [
 
 MAX_NAME_LENGTH: Final = 255
 """Longest model name, model version, request id or group the log stores."""
+
+# The earliest serving time a window can start at (every row of a version is served after it).
+_BEGINNING: Final = datetime(1, 1, 2, tzinfo=UTC)
 
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
@@ -296,13 +301,17 @@ class ServedChunk:
     """One chunk of a version's served rows, labelled or not, in (time, id) order.
 
     ``labels`` is -1 where no label was attached yet; ``temperature`` is the T in force when
-    served; ``time`` is UTC as ``datetime64[us]``; ``logits`` the stored float32 values.
+    served; ``time`` is UTC as ``datetime64[us]``; ``logits`` the stored float32 values;
+    ``groups`` str or None per row; ``arrived`` True where the label was attached in the
+    labelling range the read asked for (every labelled row when it asked for none).
     """
 
     time: NDArray[np.datetime64]
     logits: NDArray[np.float32]
     labels: NDArray[np.int64]
     temperature: NDArray[np.float64]
+    groups: NDArray[np.object_]
+    arrived: NDArray[np.bool_]
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -632,6 +641,8 @@ class PredictionLog:
             event.listen(engine, "connect", _enable_sqlite_wal)
         self._engine = engine
         self._metadata, self._table, self._versions = _build_metadata()
+        # A version's K never changes once logged (its first batch fixes it): read once per log.
+        self._classes: dict[tuple[str, str], int] = {}
 
     @classmethod
     def existing(cls, url: str | URL) -> PredictionLog:
@@ -1000,7 +1011,15 @@ class PredictionLog:
     # -- reading -----------------------------------------------------------------------------
 
     def n_classes(self, model_name: str, model_version: str) -> int | None:
-        """K of a version, or None if no prediction of that version was ever logged."""
+        """K of a version, or None if no prediction of that version was ever logged.
+
+        A version's K is fixed by its first logged batch, so a K once read is remembered by this
+        object (a check asks for it several times; a fleet's checks ask for every version's):
+        only "never logged" is asked of the database again.
+        """
+        known = self._classes.get((model_name, model_version))
+        if known is not None:
+            return known
         versions = self._versions
         with self._engine.connect() as conn:
             value = conn.execute(
@@ -1008,7 +1027,29 @@ class PredictionLog:
                     versions.c.model_name == model_name, versions.c.model_version == model_version
                 )
             ).scalar_one_or_none()
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        self._classes[(model_name, model_version)] = int(value)
+        return int(value)
+
+    def logged_versions(self) -> dict[tuple[str, str], int]:
+        """Every version ever logged and its K, in one read (remembered as :meth:`n_classes` does):
+        what a check of many versions reads first.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> _ = log_predictions(log, "m", "1", 1.0, np.zeros((1, 3)), ["a"])
+        >>> log.logged_versions()
+        {('m', '1'): 3}
+        """
+        versions = self._versions
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(versions.c.model_name, versions.c.model_version, versions.c.n_classes)).all()
+        found = {(str(name), str(version)): int(k) for name, version, k in rows}
+        self._classes.update(found)
+        return found
 
     def count_rows(self) -> int:
         """Rows in the log (all versions, labelled or not)."""
@@ -1033,6 +1074,50 @@ class PredictionLog:
         if labelled_to is not None:
             clauses.append(table.c.labelled_at < labelled_to)
         return and_(*clauses)
+
+    def delete_served_before(
+        self, model_name: str, model_version: str, cutoff: datetime, *, keep_labelled_after: datetime | None = None,
+        batch_size: int = 10_000, dry_run: bool = False,
+    ) -> int:
+        """Delete a version's rows served before ``cutoff``; how many (with ``dry_run``: would be).
+
+        The retention's delete (:func:`monitoring.prune_prediction_log`). Rows labelled after
+        ``keep_labelled_after`` are kept (their labels are not in the archive yet: the next
+        prune archives, then deletes them); None deletes every row served before ``cutoff``.
+        Deleted in batches of ``batch_size`` rows, oldest first, one short transaction each (on
+        the version's serving-time index), so serving writers and label writers wait for one
+        batch at most. The version's K (``prediction_log_versions``) is kept.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime, timedelta
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"],
+        ...                     time=[t, t + timedelta(days=1), t + timedelta(days=2)])
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2), dry_run=True), log.count_rows()
+        (2, 3)
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2), batch_size=1), log.count_rows()
+        (2, 1)
+        """
+        cutoff = as_utc(cutoff, name="cutoff")
+        batch_size = check_chunk_size(batch_size)
+        table = self._table
+        where = self._window_filter(model_name, model_version, _BEGINNING, cutoff, labelled_only=False)
+        if keep_labelled_after is not None:
+            kept = as_utc(keep_labelled_after, name="keep_labelled_after")
+            where = and_(where, (table.c.label.is_(None)) | (table.c.labelled_at <= kept))
+        if dry_run:
+            with self._engine.connect() as conn:
+                return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one())
+        batch = select(table.c.id).where(where).order_by(table.c.served_at, table.c.id).limit(batch_size)
+        deleted = 0
+        while True:
+            with self._engine.begin() as conn:
+                done = conn.execute(table.delete().where(table.c.id.in_(batch.scalar_subquery()))).rowcount
+            deleted += done
+            if done < batch_size:
+                return deleted
 
     def count_labelled(self, model_name: str, model_version: str, start: datetime, end: datetime) -> int:
         """Number of labelled rows of a version served in [start, end).
@@ -1094,6 +1179,7 @@ class PredictionLog:
         chunk_size: int = 50_000,
         labelled_from: datetime | None = None,
         labelled_to: datetime | None = None,
+        order: Literal["served", "labelled"] = "served",
     ) -> Iterator[LabelledChunk]:
         """Stream the labelled rows of a version served in [start, end), in (time, id) order.
 
@@ -1103,7 +1189,10 @@ class PredictionLog:
         written or labelled while the iteration runs appear if they sort after the current
         position. ``labelled_from`` / ``labelled_to`` keep only the rows whose label was
         attached in [labelled_from, labelled_to) (the new labels since a previous read:
-        :class:`NewlyLabelled`).
+        :class:`NewlyLabelled`). ``order="labelled"`` pages by (labelling time, id) instead, on
+        the index of labelling times: the read for the few rows labelled in a short range among
+        many served over a long one (late labels of old rows), which the serving-time index would
+        find only by reading every row served in that range.
 
         Parameters
         ----------
@@ -1115,6 +1204,8 @@ class PredictionLog:
             Largest number of rows per chunk (>= 1).
         labelled_from, labelled_to : datetime, optional
             Timezone-aware bounds on the labelling time (either may be omitted).
+        order : {"served", "labelled"}, default="served"
+            The order of the rows (and chunks): by (serving time, id) or (labelling time, id).
 
         Yields
         ------
@@ -1142,6 +1233,8 @@ class PredictionLog:
         chunk_size = check_chunk_size(chunk_size)
         labelled_from = None if labelled_from is None else as_utc(labelled_from, name="labelled_from")
         labelled_to = None if labelled_to is None else as_utc(labelled_to, name="labelled_to")
+        if order not in ("served", "labelled"):
+            raise ValueError(f"order must be 'served' or 'labelled'; got {order!r}")
         table = self._table
         columns = (
             table.c.request_id, table.c.n_classes, table.c.logits,
@@ -1149,8 +1242,15 @@ class PredictionLog:
         )  # fmt: skip
         where = self._window_filter(model_name, model_version, start, end, labelled_from=labelled_from,
                                     labelled_to=labelled_to)
-        for rows in self._pages(columns, where, chunk_size):
-            yield _chunk_from_rows(rows, model_name, model_version)
+        if order == "served":
+            for rows in self._pages(columns, where, chunk_size):
+                yield _chunk_from_rows(zip(*rows, strict=True), model_name, model_version)
+            return
+        # Paged on the labelling time; the serving time comes as a column of its own.
+        served = type_coerce(table.c.served_at, DateTime(timezone=True))
+        for rows in self._pages((served, *columns), where, chunk_size, key=table.c.labelled_at):
+            _, _, *rest = zip(*rows, strict=True)
+            yield _chunk_from_rows([(), *rest], model_name, model_version)
 
     def iter_served(
         self,
@@ -1160,12 +1260,17 @@ class PredictionLog:
         end: datetime,
         *,
         chunk_size: int = 50_000,
+        labelled_from: datetime | None = None,
+        labelled_to: datetime | None = None,
     ) -> Iterator[ServedChunk]:
         """Stream **every** row of a version served in [start, end), labelled or not, in (time, id) order.
 
         What the early warning reads (:func:`monitoring.confidence_profile`): the traffic before
-        its labels arrive. Same paging as :meth:`iter_labelled`; unlabelled rows have label -1.
-        A Parquet export holds labelled rows only, so this reads the SQL log.
+        its labels arrive, and what a check's one pass reads (:func:`monitoring.scan_window`).
+        Same paging as :meth:`iter_labelled`; unlabelled rows have label -1. A chunk's
+        ``arrived`` marks the rows whose label was attached in [labelled_from, labelled_to)
+        (either bound may be omitted; both omitted: every labelled row), computed by the
+        database. A Parquet export holds labelled rows only, so this reads the SQL log.
 
         Examples
         --------
@@ -1181,28 +1286,41 @@ class PredictionLog:
         start, end = check_window(start, end)
         chunk_size = check_chunk_size(chunk_size)
         table = self._table
-        columns = (table.c.n_classes, table.c.logits, table.c.label, table.c.temperature)
+        bounds: list[ColumnElement[bool]] = [table.c.label.is_not(None)]
+        for bound, name, keep in ((labelled_from, "labelled_from", table.c.labelled_at.__ge__),
+                                  (labelled_to, "labelled_to", table.c.labelled_at.__lt__)):
+            if bound is not None:
+                bounds.append(keep(as_utc(bound, name=name)))
+        arrived = case((and_(*bounds), literal(1)), else_=literal(0))
+        columns = (table.c.n_classes, table.c.logits, func.coalesce(table.c.label, -1), table.c.temperature,
+                   table.c.group_key, arrived)
         where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
         for rows in self._pages(columns, where, chunk_size):
-            _, times, n_classes, blobs, labels, temperature = zip(*rows, strict=True)
+            _, times, n_classes, blobs, labels, temperature, groups, flags = zip(*rows, strict=True)
             yield ServedChunk(
                 time=_times(times),
                 logits=_logits(n_classes, blobs, model_name, model_version),
-                labels=np.array([-1 if label is None else label for label in labels], dtype=np.int64),
+                labels=np.array(labels, dtype=np.int64),
                 temperature=np.array(temperature, dtype=np.float64),
+                groups=np.array(groups, dtype=object),
+                arrived=np.array(flags, dtype=bool),
             )
 
-    def _pages(self, columns: tuple[Any, ...], where: Any, chunk_size: int) -> Iterator[Sequence[Any]]:
-        """Rows (id, served_at, *columns) matching ``where`` in (served_at, id) order, ``chunk_size``
-        at a time, by keyset: one short read transaction per page."""
+    def _pages(
+        self, columns: tuple[Any, ...], where: Any, chunk_size: int, *, key: Column[datetime] | None = None
+    ) -> Iterator[Sequence[Any]]:
+        """Rows (id, key, *columns) matching ``where`` in (key, id) order, ``chunk_size`` at a time,
+        by keyset: one short read transaction per page. ``key`` is a time column (default:
+        ``served_at``), never NULL in the rows ``where`` keeps."""
         table = self._table
+        key = table.c.served_at if key is None else key
         # The time column without UTCDateTime's per-row result processing: naive UTC in SQLite,
         # aware in PostgreSQL; _times converts the whole column at once.
-        head = (table.c.id, type_coerce(table.c.served_at, DateTime(timezone=True)))
-        base = select(*head, *columns).where(where).order_by(table.c.served_at, table.c.id).limit(chunk_size)
+        head = (table.c.id, type_coerce(key, DateTime(timezone=True)))
+        base = select(*head, *columns).where(where).order_by(key, table.c.id).limit(chunk_size)
         last: tuple[datetime, int] | None = None
         while True:
-            statement = base if last is None else base.where(tuple_(table.c.served_at, table.c.id) > last)
+            statement = base if last is None else base.where(tuple_(key, table.c.id) > last)
             with self._engine.connect() as conn:
                 rows = conn.execute(statement).all()
             if not rows:
@@ -1233,10 +1351,10 @@ def _times(times: Sequence[datetime]) -> NDArray[np.datetime64]:
     )
 
 
-def _chunk_from_rows(rows: Sequence[Any], model_name: str, model_version: str) -> LabelledChunk:
-    _, times, request_ids, n_classes, blobs, labels, groups, predicted, confidence, temperature = zip(
-        *rows, strict=True
-    )
+def _chunk_from_rows(columns: Iterable[Sequence[Any]], model_name: str, model_version: str) -> LabelledChunk:
+    """A chunk from the columns (id, served_at, request_id, n_classes, logits, label, group_key,
+    predicted_class, confidence, temperature) of a page."""
+    _, times, request_ids, n_classes, blobs, labels, groups, predicted, confidence, temperature = columns
     return LabelledChunk(
         request_ids=np.array(request_ids, dtype=object),
         time=_times(times),

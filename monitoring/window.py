@@ -283,6 +283,18 @@ class _Accumulator:
         )
 
 
+def _logged_classes(log: LabelledSource, model_name: str, model_version: str) -> int:
+    """K of a version in ``log``; LookupError when it never logged (a typo in the name or version
+    would otherwise look like a quiet window forever)."""
+    n_classes = log.n_classes(model_name, model_version)
+    if n_classes is None:
+        raise LookupError(
+            f"no prediction of model {model_name!r} version {model_version!r} was ever logged in {log!r}; "
+            "check the name and version (the monitor reads what the serving wrapper writes)"
+        )
+    return n_classes
+
+
 def summarise_window(
     log: LabelledSource,
     model_name: str,
@@ -351,12 +363,7 @@ def summarise_window(
     chunk_size = check_chunk_size(chunk_size)
     if threshold is not None:
         threshold = check_threshold(threshold)
-    n_classes = log.n_classes(model_name, model_version)
-    if n_classes is None:
-        raise LookupError(
-            f"no prediction of model {model_name!r} version {model_version!r} was ever logged in {log!r}; "
-            "check the name and version (the monitor reads what the serving wrapper writes)"
-        )
+    n_classes = _logged_classes(log, model_name, model_version)
     accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
     chunks: Iterable[LabelledChunk] = log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
     for chunk in chunks:

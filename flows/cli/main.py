@@ -1,4 +1,4 @@
-"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, export, demo, lock.
+"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, export, prune, demo, lock.
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :func:`calibration.read_scored_set`), calls the core in :mod:`calibration` (through
@@ -321,6 +321,8 @@ _PASSED_ON: dict[str, str] = {
     "lock": "show or clear a model's registration lock: lock show|clear MODEL [--json]",
     "export": "write a version's prediction log to Parquet, one file per UTC day (idempotent, resumable): export "
               "--model NAME --version V --out DIR [--until ISO8601] [--json]",
+    "prune": "remove prediction-log rows and monitor check runs older than the retention, the labelled rows archived "
+             "to the export first: prune [--retention P90D] [--archive DIR | --no-archive] [--dry-run] [--json]",
     "dashboard": "serve the calibration dashboard, its JSON API and Prometheus /metrics (read-only): dashboard "
                  "[--host 127.0.0.1] [--port 8765]",
     "alerts": "install the alert automations (drift, refused refit, insufficient data) and their notification block "
@@ -361,6 +363,7 @@ def _parser() -> argparse.ArgumentParser:
 _TOOLS: dict[str, tuple[str, str]] = {
     "lock": ("flows.pipelines.locks", "main"),            # reads the settings and a database
     "export": ("flows.cli.export_command", "main"),       # reads the settings and a database
+    "prune": ("flows.cli.prune_command", "main"),         # reads the settings, a database and MLflow
     "dashboard": ("flows.dashboard", "main"),             # serves until interrupted
     "alerts": ("flows.orchestration.alerts", "main"),     # talks to the Prefect server
     "setup-db": ("flows.cli.database_setup", "main"),     # needs the PostgreSQL driver

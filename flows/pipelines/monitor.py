@@ -3,8 +3,8 @@
 For each serving alias of a model (the champion and any router aliases, discovered in the
 registry; aliases pointing at one version are checked once), the flow reads the version's T,
 gate threshold and registration baseline from its tags, summarises its labelled traffic in
-the window from the prediction log **in chunks** (:func:`monitoring.summarise_window`: memory
-bounded by ``monitor_chunk_size``), decides (:func:`monitoring.decide_drift`) and publishes:
+the window from the prediction log **in chunks** (memory bounded by ``monitor_chunk_size``),
+decides (:func:`monitoring.decide_drift`) and publishes:
 
 * an MLflow run per check per version in the experiment ``thermostat-monitoring``
   (:class:`flows.records.runs.CheckRecord`), tagged with the model, version, aliases, the drift
@@ -39,6 +39,25 @@ export, which has neither label times nor unlabelled rows):
   and on each check's run the streak after it; checks of the current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
   multiple), the event ``thermostat.calibration.insufficient_data``.
 
+One pass
+--------
+The window summary (the labelled rows served in the window), the early warning (every row
+served in it) and the sequential increment (the rows labelled since the cursor, served at any
+time) are read from the SQL log in **one pass** over the window (:func:`monitoring.scan_window`):
+the first two share the window's rows, the increment's rows inside the window are marked by the
+database in the same read, and only its rows served outside the window (late labels of older
+rows) are read apart, on the index of labelling times. With the window from the export (or on
+Dask) the summary comes from there and the pass over the log serves the other two.
+
+A fleet
+-------
+:func:`monitor` checks the serving versions of one model; :func:`monitor_fleet` checks every
+serving version of every model in one run (the ``monitor-fleet`` deployment, hourly), each
+exactly as :func:`monitor` would. Per run, not per version: the registry's models and aliases
+(one search), the check runs left ``RUNNING`` (one search), every version's K (one query), the
+MLflow client and the experiment's id, the log's connection pool. Per version: its record (one
+read: T, gate, reference sums and profile), one pass over its window, its check run.
+
 Failures
 --------
 A check that fails — any cause: the prediction log missing (reading never creates it), MLflow
@@ -66,7 +85,7 @@ reported as a drift (MLflow, artifacts), without an event.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -75,12 +94,12 @@ from typing import Any, Final
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from calibration import json_safe
+from calibration import TemperatureStats, json_safe
 
 from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
 from flows.records.events import DRIFT_EVENT, CheckContext
 from flows.orchestration.events import emit, version_resource
-from flows.registry.adapter import MlflowRegistry
+from flows.registry.adapter import REGISTRATION_TAG, MlflowRegistry
 from flows.orchestration.runtime import current_flow_run_id
 from flows.records.runs import CheckFailure, CheckRecord, model_slug
 from flows.settings import ThermostatSettings
@@ -96,15 +115,14 @@ from flows.records.versions import (
 from monitoring import (
     DriftReport,
     EarlyWarning,
-    LabelledChunk,
+    LabelArrivals,
     LabelledSource,
-    NewlyLabelled,
     PredictionLog,
     SequentialCheck,
     SequentialState,
     Verdict,
+    WindowScan,
     WindowSummary,
-    confidence_profile,
     decide_drift,
     drift_markdown,
     drift_payload,
@@ -112,13 +130,14 @@ from monitoring import (
     group_metric_key,
     mask_url,
     reliability_figure,
+    scan_window,
     summarise_window,
     update_sequential,
     warn_before_labels,
     with_stream_checks,
 )
 
-__all__ = ["VersionCheck", "artifact_key", "monitor"]
+__all__ = ["VersionCheck", "artifact_key", "monitor", "monitor_fleet"]
 
 # Served-time lower bound of the sequential rule's increments after the first: any row of the
 # version whose label arrived since the cursor counts, however long ago it was served.
@@ -191,7 +210,8 @@ def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: li
 def summarise(
     source: LabelledSource, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> WindowSummary | None:
-    """The window's statistics at the registered T, read in chunks; None if the version never logged."""
+    """The window's statistics at the registered T from the Parquet export, read in chunks; None
+    if the version never logged."""
     try:
         summary = summarise_window(
             source, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
@@ -219,30 +239,11 @@ def summarise_on_dask(
     return summary
 
 
-class _EarliestServed:
-    """A labelled source that remembers the earliest serving time among the rows it yielded."""
-
-    def __init__(self, source: NewlyLabelled) -> None:
-        self.source = source
-        self.earliest: datetime | None = None
-
-    def n_classes(self, model_name: str, model_version: str) -> int | None:
-        return self.source.n_classes(model_name, model_version)
-
-    def iter_labelled(
-        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
-    ) -> Iterator[LabelledChunk]:
-        for chunk in self.source.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size):
-            first = chunk.time.min().astype("datetime64[us]").item().replace(tzinfo=UTC)
-            self.earliest = first if self.earliest is None else min(self.earliest, first)
-            yield chunk
-
-
-@io_task(name="update-sequential")
-def sequential_update(
-    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
-) -> SequentialCheck | None:
-    """Fold the rows labelled since the previous check into the version's sequential rule.
+def label_arrivals(
+    version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings, now: datetime
+) -> LabelArrivals | None:
+    """The rows this check folds into the version's sequential rule; None (and said why) when no
+    time passed since its cursor.
 
     Two clocks. The increments are cut by when labels arrived: the rows whose label arrived in
     [the state's cursor, now − ``label_settle_time``) — the settle time leaves a label batch
@@ -251,51 +252,78 @@ def sequential_update(
     exactly one increment whatever its label delay. The state's ``last_end`` is that cursor.
     The change point a refit needs is in serving time: the earliest serving time among the
     rows since the climb began (``served_from``). Read from the SQL prediction log whatever the
-    window's source (the Parquet export has no label times); None (and said why) when no time
-    passed since the cursor.
+    window's source (the Parquet export has no label times).
     """
-    logger = get_run_logger()
     state = version.monitor.sequential or SequentialState.initial(version.temperature)
-    now = datetime.now(UTC)
     until = now - settings.drift.label_settle_time
     since = state.last_end
     if since is not None and until <= since:
-        logger.info("%s sequential rule not updated: its last increment ends at %s, not before this check's cursor "
-                    "(%s)", version.context, since.isoformat(), until.isoformat())
+        get_run_logger().info("%s sequential rule not updated: its last increment ends at %s, not before this check's "
+                              "cursor (%s)", version.context, since.isoformat(), until.isoformat())
         return None
-    served = _EarliestServed(NewlyLabelled(log, since=since, until=until))
-    increment = summarise_window(
-        served, version.model_name, version.version, temperature=version.temperature,
-        start=start if since is None else _EPOCH, end=max(end, now), n_bins=version.n_bins,
-        chunk_size=settings.monitor_chunk_size,
-    ).temperature_stats
-    check = update_sequential(
-        state, increment, start=min(start, until) if since is None else since, end=until, served_from=served.earliest,
-        reference=version.reference_stats, policy=settings.drift,
+    return LabelArrivals(since=since, until=until, served_from=start if since is None else _EPOCH,
+                         served_to=max(end, now))
+
+
+@io_task(name="read-window")
+def read_window(
+    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, arrivals: LabelArrivals | None,
+    settings: ThermostatSettings, *, summarise: bool,
+) -> WindowScan | None:
+    """The check's one pass over the SQL log (:func:`monitoring.scan_window`): every row served in
+    the window — its labelled rows summarised at the registered T (``summarise``: the window is
+    read from the log), all of them profiled for the early warning, those whose label arrived in
+    ``arrivals`` summed for the sequential rule — and the increment's few rows served outside the
+    window. None when the log holds no row of this version."""
+    try:
+        scan = scan_window(
+            log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
+            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size,
+            arrivals=arrivals, summarise=summarise,
+        )
+    except LookupError:
+        return None
+    get_run_logger().info(
+        "%s read %d served rows (%s labelled) in one pass, chunks of at most %d, from %r%s", version.context,
+        scan.served_rows, "?" if scan.summary is None else scan.summary.n, settings.monitor_chunk_size, log,
+        "" if arrivals is None else f"; {scan.outside_rows} rows labelled since the last check served outside it",
     )
-    logger.info("%s %s", version.context, check.sentence())
+    return scan
+
+
+def _sequential(version: RegisteredVersion, arrivals: LabelArrivals, scan: WindowScan,
+                settings: ThermostatSettings) -> SequentialCheck:
+    """Fold the rows labelled since the previous check (``arrivals``, summed by ``scan``) into the
+    version's sequential rule."""
+    state = version.monitor.sequential or SequentialState.initial(version.temperature)
+    increment = scan.arrived if scan.arrived is not None else TemperatureStats.empty(version.temperature)
+    check = update_sequential(
+        state, increment, start=min(arrivals.served_from, arrivals.until) if arrivals.since is None else arrivals.since,
+        end=arrivals.until, served_from=scan.arrived_first_served, reference=version.reference_stats,
+        policy=settings.drift,
+    )
+    get_run_logger().info("%s %s", version.context, check.sentence())
     return check
 
 
-@io_task(name="early-warning")
-def early_warning(
-    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
-) -> EarlyWarning:
+def _early_warning(version: RegisteredVersion, scan: WindowScan, settings: ThermostatSettings) -> EarlyWarning:
     """Every served row of the window, labelled or not, against the registration reference's
     confidences, from the SQL prediction log whatever the window's source (the export holds
     labelled rows only)."""
-    profile = confidence_profile(log, version.model_name, version.version, temperature=version.temperature,
-                                 start=start, end=end, chunk_size=settings.monitor_chunk_size)
-    warning = warn_before_labels(profile, version.reference_profile, policy=settings.drift)
+    warning = warn_before_labels(scan.profile, version.reference_profile, policy=settings.drift)
     get_run_logger().info("%s %s", version.context, warning.sentence())
     return warning
 
 
 @step_task(name="decide-drift")
 def decide(
-    summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings,
-    sequential: SequentialCheck | None = None, warning: EarlyWarning | None = None,
+    summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings, scan: WindowScan | None = None,
+    arrivals: LabelArrivals | None = None,
 ) -> DriftReport:
+    """The window's decision with the checks across the stream (``scan``: from the SQL log): the
+    sequential rule when this check folds labels in (``arrivals``), the early warning."""
+    sequential = None if scan is None or arrivals is None else _sequential(version, arrivals, scan, settings)
+    warning = None if scan is None else _early_warning(version, scan, settings)
     report = decide_drift(summary, version.drift_reference, settings.drift, last_drift_at=version.last_drift_event_at,
                           now=summary.end)
     report = with_stream_checks(report, sequential=sequential, early_warning=warning)
@@ -329,14 +357,19 @@ def _start_check_run(registry: MlflowRegistry, check: CheckRecord, settings: The
 
 
 @io_task(name="close-left-running-checks")
-def close_left_running(registry: MlflowRegistry, version: RegisteredVersion, settings: ThermostatSettings) -> int:
-    """Close ``FAILED`` the version's check runs that an earlier flow run left ``RUNNING`` (its
-    process died, or MLflow became unreachable before it could close them); how many."""
+def close_left_running(registry: MlflowRegistry, versions: Sequence[RegisteredVersion],
+                       settings: ThermostatSettings) -> int:
+    """Close ``FAILED`` the check runs of ``versions`` that an earlier flow run left ``RUNNING``
+    (its process died, or MLflow became unreachable before it could close them); how many. One
+    search of the experiment's running runs for all of them (a fleet's check must not search once
+    per version)."""
     current = current_flow_run_id()
-    left = [(run.run_id, check) for run in registry.running_runs(settings.monitoring_experiment_name)
-            if (check := CheckRecord.from_run(run)) is not None and check.model_name == version.model_name
-            and check.version == version.version and (current is None or check.prefect_flow_run_id != current)]
-    for run_id, check in left:
+    checked = {(version.model_name, version.version): version for version in versions}
+    left = [(run.run_id, check, checked[key]) for run in registry.running_runs(settings.monitoring_experiment_name)
+            if (check := CheckRecord.from_run(run)) is not None
+            and (key := (check.model_name, check.version)) in checked
+            and (current is None or check.prefect_flow_run_id != current)]
+    for run_id, check, version in left:
         failure = CheckFailure(error=f"the check was left RUNNING by flow run {check.prefect_flow_run_id or 'unknown'}: "
                                      "its process died or MLflow became unreachable before it could close the run; "
                                      "closed by a later check")
@@ -515,13 +548,10 @@ def _run_check(
     version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings, progress: _CheckProgress,
 ) -> VersionCheck:
-    close_left_running(registry, version, settings)
-    if settings.engine == "dask":
-        summary = summarise_on_dask(version, start, end, settings)
-    else:
-        summary = summarise(source, version, start, end, settings)
+    summary, scan, arrivals = _read(version, source=source, log=log, start=start, end=end, live=live,
+                                    settings=settings)
     # None: the version never logged a prediction, an insufficient_data check of its own kind.
-    report = None if summary is None else _decided(summary, version, source, log, start, end, live, settings)
+    report = None if summary is None else decide(summary, version, settings, scan, arrivals)
     check = _opening(version, start, end, settings)
     run_id = run_url = None
     if report is not None:
@@ -560,21 +590,73 @@ def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionLog
         return None
 
 
-def _decided(
-    summary: WindowSummary, version: RegisteredVersion, source: LabelledSource, log: PredictionLog | None,
-    start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
-) -> DriftReport:
-    """The window's decision with the checks across the stream, which read the SQL log (the window
-    may come from the export): the sequential rule on checks of the current window only."""
-    if log is None or not (log is source or log.n_classes(version.model_name, version.version) is not None):
-        get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %s holds no row "
-                              "of this version", version.context, "(none)" if log is None else repr(log))
-        return decide(summary, version, settings)
+def _read(
+    version: RegisteredVersion, *, source: LabelledSource, log: PredictionLog | None, start: datetime, end: datetime,
+    live: bool, settings: ThermostatSettings,
+) -> tuple[WindowSummary | None, WindowScan | None, LabelArrivals | None]:
+    """The window's summary and what the checks across the stream read: one pass over the SQL log
+    when the window is read from it; else the summary from the export (locally or on Dask) and
+    the pass over the log for the stream's checks only. The sequential rule's increment on checks
+    of the current window (``live``) only. (None, None, None): the version never logged."""
+    from_log = source is log
+    summary = None
+    if not from_log:
+        summary = summarise_on_dask(version, start, end, settings) if settings.engine == "dask" else summarise(
+            source, version, start, end, settings)
+        if summary is None:
+            return None, None, None
+    if log is None:  # the window from the export and no SQL log (said once, by _stream_log)
+        return summary, None, None
+    arrivals = label_arrivals(version, start, end, settings, datetime.now(UTC)) if live else None
     if not live:
         get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
                               "re-check); only checks of the current window advance the stream", version.context)
-    sequential = sequential_update(log, version, start, end, settings) if live else None
-    return decide(summary, version, settings, sequential, early_warning(log, version, start, end, settings))
+    scan = read_window(log, version, start, end, arrivals, settings, summarise=from_log)
+    if scan is None:
+        if from_log:
+            get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, log)
+        else:
+            get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no "
+                                  "row of this version", version.context, log)
+        return summary, None, None
+    return (scan.summary if from_log else summary), scan, arrivals
+
+
+def _check_all(
+    versions: Sequence[RegisteredVersion], *, registry: MlflowRegistry, start: datetime, end: datetime, live: bool,
+    settings: ThermostatSettings, what: str,
+) -> list[VersionCheck]:
+    """Check ``versions`` one after the other, sharing the log's connections, the registry's client
+    and one look for runs left open; a version whose check fails is recorded and the others are
+    still checked, then the failures are raised (one as it is, several as one error naming ``what``)."""
+    checks: list[VersionCheck] = []
+    failed: list[tuple[RegisteredVersion, Exception]] = []
+    with ExitStack() as stack:
+        try:
+            source = stack.enter_context(open_window_source(settings))
+            # The checks across the stream read the SQL log also when the window comes from the export.
+            log = source if isinstance(source, PredictionLog) else _stream_log(stack, settings)
+            if versions:
+                close_left_running(registry, versions, settings)
+            if versions and log is not None:
+                log.logged_versions()  # every version's K in one read, not one per check
+        except Exception as error:  # nothing to read, or MLflow unreachable: every serving version's check failed
+            for version in versions:
+                _record_failure(registry, version, start, end, settings, error)
+            raise
+        for version in versions:
+            try:
+                checks.append(_check_version(version, registry=registry, source=source, log=log, start=start,
+                                             end=end, live=live, settings=settings))
+            except Exception as error:  # recorded on the version's run; the other versions are still checked
+                failed.append((version, error))
+    if len(failed) == 1:
+        raise failed[0][1]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(versions)} checks of {what} failed: "
+                           + "; ".join(f"{v.model_name} v{v.version}: {type(e).__name__}: {e}"
+                                       for v, e in failed)) from failed[0][1]
+    return checks
 
 
 @flow(name="monitor")
@@ -606,25 +688,79 @@ def monitor(
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     registry = MlflowRegistry.from_settings(settings)
     versions = find_serving_versions(registry, model_name, aliases)
-    checks: list[VersionCheck] = []
-    failed: list[tuple[RegisteredVersion, Exception]] = []
-    with ExitStack() as stack:
-        try:
-            source = stack.enter_context(open_window_source(settings))
-            log = source if isinstance(source, PredictionLog) else _stream_log(stack, settings)
-        except Exception as error:  # nothing to read: every serving version's check failed
-            for version in versions:
-                _record_failure(registry, version, start, end, settings, error)
-            raise
-        for version in versions:
+    return _check_all(versions, registry=registry, start=start, end=end, live=window_end is None, settings=settings,
+                      what=model_name)
+
+
+@io_task(name="find-fleet-versions")
+def find_fleet_versions(
+    registry: MlflowRegistry, models: list[str] | None
+) -> tuple[list[RegisteredVersion], list[str]]:
+    """Every serving version of ``models`` (default: every registered model), read once; and what
+    could not be read (a version whose registration tags are unreadable: its model's name,
+    version and why). Versions Thermostat did not register (neither a ``temperature`` nor a
+    ``thermostat.registration`` tag: another team's model in the same registry) are not checked."""
+    logger = get_run_logger()
+    serving = registry.serving_aliases()
+    if models is not None:
+        missing = sorted(set(models) - set(serving))
+        if missing:
+            raise ValueError(f"model(s) {missing} are not registered (or have no alias); the registry's models "
+                             f"with an alias are {sorted(serving)[:20]}")
+        serving = {name: serving[name] for name in models}
+    found: list[RegisteredVersion] = []
+    unreadable: list[str] = []
+    for name, aliases in sorted(serving.items()):
+        for number, names in serving_versions(aliases).items():
+            tags = dict(registry.get_version(name, number).tags)
+            if models is None and "temperature" not in tags and REGISTRATION_TAG not in tags:
+                logger.info("%s v%s (@%s) was not registered by Thermostat: not checked", name, number,
+                            ", @".join(names))
+                continue
             try:
-                checks.append(_check_version(version, registry=registry, source=source, log=log, start=start,
-                                             end=end, live=window_end is None, settings=settings))
-            except Exception as error:  # recorded on the version's run; the other versions are still checked
-                failed.append((version, error))
-    if len(failed) == 1:
-        raise failed[0][1]
-    if failed:
-        raise RuntimeError(f"{len(failed)} of {len(versions)} checks of {model_name} failed: "
-                           + "; ".join(f"v{v.version}: {type(e).__name__}: {e}" for v, e in failed)) from failed[0][1]
+                found.append(registered_version(name, number, tags, names))
+            except ValueError as error:
+                unreadable.append(f"{name} v{number}: {error}")
+    logger.info("checking %d serving version(s) of %d model(s)", len(found), len({v.model_name for v in found}))
+    for problem in unreadable:
+        logger.error("not checked: %s", problem)
+    return found, unreadable
+
+
+@flow(name="monitor-fleet")
+def monitor_fleet(models: list[str] | None = None, settings: ThermostatSettings | None = None) -> list[VersionCheck]:
+    """Check every serving version of every monitored model on its recent labelled traffic, in one run.
+
+    What the hourly schedule of a deployment with many models runs (the ``monitor-fleet``
+    deployment): each version is checked as :func:`monitor` checks it (same window, same
+    records, events and state), but the run reads the registry's models and aliases once, looks
+    for check runs left open once, reads every version's K once and shares one connection pool
+    to the log and one MLflow client; each version's window is read in one pass.
+
+    Parameters
+    ----------
+    models : the registered models to check (default: every registered model with an alias whose
+        serving versions Thermostat registered).
+    settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
+
+    Returns
+    -------
+    list of VersionCheck
+        One per serving version, by model name, then version.
+
+    Raises
+    ------
+    RuntimeError
+        When a version's check failed or a version's registration tags could not be read (the
+        other versions are checked first).
+    """
+    settings = settings if settings is not None else ThermostatSettings()
+    start, end = check_window(None, None, settings, datetime.now(UTC))
+    registry = MlflowRegistry.from_settings(settings)
+    versions, unreadable = find_fleet_versions(registry, models)
+    checks = _check_all(versions, registry=registry, start=start, end=end, live=True, settings=settings,
+                        what="the fleet")
+    if unreadable:
+        raise RuntimeError(f"{len(unreadable)} serving version(s) could not be read, so were not checked: "
+                           + "; ".join(unreadable))
     return checks

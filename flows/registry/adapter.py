@@ -293,6 +293,10 @@ class MlflowRegistry:
             # included, and a worker's stdout is stored in its logs: never with credentials in the URI.
             os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+        # An experiment's id never changes: looked up once per adapter (a fleet's checks open a
+        # run each in one experiment), and the experiment of each run this adapter started.
+        self._experiment_ids: dict[str, str] = {}
+        self._run_experiments: dict[str, str] = {}
 
     @classmethod
     def from_settings(cls, settings: ThermostatSettings) -> MlflowRegistry:
@@ -329,18 +333,20 @@ class MlflowRegistry:
     def experiment_id(self, name: str | None = None) -> str:
         """Id of the experiment ``name`` (default: this adapter's), created if missing."""
         name = self.experiment_name if name is None else name
-        experiment = self._client.get_experiment_by_name(name)
-        if experiment is not None:
-            return str(experiment.experiment_id)
+        known = self._experiment_ids.get(name) or self.find_experiment_id(name)
+        if known is not None:
+            return known
         try:
             location = self._artifact_location(name)
-            return str(self._write(lambda: self._client.create_experiment(name, artifact_location=location),
-                                   what=f"creating experiment {name}", repeatable=False))
+            created = str(self._write(lambda: self._client.create_experiment(name, artifact_location=location),
+                                      what=f"creating experiment {name}", repeatable=False))
         except MlflowException:  # created concurrently by another run
-            found = self._client.get_experiment_by_name(name)
+            found = self.find_experiment_id(name)
             if found is None:
                 raise
-            return str(found.experiment_id)
+            return found
+        self._experiment_ids[name] = created
+        return created
 
     def _artifact_location(self, name: str) -> str | None:
         # Every experiment under the configured root, each in its own folder (None: the server decides).
@@ -357,14 +363,16 @@ class MlflowRegistry:
         run = self._write(lambda: self._client.create_run(
             experiment, run_name=run_name, tags=tags, start_time=None if start_time is None else _millis(start_time),
         ), what=f"creating a run {run_name!r}", repeatable=False)
+        self._run_experiments[str(run.info.run_id)] = experiment
         return str(run.info.run_id)
 
     def run_url(self, run_id: str, ui_url: str | None) -> str | None:
-        """Link to a run in the MLflow UI at ``ui_url``; None without a UI."""
+        """Link to a run in the MLflow UI at ``ui_url``; None without a UI. (The experiment of a
+        run this adapter started is known; another run is read.)"""
         if ui_url is None:
             return None
-        run = self._client.get_run(run_id)
-        return f"{ui_url.rstrip('/')}/#/experiments/{run.info.experiment_id}/runs/{run_id}"
+        experiment = self._run_experiments.get(run_id) or str(self._client.get_run(run_id).info.experiment_id)
+        return f"{ui_url.rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         """Close the run FINISHED (or FAILED); repeating it is harmless, so it is retried in place."""
@@ -406,6 +414,37 @@ class MlflowRegistry:
             lambda: self._client.search_runs([experiment], "attributes.status = 'RUNNING'", max_results=1000),
             what=f"searching running runs of {experiment_name}",
         )]
+
+    def runs_started_before(self, experiment_name: str, cutoff: datetime) -> list[Run]:
+        """Every run of ``experiment_name`` (not deleted) that started before ``cutoff``, oldest
+        first, read 1,000 at a time ([] when the experiment does not exist)."""
+        experiment = self.find_experiment_id(experiment_name)
+        if experiment is None:
+            return []
+        found: list[Run] = []
+        token: str | None = None
+        while True:
+            page = retry_transient(
+                lambda: self._client.search_runs([experiment], f"attributes.start_time < {_millis(cutoff)}",
+                                                 max_results=1000, order_by=["attributes.start_time ASC"],
+                                                 page_token=token),
+                what=f"searching the runs of {experiment_name} started before {cutoff.isoformat()}",
+            )
+            found.extend(page)
+            token = page.token
+            if not token:
+                return found
+
+    def delete_run(self, run_id: str) -> bool:
+        """Mark a run deleted (MLflow's UI and searches no longer show it; ``mlflow gc`` removes it
+        for good); False when no such run exists. Repeating it is harmless."""
+        try:
+            self._write(lambda: self._client.delete_run(run_id), what=f"deleting run {run_id}")
+        except MlflowException as error:
+            if _is_missing(error):
+                return False
+            raise
+        return True
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         entries = [Param(key, str(value)) for key, value in params.items()]
@@ -602,8 +641,14 @@ class MlflowRegistry:
 
     def find_experiment_id(self, name: str) -> str | None:
         """Id of the experiment ``name``; None when it does not exist (never created here)."""
+        known = self._experiment_ids.get(name)
+        if known is not None:
+            return known
         experiment = retry_transient(lambda: self._client.get_experiment_by_name(name), what=f"reading experiment {name}")
-        return None if experiment is None else str(experiment.experiment_id)
+        if experiment is None:
+            return None
+        self._experiment_ids[name] = str(experiment.experiment_id)
+        return self._experiment_ids[name]
 
     def runs(self, experiment_name: str, *, limit: int = 5000) -> list[StoredRun]:
         """The runs of ``experiment_name``, newest first (at most ``limit``; [] when the
@@ -624,6 +669,23 @@ class MlflowRegistry:
             if not token:
                 break
         return found
+
+    def serving_aliases(self) -> dict[str, dict[str, str]]:
+        """Every registered model that has an alias, with its aliases and the versions they point
+        at ({model: {alias: version}}), in one paginated search: what a check of a whole fleet
+        reads instead of one look-up per model."""
+        found: dict[str, dict[str, str]] = {}
+        token: str | None = None
+        while True:
+            page = retry_transient(lambda: self._client.search_registered_models(max_results=1000, page_token=token),
+                                   what="listing registered models and their aliases")
+            for model in page:
+                aliases = {str(alias): str(version) for alias, version in dict(model.aliases).items()}
+                if aliases:
+                    found[str(model.name)] = aliases
+            token = page.token
+            if not token:
+                return found
 
     def registered_model_names(self) -> list[str]:
         """Names of every registered model, sorted."""

@@ -1,0 +1,221 @@
+"""A check's reads of the prediction log in one pass over its window.
+
+A check needs three things from the SQL log, over three row sets:
+
+* the **window summary** (:func:`monitoring.summarise_window`): the labelled rows served in
+  [start, end);
+* the **early warning's profile** (:func:`monitoring.confidence_profile`): *every* row served in
+  [start, end), labelled or not;
+* the **sequential increment** (:func:`monitoring.update_sequential`): the rows whose label
+  arrived in [since, until), served at any time (:class:`LabelArrivals`).
+
+The first is a subset of the second, so both come from one read of the window's served rows
+(:meth:`PredictionLog.iter_served <monitoring.PredictionLog.iter_served>`): its labelled rows feed
+the summary. The third is not a subset of either — a label that arrives days after its row was
+served belongs to a row outside the window — but in steady state nearly all of it is inside:
+the database marks each window row whose label arrived in [since, until) (``arrived``), so that
+part rides on the same read, and only the rows served *outside* the window whose label arrived
+in the range are read apart: before the window on the index of labelling times (few rows among
+many), after it on the serving-time index (rows served while the check runs). Every logit is
+read once; the summary's and the increment's per-row scores are computed once
+(:class:`calibration.TopLabelScores`), the profile's confidences as
+:func:`monitoring.confidence_profile` computes them.
+
+Memory is bounded by ``chunk_size`` rows, whatever the window. The numbers are those of the
+three separate reads: the same counts, and sums equal to rounding (chunks hold served rows, not
+labelled ones, so the sums are added in another grouping).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import numpy as np
+
+from calibration import TemperatureStats, TopLabelScores, check_n_bins, check_temperature
+
+from ._validation import as_utc, check_chunk_size, check_threshold, check_window
+from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
+from .prediction_log import LabelledChunk, PredictionLog
+from .window import WindowSummary, _Accumulator, _logged_classes
+
+__all__ = ["LabelArrivals", "WindowScan", "scan_window"]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelArrivals:
+    """The rows of a sequential increment: label attached in [since, until), served in
+    [served_from, served_to). ``since`` None: every label attached before ``until``.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> LabelArrivals(None, datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC),
+    ...               datetime(2026, 1, 2, tzinfo=UTC)).since is None
+    True
+    """
+
+    since: datetime | None
+    until: datetime
+    served_from: datetime
+    served_to: datetime
+
+    def __post_init__(self) -> None:
+        for name in ("until", "served_from", "served_to"):
+            as_utc(getattr(self, name), name=name)
+        if self.since is not None:
+            as_utc(self.since, name="since")
+        if self.served_to < self.served_from:
+            raise ValueError(f"served_to {self.served_to.isoformat()} is before served_from "
+                             f"{self.served_from.isoformat()}; the served range must not be reversed")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WindowScan:
+    """What one pass over a check's window gives.
+
+    ``summary`` is the window's :class:`WindowSummary` (None when not asked for: the window came
+    from elsewhere, e.g. the Parquet export); ``profile`` the :class:`ConfidenceProfile` of every
+    served row of the window; ``arrived`` the temperature test's sums of the rows of the
+    :class:`LabelArrivals` asked for (None when none were) and ``arrived_first_served`` the
+    earliest serving time among them (None without any). ``served_rows`` rows of the window were
+    read, and ``outside_rows`` rows of the increment outside it.
+    """
+
+    summary: WindowSummary | None
+    profile: ConfidenceProfile
+    arrived: TemperatureStats | None
+    arrived_first_served: datetime | None
+    served_rows: int
+    outside_rows: int
+
+
+def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
+    moment = time.astype("datetime64[us]").item().replace(tzinfo=UTC)
+    return moment if current is None or moment < current else current
+
+
+def scan_window(
+    log: PredictionLog,
+    model_name: str,
+    model_version: str,
+    *,
+    temperature: float,
+    start: datetime,
+    end: datetime,
+    n_bins: int = 15,
+    threshold: float | None = None,
+    chunk_size: int = 50_000,
+    arrivals: LabelArrivals | None = None,
+    summarise: bool = True,
+) -> WindowScan:
+    """Read a version's window once: its summary, its served rows' profile, and an increment.
+
+    Parameters
+    ----------
+    log : PredictionLog
+        The SQL prediction log (the export has neither unlabelled rows nor label times).
+    model_name, model_version : str
+        The serving version.
+    temperature : float
+        The version's registered T (finite, > 0); every statistic is read at it.
+    start, end : datetime
+        Timezone-aware bounds of the window [start, end) on the serving time.
+    n_bins : int, default=15
+        Equal-width bins of the summary.
+    threshold : float, optional
+        The registered gate threshold (the summary's gate counts).
+    chunk_size : int, default=50_000
+        Rows per read; peak memory is proportional to it.
+    arrivals : LabelArrivals, optional
+        The sequential increment's rows (its served range must cover the window); None: no
+        increment.
+    summarise : bool, default=True
+        Summarise the window's labelled rows (False when the summary comes from elsewhere).
+
+    Returns
+    -------
+    WindowScan
+
+    Raises
+    ------
+    LookupError
+        If no prediction of this version was ever logged (as :func:`monitoring.summarise_window`).
+    ValueError
+        If the bounds are naive or reversed, an argument is out of range, or the increment's
+        served range does not cover the window.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> import numpy as np
+    >>> from monitoring import PredictionLog, log_predictions
+    >>> log = PredictionLog("sqlite://"); log.create()
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
+    >>> _ = log_predictions(log, "m", "1", 1.0, logits, ["a", "b", "c"], time=t)
+    >>> _ = log.attach_labels(["a", "b"], [0, 0], labelled_at=t + timedelta(hours=1))
+    >>> arrivals = LabelArrivals(None, t + timedelta(hours=2), t, t + timedelta(hours=3))
+    >>> scan = scan_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3), arrivals=arrivals)
+    >>> scan.summary.n, scan.profile.n, scan.arrived.n, scan.arrived_first_served == t
+    (2, 3, 2, True)
+    """
+    temperature = check_temperature(temperature)
+    n_bins = check_n_bins(n_bins)
+    start, end = check_window(start, end)
+    chunk_size = check_chunk_size(chunk_size)
+    if threshold is not None:
+        threshold = check_threshold(threshold)
+    if arrivals is not None and not arrivals.served_from <= start <= end <= arrivals.served_to:
+        raise ValueError(
+            f"the increment's served range [{arrivals.served_from.isoformat()}, {arrivals.served_to.isoformat()}) must "
+            f"cover the window [{start.isoformat()}, {end.isoformat()}): its rows inside the window ride on the window's read"
+        )
+    n_classes = _logged_classes(log, model_name, model_version)
+    summary = (_Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
+               if summarise else None)
+    profile = ConfidenceProfile.empty(temperature, CONFIDENCE_EDGES)
+    arrived = None if arrivals is None else TemperatureStats.empty(temperature)
+    first_served: datetime | None = None
+    served = 0
+    since, until = (None, None) if arrivals is None else (arrivals.since, arrivals.until)
+    for chunk in log.iter_served(model_name, model_version, start, end, chunk_size=chunk_size, labelled_from=since,
+                                 labelled_to=until):
+        served += len(chunk)
+        profile = profile + ConfidenceProfile.from_logits(chunk.logits, chunk.labels, temperature=temperature)
+        labelled = chunk.labels >= 0
+        wanted = chunk.arrived & labelled if arrived is not None else None
+        if not labelled.any() or (summary is None and (wanted is None or not wanted.any())):
+            continue
+        scores = TopLabelScores.from_logits(chunk.logits[labelled], chunk.labels[labelled], temperature=temperature)
+        if summary is not None:
+            summary.add_scores(scores, chunk.groups[labelled], chunk.temperature[labelled])
+        if arrived is not None and wanted is not None and wanted.any():
+            codes = np.where(chunk.arrived[labelled], 0, 1).astype(np.intp)
+            arrived = arrived + scores.grouped_temperature_stats(codes, 2)[0]
+            first_served = _earliest(first_served, chunk.time[wanted][0])
+    outside = 0
+    if arrivals is not None and arrived is not None:
+        # The increment's rows served outside the window: before it (late labels of older rows,
+        # found on the labelling-time index) and after it (served while this check runs).
+        outer: tuple[tuple[datetime, datetime, Literal["served", "labelled"]], ...] = (
+            (arrivals.served_from, start, "labelled"), (end, arrivals.served_to, "served"))
+        for lower, upper, order in outer:
+            if lower >= upper:
+                continue
+            for part in log.iter_labelled(model_name, model_version, lower, upper, chunk_size=chunk_size,
+                                          labelled_from=since, labelled_to=until, order=order):
+                outside += len(part)
+                arrived = arrived + _temperature_sums(part, temperature)
+                first_served = _earliest(first_served, part.time.min())
+    return WindowScan(
+        summary=None if summary is None else summary.summary(model_name, model_version, start, end),
+        profile=profile, arrived=arrived, arrived_first_served=first_served, served_rows=served,
+        outside_rows=outside,
+    )
+
+
+def _temperature_sums(chunk: LabelledChunk, temperature: float) -> TemperatureStats:
+    return TopLabelScores.from_logits(chunk.logits, chunk.labels, temperature=temperature).temperature_stats()

@@ -1,0 +1,122 @@
+"""One pass over a check's window gives what the three reads gave: the window summary, the early
+warning's profile of every served row, and the sequential increment (also its rows served
+outside the window), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import event
+
+from monitoring import (
+    LabelArrivals,
+    NewlyLabelled,
+    PredictionLog,
+    confidence_profile,
+    log_predictions,
+    scan_window,
+    summarise_window,
+)
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+START, END = T0, T0 + timedelta(hours=24)
+SINCE, UNTIL = T0 + timedelta(hours=23), END - timedelta(minutes=5)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _log_traffic(log: PredictionLog) -> dict[str, list[str]]:
+    """Rows of every kind around the window [START, END) and the increment [SINCE, UNTIL):
+    served in the window and labelled before, inside or after the increment, or not at all;
+    served the day before and labelled inside the increment (late labels) or before it; served
+    after the window's end yet labelled inside it (a label stamped before its row was logged)."""
+    rng = np.random.default_rng(5)
+    kinds = {
+        "early": (START, 40, SINCE - timedelta(hours=3)), "arrived": (START + timedelta(hours=1), 45, SINCE),
+        "later": (START + timedelta(hours=2), 20, UNTIL + timedelta(minutes=1)), "unlabelled": (START, 30, None),
+        "late": (START - timedelta(hours=20), 25, SINCE + timedelta(minutes=30)),
+        "old": (START - timedelta(hours=30), 15, SINCE - timedelta(hours=1)),
+        "after": (END + timedelta(seconds=1), 5, SINCE + timedelta(minutes=1)),
+    }
+    ids: dict[str, list[str]] = {}
+    for kind, (first, n, labelled_at) in kinds.items():
+        logits = (2.5 * rng.normal(size=(n, 4))).astype(np.float32)
+        ids[kind] = [f"{kind}-{i}" for i in range(n)]
+        groups = [None if i % 5 == 0 else ("web", "app")[i % 2] for i in range(n)]
+        log_predictions(log, "m", "1", 1.5, logits, ids[kind], groups, [first + timedelta(minutes=7 * i) for i in range(n)])
+        if labelled_at is not None:  # one label time for the whole batch: ties for the keyset
+            log.attach_labels(ids[kind], rng.integers(0, 4, n), labelled_at=labelled_at)
+    return ids
+
+
+def test_one_pass_gives_the_three_reads(prediction_log: PredictionLog) -> None:
+    _log_traffic(prediction_log)
+    arrivals = LabelArrivals(since=SINCE, until=UNTIL, served_from=EPOCH, served_to=END + timedelta(hours=1))
+    scan = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, threshold=0.6, chunk_size=7,
+                       arrivals=arrivals)
+
+    summary = summarise_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, threshold=0.6,
+                               chunk_size=7)
+    assert scan.summary is not None and scan.summary.n == summary.n == 40 + 45 + 20
+    assert scan.summary.gate == summary.gate and scan.summary.n_ungrouped == summary.n_ungrouped
+    assert {k: v.n for k, v in scan.summary.groups.items()} == {k: v.n for k, v in summary.groups.items()}
+    assert scan.summary.overall.ece == pytest.approx(summary.overall.ece, rel=1e-12)
+    assert scan.summary.overall.nll == pytest.approx(summary.overall.nll, rel=1e-12)
+    assert scan.summary.temperature_stats.gradient_sum == pytest.approx(summary.temperature_stats.gradient_sum,
+                                                                         rel=1e-12)
+
+    profile = confidence_profile(prediction_log, "m", "1", temperature=1.5, start=START, end=END, chunk_size=7)
+    assert scan.profile == profile and scan.profile.n == scan.served_rows == 40 + 45 + 20 + 30
+
+    # The increment: the labels that arrived in [SINCE, UNTIL), wherever their rows were served.
+    increment = summarise_window(NewlyLabelled(prediction_log, since=SINCE, until=UNTIL), "m", "1", temperature=1.5,
+                                 start=EPOCH, end=arrivals.served_to, chunk_size=7).temperature_stats
+    assert scan.arrived is not None and scan.arrived.n == increment.n == 45 + 25 + 5
+    assert scan.outside_rows == 25 + 5
+    for name in ("gradient_sum", "gradient_square_sum", "curvature_sum"):
+        assert getattr(scan.arrived, name) == pytest.approx(getattr(increment, name), rel=1e-12)
+    assert scan.arrived_first_served == START - timedelta(hours=20)
+
+
+def test_the_first_increment_and_a_pass_without_one(prediction_log: PredictionLog) -> None:
+    _log_traffic(prediction_log)
+    first = LabelArrivals(since=None, until=UNTIL, served_from=START, served_to=END)
+    scan = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, arrivals=first)
+    assert scan.arrived is not None and scan.arrived.n == 40 + 45  # served in the window, labelled before UNTIL
+    assert scan.outside_rows == 0 and scan.arrived_first_served == START
+
+    bare = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, summarise=False)
+    assert bare.summary is None and bare.arrived is None and bare.arrived_first_served is None
+    assert bare.profile == scan.profile
+
+
+def test_a_version_never_logged_and_an_increment_that_misses_the_window(prediction_log: PredictionLog) -> None:
+    with pytest.raises(LookupError, match="no prediction of model 'm' version '9' was ever logged"):
+        scan_window(prediction_log, "m", "9", temperature=1.0, start=START, end=END)
+    log_predictions(prediction_log, "m", "1", 1.0, np.zeros((1, 2)), ["a"], time=START)
+    inside = LabelArrivals(since=None, until=UNTIL, served_from=START + timedelta(hours=1), served_to=END)
+    with pytest.raises(ValueError, match="must cover the window"):
+        scan_window(prediction_log, "m", "1", temperature=1.0, start=START, end=END, arrivals=inside)
+
+
+def test_late_labels_are_read_in_labelling_order(prediction_log: PredictionLog) -> None:
+    ids = _log_traffic(prediction_log)
+    chunks = list(prediction_log.iter_labelled("m", "1", EPOCH, START, chunk_size=4, labelled_from=SINCE,
+                                               labelled_to=UNTIL, order="labelled"))
+    assert sorted(rid for chunk in chunks for rid in chunk.request_ids) == sorted(ids["late"])
+    assert all(len(chunk) <= 4 for chunk in chunks)
+    with pytest.raises(ValueError, match="order must be"):
+        next(prediction_log.iter_labelled("m", "1", EPOCH, START, order="time"))  # type: ignore[arg-type]
+
+
+def test_a_version_k_is_read_once(prediction_log: PredictionLog) -> None:
+    log_predictions(prediction_log, "m", "1", 1.0, np.zeros((2, 3)), ["a", "b"], time=START)
+    statements: list[str] = []
+    event.listen(prediction_log.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    assert prediction_log.logged_versions() == {("m", "1"): 3}
+    assert [prediction_log.n_classes("m", "1") for _ in range(3)] == [3, 3, 3]
+    assert len(statements) == 1  # one read for every version; K never changes once logged
+    assert prediction_log.n_classes("m", "2") is None  # never logged: asked again next time
+    log_predictions(prediction_log, "m", "2", 1.0, np.zeros((1, 4)), ["c"], time=START)
+    assert prediction_log.n_classes("m", "2") == 4

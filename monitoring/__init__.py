@@ -52,6 +52,7 @@ if _typing.TYPE_CHECKING:
     )
     from .early_warning import (
         CONFIDENCE_EDGES,
+        LEGACY_CONFIDENCE_EDGES,
         ConfidenceProfile,
         EarlyWarning,
         ServedSource,
@@ -101,6 +102,7 @@ __all__ = [
     "CONFIDENCE_EDGES",
     "DEFAULT_POLICY",
     "DRIFT_PAYLOAD_KEYS",
+    "LEGACY_CONFIDENCE_EDGES",
     "MAX_NAME_LENGTH",
     "URL_MASK",
     "CollapsedOutputTest",
@@ -178,8 +180,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TemperatureShiftTest", "TestOutcome", "configured_tests", "window_level"
     ),
     "early_warning": (
-        "CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource", "confidence_profile",
-        "warn_before_labels"
+        "CONFIDENCE_EDGES", "LEGACY_CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource",
+        "confidence_profile", "warn_before_labels"
     ),
     "escalation": ("ReliabilityShape", "diagnose_reliability_shape"),
     "export": (

@@ -154,9 +154,6 @@ class DriftPolicy:
     shift_min_rows: int = _knob(
         100, "confidence_shift_min_rows", "the early warning tests the served confidences only with this many rows "
         "in the window and in the reference", interval=Interval(2, integer=True))
-    shift_min_expected: float = _knob(
-        5.0, "confidence_shift_min_expected", "smallest expected count per merged bin of the early warning's test",
-        interval=Interval(0.0, low_closed=False))
     insufficient_data_streak: int = _knob(
         3, "insufficient_data_streak", "this many insufficient_data checks of a version in a row raise an alert",
         interval=Interval(1, integer=True))

@@ -599,7 +599,7 @@ def _binned_prediction(window: ConfidenceProfile, reference: ConfidenceProfile) 
     window_sums, window_labelled, _ = window.bins()
     mean = np.divide(window_sums, counts, out=np.zeros_like(counts), where=counts > 0)
     probability = np.clip(mean + gap, 0.0, 1.0)
-    n = counts.sum()
+    n = float(counts.sum())
     share = np.bincount(block, weights=counts / n, minlength=starts.size)
     smoothed = (block_correct + 0.5) / (block_rows + 1.0)  # a block all right (or wrong) is not known exactly
     variance = (float(np.sum(counts * probability * (1.0 - probability))) / n**2
@@ -682,7 +682,7 @@ def warn_before_labels(
     >>> accuracy = float((logits[3000:].argmax(axis=1) == labels[3000:]).mean())  # known only later
     >>> same.shifted, round(same.predicted_accuracy, 3), (round(same.predicted_accuracy_low, 3),
     ...     round(same.predicted_accuracy_high, 3)), round(accuracy, 3)
-    (False, 0.528, (0.504, 0.551), 0.542)
+    (False, 0.528, (0.505, 0.551), 0.542)
     >>> hotter = warn_before_labels(ConfidenceProfile.from_logits(1.3 * logits[3000:]), reference)
     >>> hotter.shifted, hotter.direction, hotter.test
     (True, 'up', 'anderson-darling')

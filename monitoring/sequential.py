@@ -90,11 +90,11 @@ checks, for as long as the version serves, each a drift event whose refit the co
 spaces out (and whose verification may refuse it: the traffic is not drifting, the reference
 is off). A drift that outlasts its alarm without a new version (the refit was refused, or never
 landed) looks the same. So the rule keeps the sums of every row folded in since the last reset
-(``since_reset``) and the side of the last alarm, and when an alarm comes on the **same side as
-the previous one** (the ``escalate_after``-th in a row, default the second) while **every row
-since the previous alarm's reset** still fires the temperature test on that side
-(:func:`calibration.temperature_test`, the decision's margin and level), it does not alarm
-again: it **escalates** — the reference itself is off (or the drift outlasted its refit):
+(``since_reset``) and the side of the last alarm, and when an alarm comes on the **same side
+as the previous one** (the ``sequential_escalate_after``-th in a row, default the second)
+while **every row since the previous alarm's reset** still fires the temperature test on that
+side (:func:`calibration.temperature_test`, the decision's margin, level and expected errors),
+it does not alarm again: it **escalates** — the reference itself is off (or the drift outlasted its refit):
 re-register the version with a fresh reference, or refit T on recent traffic. The state records
 it (``escalated_at``, ``escalated_side``), the check says so, and no further alarm comes from
 this state: a new version starts a new one. A new drift long after an alarm still alarms: the
@@ -615,5 +615,5 @@ def _still_shifted(
     """Every row since the previous alarm's reset fires the temperature test on ``side``: the
     shift did not go away after the alarm (the module docstring's escalation)."""
     test = temperature_test(since_reset, reference, margin=policy.temperature_margin, level=policy.p_threshold,
-                            confidence_level=policy.confidence_level)
+                            confidence_level=policy.confidence_level, min_expected_errors=policy.min_expected_errors)
     return test.drifted and test.direction == side

@@ -1,11 +1,11 @@
-"""The sequential rule across checks vs the fixed 24 h window, and the early warning, on real CIFAR logits.
+"""The sequential rule across checks vs the fixed 24 h window on real CIFAR logits (the early
+warning before labels has its own study: ``benchmarks/early_warning_study.py``).
 
 Usage::
 
     .venv/bin/python -m benchmarks.sequential_study                   # 200 runs per file, daily volumes 2,000 and 10,000
     .venv/bin/python -m benchmarks.sequential_study --runs 20 --files cifar10_wrn16-4_netcal
     .venv/bin/python -m benchmarks.sequential_study --arl             # ARL₀ of the constants (Gaussian and real scores)
-    .venv/bin/python -m benchmarks.sequential_study --early-warning   # level, power and coverage of the early warning
 
 Method (docs/statistics.md states it with the results)
 ------------------------------------------------------
@@ -25,10 +25,13 @@ Per file of ``tests/data/real-logits`` and run r (seeded by the file and r):
    arrives within its hour, so the sequential rule's increment of a check is that hour's batch;
 3. **false alarms** — 24 h of warm-up then 720 hourly checks (30 days) of calibrated traffic:
    the sequential rule (:func:`monitoring.update_sequential`, defaults k = 0.5, h = 6, margin
-   5 %, level 0.01, at least 100 rows per increment) and today's fixed-window rule, the
-   temperature test of the trailing 24 h window against the reference
-   (:func:`calibration.temperature_test`, margin 5 %, level 0.01: the primary test of
-   :func:`monitoring.decide_drift`), checked hourly (the deployed schedule) and daily;
+   5 %, level 0.01, at least 100 rows per increment, a repeated alarm on a reference that is
+   itself off escalated once instead), the same rule without the escalation (the previous
+   release: an alarm after every reset) and today's fixed-window rule, the temperature test of
+   the trailing 24 h window against the reference (:func:`calibration.temperature_test`,
+   margin 5 %, level 0.01: the primary test of :func:`monitoring.decide_drift`; its gate of 5
+   expected errors, whose sums the hourly sums here do not carry, never binds on these files'
+   24 h windows), checked hourly (the deployed schedule) and daily;
 4. **detection delay** — 48 to 71 h of calibrated traffic, then the drift starts at a
    uniform time inside an hour (that hour's batch is drifted from there on) and every logit is
    multiplied by 1.25 (over-confident) or 0.8 (under-confident); the delay is the time from the
@@ -63,6 +66,7 @@ from calibration import TemperatureStats, TopLabelScores, fit_temperature, tempe
 from monitoring import (  # noqa: E402
     DEFAULT_POLICY,
     ConfidenceProfile,
+    DriftPolicy,
     SequentialState,
     warn_before_labels,
     update_sequential,
@@ -75,6 +79,8 @@ DAYS = 30
 FOLLOW_UP = 72
 FACTORS = (1.25, 0.8)
 RULES = ("sequential", "fixed hourly", "fixed daily")
+#: The sequential rule as the previous release had it: no escalation, an alarm after every reset.
+PREVIOUS = DriftPolicy(sequential_escalate_after=1_000_000)
 
 
 @dataclass
@@ -90,6 +96,8 @@ class Tally:
     pre_drift_share: dict[str, dict[str, list[float]]] = field(
         default_factory=lambda: {f"x{f}": {"sequential": [], "fixed hourly": []} for f in FACTORS})
     early_alarms: dict[str, int] = field(default_factory=lambda: {f"x{f}": 0 for f in FACTORS})
+    escalations: int = 0  # of the sequential rule on calibrated traffic
+    previous_alarms: int = 0  # of the sequential rule without the escalation, on the same traffic
 
 
 def hourly_sums(g: NDArray[np.float64], h: NDArray[np.float64], rows: NDArray[np.intp]) -> NDArray[np.float64]:
@@ -112,19 +120,31 @@ def fixed_fires(window: NDArray[np.float64], temperature: float, reference: Temp
     return temperature_test(as_stats(window, temperature), reference, margin=0.05, level=0.01).drifted
 
 
+def sequential_alarms(
+    sums: NDArray[np.float64], temperature: float, reference: TemperatureStats, policy: DriftPolicy = DEFAULT_POLICY
+) -> tuple[list[tuple[int, datetime | None]], list[int]]:
+    """The sequential rule over hourly sums: its alarms (hour index, change point) and the hours
+    it escalated at."""
+    state = SequentialState.initial(temperature)
+    alarms: list[tuple[int, datetime | None]] = []
+    escalations: list[int] = []
+    for t, row in enumerate(sums):
+        check = update_sequential(state, as_stats(row, temperature), start=T0 + t * HOUR, end=T0 + (t + 1) * HOUR,
+                                  reference=reference, policy=policy)
+        state = check.state
+        if check.alarm:
+            alarms.append((t, check.change_point))
+        if check.escalated:
+            escalations.append(t)
+    return alarms, escalations
+
+
 def stream(
     sums: NDArray[np.float64], temperature: float, reference: TemperatureStats
 ) -> tuple[list[tuple[int, datetime | None]], NDArray[np.bool_]]:
     """Run both rules over hourly sums: the sequential alarms (hour index, change point) and,
     per hour t, whether the fixed 24 h window ending at hour t's end fires."""
-    state = SequentialState.initial(temperature)
-    alarms: list[tuple[int, datetime | None]] = []
-    for t, row in enumerate(sums):
-        check = update_sequential(state, as_stats(row, temperature), start=T0 + t * HOUR, end=T0 + (t + 1) * HOUR,
-                                  reference=reference)
-        state = check.state
-        if check.alarm:
-            alarms.append((t, check.change_point))
+    alarms, _ = sequential_alarms(sums, temperature, reference)
     cumulative = np.vstack([np.zeros(4), np.cumsum(sums, axis=0)])
     fixed = np.zeros(sums.shape[0], dtype=bool)
     for t in range(WARM_UP - 1, sums.shape[0]):
@@ -156,6 +176,10 @@ def one_run(
         alarms, fixed = stream(sums, temperature, reference)
         tally.false_alarms["sequential"] += sum(t >= WARM_UP for t, _ in alarms)
         tally.flagged_checks["sequential"] += sum(t >= WARM_UP for t, _ in alarms)
+        _, escalations = sequential_alarms(sums, temperature, reference)
+        tally.escalations += sum(t >= WARM_UP for t in escalations)
+        previous, _ = sequential_alarms(sums, temperature, reference, PREVIOUS)
+        tally.previous_alarms += sum(t >= WARM_UP for t, _ in previous)
         hourly = fixed[WARM_UP:]
         tally.flagged_checks["fixed hourly"] += int(hourly.sum())
         tally.false_alarms["fixed hourly"] += int(np.count_nonzero(hourly & ~np.concatenate([[False], hourly[:-1]])))
@@ -231,12 +255,16 @@ def _delay(values: list[float]) -> str:
 def markdown(results: dict[str, dict[int, Tally]], volumes: tuple[int, ...], runs: int) -> str:
     lines = [f"**(a) False alarms per 30 days** of hourly checks on calibrated traffic ({runs} runs of 720 checks "
              "per file and volume): alarms (episodes of consecutive flagged checks for the hourly fixed window) per "
-             "30 days; in brackets, flagged checks per 30 days.", "",
-             "| file | daily rows | sequential | fixed 24 h, hourly | fixed 24 h, daily |", "| --- | ---: | ---: | ---: | ---: |"]
+             "30 days; in brackets, flagged checks per 30 days; the sequential rule's escalations per 30 days, and "
+             "its alarms without the escalation (the previous release) on the same traffic.", "",
+             "| file | daily rows | sequential | escalations | sequential, previous | fixed 24 h, hourly | fixed 24 h, daily |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, tallies in results.items():
         for volume in volumes:
             t = tallies[volume]
-            cells = [f"{t.false_alarms[r] / t.runs:.3f} ({t.flagged_checks[r] / t.runs:.2f})" for r in RULES]
+            cells = [f"{t.false_alarms[r] / t.runs:.3f}" + ("" if r == "sequential" else
+                                                             f" ({t.flagged_checks[r] / t.runs:.2f})") for r in RULES]
+            cells[1:1] = [f"{t.escalations / t.runs:.3f}", f"{t.previous_alarms / t.runs:.3f}"]
             lines.append(f"| {name} | {volume:,} | " + " | ".join(cells) + " |")
     lines += ["", "**(b) Detection delay** in hours from the drift's start to the first alarm: median (90th percentile "
               f"of those detected; share detected within {FOLLOW_UP} h).", "",
@@ -335,7 +363,8 @@ def check_replica(seed: int) -> None:
     for t, z in enumerate(steps):
         increment = TemperatureStats(temperature=1.0, n=100, gradient_sum=float(z) * 10.0, gradient_square_sum=100.0,
                                      curvature_sum=100.0)
-        check = update_sequential(state, increment, start=T0 + t * HOUR, end=T0 + (t + 1) * HOUR, margin=0.0)
+        check = update_sequential(state, increment, start=T0 + t * HOUR, end=T0 + (t + 1) * HOUR,
+                                  policy=DriftPolicy(temperature_margin=0.0))
         state = check.state
         if check.alarm:
             first = t + 1
@@ -343,53 +372,6 @@ def check_replica(seed: int) -> None:
     replica = cusum_run_lengths(lambda t: steps[t:t + 1], 1, steps.shape[0], DEFAULT_POLICY.cusum_reference,
                                 DEFAULT_POLICY.cusum_threshold)[0]
     assert first == replica, (first, replica)
-
-
-# --------------------------------------------------------------------------- the early warning
-
-
-def early_warning_study(files: tuple[str, ...], runs: int, seed: int) -> str:
-    """Per file: the χ² test's false-alarm rate on windows from the reference's distribution, its
-    power against rescaled logits (unlabelled windows), and the coverage of the predicted
-    accuracy's 95 % interval by the accuracy the window's labels show."""
-    lines = [f"{runs} runs per file (each: a reference of 5,000 rows drawn with replacement from the file, T fitted on "
-             "it; windows drawn with replacement from the file).", "",
-             "| file | n | false alarms at 0.01 | power ×1.25 | power ×0.8 | coverage of the 95 % accuracy interval | "
-             "mean |predicted − actual| |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for index, name in enumerate(files):
-        logits, labels = load(name)
-        counts = {n: np.zeros(5) for n in (500, 2_000)}
-        for r in range(runs):
-            rng = np.random.default_rng([seed, index, r])
-            # The "population" design: the file is the population, the reference and the windows are
-            # samples of it (with replacement). With disjoint halves of one finite file, the reference's
-            # accuracy gap and the window's are negatively correlated, which no production reference is.
-            a, b = rng.integers(0, labels.shape[0], 5_000), np.arange(labels.shape[0])
-            temperature = fit_temperature(logits[a], labels[a]).temperature
-            reference = ConfidenceProfile.from_logits(logits[a], labels[a], temperature=temperature)
-            confidence = {}
-            for factor in (1.0, *FACTORS):
-                predictions, conf = top_label_confidence(factor * logits[b].astype(np.float64), temperature=temperature)
-                confidence[factor] = conf
-            correct = predictions == labels[b]  # the arg-max does not change with the factor
-            for n, count in counts.items():
-                rows = rng.integers(0, b.shape[0], n)
-                none = np.zeros(n, dtype=bool)
-                for column, factor in enumerate((1.0, *FACTORS)):
-                    window = ConfidenceProfile.from_confidence(confidence[factor][rows], none, none,
-                                                               temperature=temperature)
-                    warning = warn_before_labels(window, reference)
-                    count[column] += warning.shifted
-                    if factor == 1.0:
-                        actual = correct[rows].mean()
-                        count[3] += warning.predicted_accuracy_low <= actual <= warning.predicted_accuracy_high
-                        count[4] += abs(warning.predicted_accuracy - actual)
-        for n, count in counts.items():
-            rate = count / runs
-            lines.append(f"| {name} | {n:,} | {rate[0]:.3f} | {rate[1]:.3f} | {rate[2]:.3f} | {rate[3]:.3f} | "
-                         f"{rate[4]:.4f} |")
-        print(f"early warning {name} done", file=sys.stderr, flush=True)
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,14 +387,10 @@ def main(argv: list[str] | None = None) -> int:
                         "file; split: reference = half A, traffic from half B with replacement")
     parser.add_argument("--json", type=Path, help="also write the raw tallies as JSON here")
     parser.add_argument("--arl", action="store_true", help="print ARL₀ of the constants and exit")
-    parser.add_argument("--early-warning", action="store_true", help="print the early warning's study and exit")
     args = parser.parse_args(argv)
     if args.arl:
         check_replica(args.seed)
         print(arl(max(args.runs, 4_000), args.seed))
-        return 0
-    if args.early_warning:
-        print(early_warning_study(tuple(args.files), args.runs, args.seed))
         return 0
     volumes = tuple(args.volumes)
     results = run_study(tuple(args.files), volumes, args.runs, args.seed, args.design)
@@ -421,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
                                "delays": {key: {rule: [None if math.isinf(d) else d for d in values]
                                                 for rule, values in rules.items()} for key, rules in t.delays.items()},
                                "change_point_error": t.change_point_error, "pre_drift_share": t.pre_drift_share,
-                               "early_alarms": t.early_alarms}
+                               "early_alarms": t.early_alarms, "escalations": t.escalations,
+                               "previous_alarms": t.previous_alarms}
                       for v, t in tallies.items()} for name, tallies in results.items()}
         args.json.write_text(json.dumps(raw, indent=1))
     print(markdown(results, volumes, args.runs))

@@ -58,6 +58,7 @@ if _typing.TYPE_CHECKING:
     )
     from .early_warning import (
         CONFIDENCE_EDGES,
+        LEGACY_CONFIDENCE_EDGES,
         ConfidenceProfile,
         EarlyWarning,
         ServedSource,
@@ -110,6 +111,7 @@ __all__ = [
     "CONFIDENCE_EDGES",
     "DEFAULT_POLICY",
     "DRIFT_PAYLOAD_KEYS",
+    "LEGACY_CONFIDENCE_EDGES",
     "MAX_NAME_LENGTH",
     "URL_MASK",
     "CollapsedOutputTest",
@@ -195,8 +197,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TemperatureShiftTest", "TestOutcome", "configured_tests", "window_level"
     ),
     "early_warning": (
-        "CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource", "confidence_profile",
-        "warn_before_labels"
+        "CONFIDENCE_EDGES", "LEGACY_CONFIDENCE_EDGES", "ConfidenceProfile", "EarlyWarning", "ServedSource",
+        "confidence_profile", "warn_before_labels"
     ),
     "escalation": ("ReliabilityShape", "diagnose_reliability_shape"),
     "export": (

@@ -511,7 +511,8 @@ def with_stream_checks(
     A sequential alarm is a drift (``tests_fired`` gains ``"sequential"``), whatever the
     fixed window said — also on a window with too few labelled rows for its own tests: the rule
     accumulated its evidence over earlier checks. Its sentence goes first among the reasons;
-    without an alarm it is context, like the early warning's, which never changes the verdict
+    so does its escalation (a repeated alarm whose cause is the reference itself: not a drift, no
+    refit); otherwise it is context, like the early warning's, which never changes the verdict
     (it says what to expect before labels, and schedules a labelled check elsewhere). The
     cool-down applies to a sequential drift as to any other.
 
@@ -541,6 +542,8 @@ def with_stream_checks(
         if report.verdict != "drift" and report.in_cooldown and report.cooldown_until is not None:
             reasons.insert(decided + 1, f"drift within the cool-down: no refit is recommended before "
                                         f"{report.cooldown_until.isoformat()}")
+    elif sequential is not None and sequential.escalated:  # not a drift of the traffic: first among the context
+        reasons.insert(decided, sequential.sentence())
     elif sequential is not None:
         reasons.append(sequential.sentence())
     if early_warning is not None:

@@ -141,6 +141,10 @@ class DriftPolicy:
     sequential_min_rows: int = _knob(
         100, "drift_sequential_min_rows", "increments of the sequential rule with fewer labelled rows wait for the "
         "next check", interval=Interval(1, integer=True))
+    sequential_escalate_after: int = _knob(
+        2, "drift_sequential_escalate_after", "the sequential rule escalates instead of alarming at this many alarms "
+        "in a row on one side of a version while every row since the previous alarm still fires the temperature "
+        "test: the reference itself is off; no further alarm until a new version", interval=Interval(2, integer=True))
     label_settle_time: timedelta = _knob(
         timedelta(minutes=5), "label_settle_time", "the sequential rule reads labels that arrived up to this long "
         "before a check (ISO 8601, e.g. PT5M)", interval=Interval(0.0))
@@ -150,9 +154,6 @@ class DriftPolicy:
     shift_min_rows: int = _knob(
         100, "confidence_shift_min_rows", "the early warning tests the served confidences only with this many rows "
         "in the window and in the reference", interval=Interval(2, integer=True))
-    shift_min_expected: float = _knob(
-        5.0, "confidence_shift_min_expected", "smallest expected count per merged bin of the early warning's test",
-        interval=Interval(0.0, low_closed=False))
     insufficient_data_streak: int = _knob(
         3, "insufficient_data_streak", "this many insufficient_data checks of a version in a row raise an alert",
         interval=Interval(1, integer=True))

@@ -288,7 +288,7 @@ def _stream_rows(report: DriftReport) -> list[str]:
                     f"{_fmt(warning.predicted_accuracy)}"
                     f"{_interval(warning.predicted_accuracy_low, warning.predicted_accuracy_high)} |")
         if warning.tested:
-            rows.append(f"| confidence distribution vs reference (χ² p) | {_fmt_p(warning.p_value)}"
+            rows.append(f"| confidence distribution vs reference (Anderson–Darling p) | {_fmt_p(warning.p_value)}"
                         f"{' — SHIFTED ' + warning.direction if warning.shifted else ''} |")
     return rows
 

@@ -80,8 +80,25 @@ increment that made it positive) and the sums since then. On an alarm the **chan
 that time (Page's estimate: the drift started where the statistic began its final climb), the
 segment's sums give the shifted T since then, and the refit should fit on rows since the change
 point, not on the pre-drift rows of a fixed window. After an alarm the statistic restarts from
-0 (a persistent drift alarms again a few checks later; the monitor's cool-down keeps that from
-starting a refit storm, and a refit registers a new version, which starts a new state).
+0; a refit registers a new version, which starts a new state.
+
+Escalation: a reference that is itself the cause
+-------------------------------------------------
+With probability ≤ ``level`` the reference's own error exceeds the margin (|b| > m above), and
+then calibrated traffic drifts the statistic up again after every reset: an alarm every few
+checks, for as long as the version serves, each a drift event whose refit the cool-down only
+spaces out (and whose verification may refuse it: the traffic is not drifting, the reference
+is off). A drift that outlasts its alarm without a new version (the refit was refused, or never
+landed) looks the same. So the rule keeps the sums of every row folded in since the last reset
+(``since_reset``) and the side of the last alarm, and when an alarm comes on the **same side
+as the previous one** (the ``sequential_escalate_after``-th in a row, default the second)
+while **every row since the previous alarm's reset** still fires the temperature test on that
+side (:func:`calibration.temperature_test`, the decision's margin, level and expected errors),
+it does not alarm again: it **escalates** — the reference itself is off (or the drift outlasted its refit):
+re-register the version with a fresh reference, or refit T on recent traffic. The state records
+it (``escalated_at``, ``escalated_side``), the check says so, and no further alarm comes from
+this state: a new version starts a new one. A new drift long after an alarm still alarms: the
+rows since the reset are then mostly calibrated, and the test on them does not fire.
 
 References
 ----------
@@ -103,7 +120,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from scipy.special import ndtri
 
-from calibration import JsonResult, TemperatureStats, check_temperature, log_normal_interval
+from calibration import JsonResult, TemperatureStats, check_temperature, log_normal_interval, temperature_test
 
 from ._validation import as_utc
 from .policy import DEFAULT_POLICY, DriftPolicy
@@ -149,6 +166,12 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+def _side(value: object, name: str) -> Side | None:
+    if value is None or value in ("over-confident", "under-confident"):
+        return value
+    raise ValueError(f"sequential state: {name} must be 'over-confident', 'under-confident' or null; got {value!r}")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SequentialState(JsonResult):
     """What a version's sequential rule keeps between checks (a few numbers; JSON via
@@ -165,6 +188,11 @@ class SequentialState(JsonResult):
     ``upper_served_from`` / ``lower_served_from`` / ``pending_served_from`` are the earliest
     serving time among the rows of each segment and of what is pending (the increments are
     cut by when labels arrived; a refit reads rows by when they were served).
+    ``since_reset`` holds the sums of every row folded in since the last alarm's reset (since
+    the start before any alarm), ``last_alarm_side`` the side of the last alarm and
+    ``repeated_alarms`` how many alarms in a row came on that side; ``escalated_at`` /
+    ``escalated_side`` when and on which side the rule escalated (module docstring: no alarm
+    after that). States written before these fields existed load with them empty.
 
     Examples
     --------
@@ -194,6 +222,16 @@ class SequentialState(JsonResult):
     upper_served_from: datetime | None = None
     lower_served_from: datetime | None = None
     pending_served_from: datetime | None = None
+    since_reset: TemperatureStats | None = None
+    last_alarm_side: Side | None = None
+    repeated_alarms: int = 0
+    escalated_at: datetime | None = None
+    escalated_side: Side | None = None
+
+    @property
+    def escalated(self) -> bool:
+        """The rule escalated on this version: it raises no further alarm."""
+        return self.escalated_at is not None
 
     @classmethod
     def initial(cls, temperature: float) -> SequentialState:
@@ -202,7 +240,8 @@ class SequentialState(JsonResult):
         empty = TemperatureStats.empty(temperature)
         return cls(temperature=temperature, upper=0.0, lower=0.0, upper_since=None, lower_since=None,
                    upper_segment=empty, lower_segment=empty, pending=empty, pending_since=None, last_end=None,
-                   checks=0, increments=0, rows=0, alarms=0, last_alarm_at=None, last_change_point=None)
+                   checks=0, increments=0, rows=0, alarms=0, last_alarm_at=None, last_change_point=None,
+                   since_reset=empty)
 
     def to_json(self) -> str:
         """The state as one compact JSON object (what the monitor stores as a version tag)."""
@@ -216,6 +255,9 @@ class SequentialState(JsonResult):
             "last_change_point": _iso(self.last_change_point),
             "upper_served_from": _iso(self.upper_served_from), "lower_served_from": _iso(self.lower_served_from),
             "pending_served_from": _iso(self.pending_served_from),
+            "since_reset": _sums(self._since_reset), "last_alarm_side": self.last_alarm_side,
+            "repeated_alarms": self.repeated_alarms, "escalated_at": _iso(self.escalated_at),
+            "escalated_side": self.escalated_side,
         }, separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -239,8 +281,8 @@ class SequentialState(JsonResult):
                 raise ValueError(f"sequential state: {name} must be a finite number >= 0; got {value!r}")
             numbers[name] = float(value)
         counts: dict[str, int] = {}
-        for name in ("checks", "increments", "rows", "alarms"):
-            value = data.get(name)
+        for name in ("checks", "increments", "rows", "alarms", "repeated_alarms"):
+            value = data.get(name, 0 if name == "repeated_alarms" else None)  # absent before escalation existed
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"sequential state: {name} must be an integer >= 0; got {value!r}")
             counts[name] = value
@@ -259,7 +301,18 @@ class SequentialState(JsonResult):
             upper_served_from=_time(data.get("upper_served_from"), "upper_served_from"),
             lower_served_from=_time(data.get("lower_served_from"), "lower_served_from"),
             pending_served_from=_time(data.get("pending_served_from"), "pending_served_from"),
+            since_reset=(None if data.get("since_reset") is None
+                         else _stats(data.get("since_reset"), temperature, "since_reset")),
+            last_alarm_side=_side(data.get("last_alarm_side"), "last_alarm_side"),
+            repeated_alarms=counts["repeated_alarms"],
+            escalated_at=_time(data.get("escalated_at"), "escalated_at"),
+            escalated_side=_side(data.get("escalated_side"), "escalated_side"),
         )
+
+    @property
+    def _since_reset(self) -> TemperatureStats:
+        # None: a state written before the field existed, nothing counted yet.
+        return self.since_reset if self.since_reset is not None else TemperatureStats.empty(self.temperature)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SequentialState):
@@ -290,7 +343,10 @@ class SequentialCheck(JsonResult):
     arrival), ``change_point_served_at`` the earliest serving time among the rows since then
     (where a refit should start reading),
     ``shift_ratio`` the segment's T over the reference's, with its ``confidence_level``
-    interval, from the segment's ``segment_rows`` rows.
+    interval, from the segment's ``segment_rows`` rows. ``escalated`` is True on the check
+    where the rule escalates instead of alarming (module docstring): then ``alarm`` is False,
+    ``side`` is the side, ``change_point`` the previous alarm's reset and ``shift_ratio`` (with
+    its interval, from ``segment_rows`` rows) that of every row since then.
     """
 
     state: SequentialState
@@ -318,6 +374,7 @@ class SequentialCheck(JsonResult):
     segment_rows: int
     confidence_level: float
     min_rows: int
+    escalated: bool = False
 
     def sentence(self) -> str:
         """One line for a report's reasons."""
@@ -325,6 +382,18 @@ class SequentialCheck(JsonResult):
                  f"{self.threshold:g} sd; k = {self.k:g} beyond a margin of {math.expm1(self.log_margin):.1%} in T"
                  + (f", the reference's error; the test's is {self.margin:.0%})" if self.log_margin > math.log1p(self.margin)
                     else ")"))
+        if self.escalated:
+            since = "" if self.change_point is None else f" at {self.change_point.isoformat(timespec='seconds')}"
+            return (f"sequential rule ESCALATION: {self.state.repeated_alarms} {self.side} alarms in a row, and the "
+                    f"{self.segment_rows} rows since the last reset{since} still put T at {self.shift_ratio:.3f} "
+                    f"[{self.shift_ratio_low:.3f}, {self.shift_ratio_high:.3f}] times the reference's, beyond the "
+                    f"{self.margin:.0%} margin: the reference itself is off (or the drift outlasted its refit) — "
+                    "re-register the version with a fresh reference or refit T on recent traffic; no further "
+                    f"sequential alarm for this version; {stats}")
+        if self.state.escalated_at is not None:
+            return (f"sequential rule escalated at {self.state.escalated_at.isoformat(timespec='seconds')} "
+                    f"({self.state.escalated_side}, the reference itself is off): no alarm until a new version is "
+                    f"registered; {stats}")
         if self.alarm and self.change_point is not None:
             served = self.change_point_served_at
             since = "" if served is None or served == self.change_point else (
@@ -391,8 +460,10 @@ def update_sequential(
         level (``p_threshold``: the chance that the reference's error alone exceeds the margin,
         m >= Φ⁻¹(1 − level / 2) SE_ref), k and h (``cusum_reference``, ``cusum_threshold``, in
         standard deviations), the rows an increment needs (``sequential_min_rows``; fewer wait
-        with what is pending) and the level of the segment's T-ratio interval
-        (``confidence_level``).
+        with what is pending), the level of the segment's T-ratio interval
+        (``confidence_level``) and when a repeated alarm escalates instead
+        (``sequential_escalate_after``: that many alarms in a row on one side, the rows since the
+        previous reset firing the temperature test at ``temperature_margin`` and ``p_threshold``).
 
     Returns
     -------
@@ -493,25 +564,36 @@ def update_sequential(
     lower_segment = (state.lower_segment + pending) if lower > 0 else empty
     upper_served = _earliest(state.upper_served_from if state.upper_since else None, pending_served) if upper > 0 else None
     lower_served = _earliest(state.lower_served_from if state.lower_since else None, pending_served) if lower > 0 else None
-    side: Side | None = None
+    crossed: Side | None = None
     if upper >= h or lower >= h:
-        side = "over-confident" if upper - h >= lower - h else "under-confident"
-    alarm = side is not None
+        crossed = "over-confident" if upper - h >= lower - h else "under-confident"
+    since_reset = state._since_reset + pending
+    repeated = state.repeated_alarms + 1 if crossed is not None and crossed == state.last_alarm_side else 1
+    escalated = (crossed is not None and not state.escalated and repeated >= policy.sequential_escalate_after
+                 and _still_shifted(since_reset, reference if usable else None, crossed, policy))
+    # Once escalated the statistic still restarts at h, but nothing alarms until a new version.
+    alarm = crossed is not None and not state.escalated and not escalated
+    side = crossed if alarm or escalated else None
     segment = upper_segment if side == "over-confident" else lower_segment
     change_point = (upper_since if side == "over-confident" else lower_since) if alarm else None
     change_served = (upper_served if side == "over-confident" else lower_served) if alarm else None
     ratio, low, high = (
         _segment_ratio(segment, reference_shift, kappa, reference_se, confidence_level) if alarm
+        else _segment_ratio(since_reset, reference_shift, kappa, reference_se, confidence_level) if escalated
         else (math.nan, math.nan, math.nan)
     )
     folded = replace(
         base, pending=empty, pending_since=None, pending_served_from=None, increments=state.increments + 1,
-        rows=state.rows + pending.n,
+        rows=state.rows + pending.n, since_reset=since_reset,
     )
-    if alarm:
+    if crossed is not None:
         new_state = replace(folded, upper=0.0, lower=0.0, upper_since=None, lower_since=None, upper_segment=empty,
-                            lower_segment=empty, alarms=state.alarms + 1, last_alarm_at=end,
-                            last_change_point=change_point, upper_served_from=None, lower_served_from=None)
+                            lower_segment=empty, upper_served_from=None, lower_served_from=None)
+        if alarm:
+            new_state = replace(new_state, alarms=state.alarms + 1, last_alarm_at=end, last_change_point=change_point,
+                                since_reset=empty, last_alarm_side=crossed, repeated_alarms=repeated)
+        elif escalated:
+            new_state = replace(new_state, escalated_at=end, escalated_side=crossed, repeated_alarms=repeated)
     else:
         new_state = replace(folded, upper=upper, lower=lower, upper_since=upper_since, lower_since=lower_since,
                             upper_segment=upper_segment, lower_segment=lower_segment, upper_served_from=upper_served,
@@ -520,6 +602,18 @@ def update_sequential(
         state=new_state, start=start, end=end, n=increment.n, folded=True, z=z,
         information=root_information * root_information, reference_value=reference_value, upper=upper, lower=lower,
         threshold=h, k=k, margin=margin, log_margin=log_margin, reference_standard_error=reference_se, alarm=alarm,
-        side=side, change_point=change_point, change_point_served_at=change_served, shift_ratio=ratio, shift_ratio_low=low, shift_ratio_high=high,
-        segment_rows=segment.n if alarm else 0, confidence_level=confidence_level, min_rows=int(min_rows),
+        side=side, change_point=change_point if alarm else state.last_alarm_at if escalated else None,
+        change_point_served_at=change_served, shift_ratio=ratio, shift_ratio_low=low, shift_ratio_high=high,
+        segment_rows=segment.n if alarm else since_reset.n if escalated else 0, confidence_level=confidence_level,
+        min_rows=int(min_rows), escalated=escalated,
     )
+
+
+def _still_shifted(
+    since_reset: TemperatureStats, reference: TemperatureStats | None, side: Side, policy: DriftPolicy
+) -> bool:
+    """Every row since the previous alarm's reset fires the temperature test on ``side``: the
+    shift did not go away after the alarm (the module docstring's escalation)."""
+    test = temperature_test(since_reset, reference, margin=policy.temperature_margin, level=policy.p_threshold,
+                            confidence_level=policy.confidence_level, min_expected_errors=policy.min_expected_errors)
+    return test.drifted and test.direction == side

@@ -132,8 +132,9 @@ class ConfidenceShiftEvent(EventPayload):
     warning: Mapping[str, Any] = _flat((
         "temperature", "n", "labelled", "tested", "shifted", "direction", "predicted_accuracy",
         "predicted_accuracy_low", "predicted_accuracy_high", "mean_confidence", "reference_n",
-        "reference_mean_confidence", "reference_accuracy", "confidence_shift", "statistic", "df", "bins", "p_value",
-        "level", "min_rows", "labelled_accuracy", "labelled_predicted_accuracy", "confidence_level"))
+        "reference_mean_confidence", "reference_accuracy", "confidence_shift", "statistic", "bins", "p_value",
+        "level", "min_rows", "labelled_accuracy", "labelled_predicted_accuracy", "confidence_level", "test", "rebinned",
+        "accuracy_method"))
     context: CheckContext = _flat(CheckContext.KEYS)
 
 

@@ -117,14 +117,19 @@ def test_false_alarms_at_the_worst_case_stay_below_one_per_720_checks() -> None:
 
 def test_a_bias_inside_the_margin_does_not_accumulate() -> None:
     """The reference's estimation error is a bias common to every increment. Without the margin
-    a CUSUM on increments alarms on it within days; with the margin in the reference value it
-    drifts down and stays quiet for 30 days of hourly checks."""
+    a CUSUM on increments alarms on it within days (and, the bias staying, escalates at the next
+    alarm); with the margin in the reference value it drifts down and stays quiet for 30 days of
+    hourly checks."""
     rng = np.random.default_rng(5)
     bias = 0.8 * math.log(1.05)  # T* differs from the fitted T by 4 %: inside the 5 % margin
     increments = [gaussian_increment(rng, n=400, shift=bias) for _ in range(720)]
     without = run_stream(increments, policy=DriftPolicy(temperature_margin=0.0))
     with_margin = run_stream(increments, policy=DriftPolicy(temperature_margin=0.05))
-    assert sum(check.alarm for check in without) >= 10  # type: ignore[attr-defined]
+    first = next(i for i, check in enumerate(without) if check.alarm)  # type: ignore[attr-defined]
+    assert first < 7 * 24 and any(check.escalated for check in without)  # type: ignore[attr-defined]
+    without_escalation = run_stream(increments, policy=DriftPolicy(temperature_margin=0.0,
+                                                                   sequential_escalate_after=10**6))
+    assert sum(check.alarm for check in without_escalation) >= 10  # type: ignore[attr-defined]
     assert not any(check.alarm for check in with_margin)  # type: ignore[attr-defined]
 
 
@@ -243,3 +248,58 @@ def test_a_state_written_before_serving_times_were_kept_is_still_read() -> None:
     for key in ("upper_served_from", "lower_served_from", "pending_served_from"):
         del old[key]
     assert SequentialState.from_json(json.dumps(old)) == state
+
+
+# ---------------------------------------------------------------------------- a reference that is itself off
+
+# A state as the previous release wrote it (an alarm at its third check): it must still load.
+_STATE_BEFORE_ESCALATION = (
+    '{"format":1,"temperature":1.5,"upper":0.0,"lower":0.0,"upper_since":null,"lower_since":null,'
+    '"upper_segment":[0,0.0,0.0,0.0],"lower_segment":[0,0.0,0.0,0.0],"pending":[0,0.0,0.0,0.0],"pending_since":null,'
+    '"last_end":"2026-03-01T03:00:00+00:00","checks":3,"increments":3,"rows":600,"alarms":1,'
+    '"last_alarm_at":"2026-03-01T03:00:00+00:00","last_change_point":"2026-03-01T00:00:00+00:00",'
+    '"upper_served_from":null,"lower_served_from":null,"pending_served_from":null}'
+)
+
+
+def test_a_reference_biased_beyond_the_margin_alarms_once_then_escalates() -> None:
+    """The fitted T is 13 % off the traffic's (2.5 margins): calibrated traffic carries that bias
+    in every increment. Before: an alarm after every reset (one every few hours for 30 days).
+    Now: one alarm (one event), then at the next one on the same side, with every row since the
+    reset still beyond the margin, an escalation — and no further alarm for this version."""
+    rng = np.random.default_rng(21)
+    bias = 2.5 * math.log(1.05)
+    checks = run_stream([gaussian_increment(rng, n=400, shift=bias) for _ in range(720)])
+    alarms = [check for check in checks if check.alarm]  # type: ignore[attr-defined]
+    assert len(alarms) == 1, f"{len(alarms)} alarms on one biased reference"
+    escalations = [check for check in checks if check.escalated]  # type: ignore[attr-defined]
+    assert len(escalations) == 1 and escalations[0].start > alarms[0].start  # type: ignore[attr-defined]
+    escalation, last = escalations[0], checks[-1]
+    assert escalation.side == "over-confident" and escalation.shift_ratio > 1.05  # type: ignore[attr-defined]
+    assert "the reference itself is off" in escalation.sentence()  # type: ignore[attr-defined]
+    state = last.state  # type: ignore[attr-defined]
+    assert state.escalated_at == escalation.end and state.escalated_side == "over-confident"  # type: ignore[attr-defined]
+    assert state.alarms == 1 and SequentialState.from_json(state.to_json()) == state
+    assert "escalated" in last.sentence() and "until a new version" in last.sentence()  # type: ignore[attr-defined]
+
+
+def test_a_new_drift_long_after_an_alarm_still_alarms() -> None:
+    """An hour of drift that alarms at once, two weeks of calibrated traffic, then a real drift on
+    the same side for a few hours: the rows since the reset are mostly calibrated, so the second
+    alarm is an alarm, not an escalation."""
+    rng = np.random.default_rng(8)
+    increments = ([gaussian_increment(rng, n=400, shift=0.5)] + [gaussian_increment(rng, n=400) for _ in range(336)]
+                  + [gaussian_increment(rng, n=400, shift=0.2) for _ in range(4)])
+    checks = run_stream(increments)
+    alarms = [i for i, check in enumerate(checks) if check.alarm]  # type: ignore[attr-defined]
+    assert alarms[0] == 0 and alarms[1] >= 337
+    assert not any(check.escalated for check in checks)  # type: ignore[attr-defined]
+    assert checks[alarms[1]].state.repeated_alarms == 2  # type: ignore[attr-defined]
+
+
+def test_a_state_written_before_escalation_existed_still_loads_and_updates() -> None:
+    state = SequentialState.from_json(_STATE_BEFORE_ESCALATION)
+    assert state.alarms == 1 and state.escalated_at is None and state.escalated_side is None
+    hot = TemperatureStats(temperature=1.5, n=200, gradient_sum=60.0, gradient_square_sum=220.0, curvature_sum=200.0)
+    check = update_sequential(state, hot, start=T0 + 3 * HOUR, end=T0 + 4 * HOUR)
+    assert check.folded and SequentialState.from_json(check.state.to_json()) == check.state

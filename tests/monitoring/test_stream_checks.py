@@ -105,7 +105,7 @@ def test_the_outputs_carry_the_stream_checks() -> None:
     markdown = drift_markdown(combined)
     assert "sequential CUSUM" in markdown and "ALARM" in markdown
     assert f"| change point: rows served since (the refit reads from there) | {T0.isoformat()} |" in markdown
-    assert "predicted accuracy, 1000 served rows" in markdown and "χ² p" in markdown
+    assert "predicted accuracy, 1000 served rows" in markdown and "Anderson–Darling p" in markdown
     metrics = drift_metrics(combined)
     assert metrics["sequential_alarm"] == 1.0 and metrics["cusum_upper"] >= 6.0
     assert metrics["predicted_accuracy"] == pytest.approx(warning.predicted_accuracy)

@@ -72,6 +72,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from calibration import (  # noqa: E402
     CalibrationStats,
+    PriorEstimate,
     ReferencePriors,
     ServedPriorStats,
     TemperatureStats,
@@ -220,28 +221,43 @@ def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
 
 
 def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: dict[str, Any],
-          evaluation: list[tuple[NDArray[np.float64], NDArray[np.int64]]],
-          unfixed: list[tuple[float, float]]) -> dict[str, list[tuple[float, float]]]:
-    """NLL and ECE on each evaluation set after: no fix (``unfixed``), a refit, the prior correction, the chosen fix."""
+          evaluation: list[tuple[NDArray[np.float64], NDArray[np.int64]]], unfixed: list[tuple[float, float]],
+          returned: NDArray[np.float64], seed: int) -> dict[str, list[tuple[float, float]]]:
+    """NLL and ECE on the evaluation sets (``E``, then ``R``) after each fix.
+
+    ``none`` (``unfixed``); ``refit``: T fitted on the window, kept; ``prior``: the prior
+    correction as the monitor keeps it — on ``E`` EM's priors of the window, on ``R`` undone when
+    the next check's prior test on ``returned`` (unlabelled rows of the returned mix) no longer
+    fires, else re-estimated from them;
+    ``kept``: the window's correction never re-estimated; ``chosen``: the diagnosis's fix, its
+    priors re-estimated like ``prior``.
+    """
     temperature = reference.temperature
     em = found["em"]
+    served = ServedPriorStats.from_logits(returned, temperature=temperature, capacity=SAMPLE_CAPACITY, seed=seed)
+    again = estimate_priors_em(served, reference.priors)
+    # The next check keeps a correction only while its prior test still fires; else it undoes it.
+    undone = not prior_shift_test(served, reference.priors, level=PRIOR_LEVEL, estimate=again, seed=seed).fired
     refit = fit_temperature(window, labels).temperature
 
-    def corrected(logits: NDArray[np.float64]) -> NDArray[np.float64]:
-        return prior_corrected_logits(logits, temperature=temperature, priors=em.priors,
-                                      reference_priors=em.reference_priors)
+    def corrected(logits: NDArray[np.float64], estimate: PriorEstimate) -> NDArray[np.float64]:
+        return prior_corrected_logits(logits, temperature=temperature, priors=estimate.priors,
+                                      reference_priors=estimate.reference_priors)
 
     fix = found["diagnosis"].fix
-    both_temperature = fit_temperature(corrected(window), labels).temperature if fix == "prior_correction_and_refit" \
-        else temperature
-    out: dict[str, list[tuple[float, float]]] = {"none": [], "refit": [], "prior": [], "chosen": []}
-    for (logits, y), none in zip(evaluation, unfixed, strict=True):
+    both_temperature = fit_temperature(corrected(window, em), labels).temperature \
+        if fix == "prior_correction_and_refit" else temperature
+    out: dict[str, list[tuple[float, float]]] = {"none": [], "refit": [], "prior": [], "kept": [], "chosen": []}
+    for index, ((logits, y), none) in enumerate(zip(evaluation, unfixed, strict=True)):
+        current = em if index == 0 else again
         refitted = _scores(logits, y, refit)
-        prior = _scores(corrected(logits), y, temperature)
+        kept = _scores(corrected(logits, em), y, temperature)
+        prior = kept if index == 0 else none if undone else _scores(corrected(logits, current), y, temperature)
+        both = (_scores(logits, y, both_temperature) if index and undone
+                else _scores(corrected(logits, current), y, both_temperature))
         chosen = {"none": none, "escalate": none, "temperature_refit": refitted, "prior_correction": prior,
-                  "prior_correction_and_refit": _scores(corrected(logits), y, both_temperature)
-                  if fix == "prior_correction_and_refit" else prior}[fix]
-        for key, value in (("none", none), ("refit", refitted), ("prior", prior), ("chosen", chosen)):
+                  "prior_correction_and_refit": both if fix == "prior_correction_and_refit" else prior}[fix]
+        for key, value in (("none", none), ("refit", refitted), ("prior", prior), ("kept", kept), ("chosen", chosen)):
             out[key].append(value)
     return out
 
@@ -282,7 +298,8 @@ def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[
                     evaluation = [draw(condition, logits, labels, EVALUATION_ROWS, draws),
                                   draw(condition, logits, labels, EVALUATION_ROWS, draws, reference_mix=True)]
                     unfixed = [_scores(logits_e, y_e, reference.temperature) for logits_e, y_e in evaluation]
-                    for key, values in fixes(reference, window, y, found, evaluation, unfixed).items():
+                    returned, _ = draw(condition, logits, labels, FIX_SIZE, draws, reference_mix=True)
+                    for key, values in fixes(reference, window, y, found, evaluation, unfixed, returned, w).items():
                         scores[cell][key].append([v for pair in values for v in pair])
         if (w + 1) % 10 == 0:
             print(f"{name}: {w + 1}/{windows} windows, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
@@ -348,19 +365,44 @@ def errors_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions:
     return "\n".join(lines)
 
 
+FIX_COLUMNS = (("none", "no fix"), ("refit", "temperature refit"), ("prior", "prior correction"),
+               ("kept", "prior correction never re-estimated"), ("chosen", "the diagnosis's fix"))
+
+
 def fixes_markdown(results: dict[str, Any], conditions: tuple[str, ...]) -> str:
-    lines = ["Mean NLL (ECE) on 5,000 fresh rows, after each fix fitted on a 2,000-row window: `E` the same traffic, "
-             "`R` the class mix back at the reference's.", "",
-             "| file | condition | set | no fix | temperature refit | prior correction | the diagnosis's fix |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for f, result in results.items():
-        for condition in conditions:
-            scores = result["fixes"].get(f"{condition} @{FIX_SIZE}")
-            if scores is None or condition in ("collapse",):
-                continue
+    """Mean NLL and ECE after each fix: pooled over the files as the change from no fix, then per
+    file for one class raised to 40 %."""
+    lines = ["Change of the mean NLL (of the binned ECE) from no fix, averaged over the files: each fix fitted "
+             f"on a {FIX_SIZE:,}-row window and scored on {EVALUATION_ROWS:,} fresh rows, `E` of the same traffic, "
+             "`R` once the class mix is back at the reference's (the logit factor kept). On `R` the prior correction "
+             f"is what the next check leaves: undone when its prior test on {FIX_SIZE:,} unlabelled rows of the "
+             "returned mix no longer fires, else re-estimated from them; \"never re-estimated\" keeps the "
+             "window's.", "",
+             "| condition | set | " + " | ".join(title for key, title in FIX_COLUMNS[1:]) + " |",
+             "| --- | --- |" + " --- |" * (len(FIX_COLUMNS) - 1)]
+    files = list(results)
+    for condition in conditions:
+        cell = f"{condition} @{FIX_SIZE}"
+        if condition == "collapse" or cell not in results[files[0]]["fixes"]:
+            continue
+        for s, label in ((0, "E"), (1, "R")):
+            row = []
+            for key, _ in FIX_COLUMNS[1:]:
+                nll = np.mean([r["fixes"][cell][key][2 * s] - r["fixes"][cell]["none"][2 * s] for r in results.values()])
+                ece = np.mean([r["fixes"][cell][key][2 * s + 1] - r["fixes"][cell]["none"][2 * s + 1]
+                               for r in results.values()])
+                row.append(f"{nll:+.4f} ({ece:+.4f})")
+            lines.append(f"| {condition} | {label} | " + " | ".join(row) + " |")
+    cell = f"label 40 % @{FIX_SIZE}"
+    if cell in results[files[0]]["fixes"]:
+        lines += ["", f"Mean NLL (binned ECE) per file, one class raised to 40 % ({FIX_SIZE:,}-row windows):", "",
+                  "| file | set | " + " | ".join(title for _, title in FIX_COLUMNS) + " |",
+                  "| --- | --- |" + " --- |" * len(FIX_COLUMNS)]
+        for f, result in results.items():
+            scores = result["fixes"][cell]
             for s, label in ((0, "E"), (1, "R")):
-                cells = [f"{scores[k][2 * s]:.4f} ({scores[k][2 * s + 1]:.4f})" for k in ("none", "refit", "prior", "chosen")]
-                lines.append(f"| {f} | {condition} | {label} | " + " | ".join(cells) + " |")
+                row = [f"{scores[k][2 * s]:.4f} ({scores[k][2 * s + 1]:.4f})" for k, _ in FIX_COLUMNS]
+                lines.append(f"| {f} | {label} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 

@@ -297,7 +297,7 @@ class ServedPriorStats:
         capacity = n if capacity is None else check_count(capacity, name="capacity")
         if keys is None:
             rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-            row_keys: NDArray[np.float64] = rng.random(n)
+            row_keys: NDArray[np.float64] = np.asarray(rng.random(n), dtype=np.float64)
         else:
             row_keys = np.asarray(keys, dtype=np.float64)
             if row_keys.shape != (n,) or not np.all((row_keys >= 0) & (row_keys < 1)):

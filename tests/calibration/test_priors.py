@@ -155,7 +155,7 @@ def test_the_prior_test_fires_on_a_shift_and_not_on_the_reference_mix(reference:
 
 
 def test_the_prior_test_holds_its_level_on_a_calibrated_model() -> None:
-    # 300 windows of 500 rows from a calibrated three-class model, each against its own reference of
+    # 200 windows of 500 rows from a calibrated three-class model, each against its own reference of
     # 3,000 rows (the level is over both samples: one fixed reference's own error shifts every window).
     rng = np.random.default_rng(11)
 
@@ -165,9 +165,10 @@ def test_the_prior_test_holds_its_level_on_a_calibrated_model() -> None:
         x[np.arange(n), y] += 1.5
         return 1.5 * x + np.log(REFERENCE), y
 
-    fired = sum(prior_shift_test(ServedPriorStats.from_logits(rows(500)[0], seed=i),
-                                 ReferencePriors.from_logits(*rows(3000)), level=0.05).fired for i in range(300))
-    assert fired / 300 < 0.09  # nominal 0.05; 0.09 is 3 SE above it
+    # The test reads the sums of all rows; EM (the effect only) runs on a small sample to keep this fast.
+    fired = sum(prior_shift_test(ServedPriorStats.from_logits(rows(500)[0], seed=i, capacity=50),
+                                 ReferencePriors.from_logits(*rows(3000)), level=0.05).fired for i in range(200))
+    assert fired / 200 < 0.1  # nominal 0.05; 0.1 is 3.2 SE above it (5.3 % measured over 300)
 
 
 # --------------------------------------------------------------------------- BBSE cross-check on real logits

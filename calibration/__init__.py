@@ -77,11 +77,30 @@ if _typing.TYPE_CHECKING:
         open_partitioned,
         read_partition,
     )
+    from ._priors import (
+        PriorEstimate,
+        PriorShiftTest,
+        ReferencePriors,
+        ServedPriorStats,
+        estimate_priors_bbse,
+        estimate_priors_em,
+        prior_corrected_log_probabilities,
+        prior_corrected_logits,
+        prior_shift_test,
+    )
     from ._probabilities import calibrated_probabilities, top_label_confidence
     from ._qualify import QualificationReport, qualify_calibration_set
     from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
     from ._scores import TopLabelScores
     from ._serialise import JsonResult, json_safe
+    from ._shift import (
+        ClassAccuracyTest,
+        ReweightingGain,
+        ShiftDiagnosis,
+        class_accuracy_test,
+        diagnose_shift,
+        reweighting_gain,
+    )
     from ._stats import CalibrationStats, ReliabilityTable
     from ._temperature import (
         DetectableShift,
@@ -109,6 +128,7 @@ __all__ = [
     "CalibrationErrorEstimate",
     "CalibrationReport",
     "CalibrationStats",
+    "ClassAccuracyTest",
     "ConfidenceHistogram",
     "ConsistencyTest",
     "DetectableShift",
@@ -122,10 +142,16 @@ __all__ = [
     "LocalEngine",
     "Partition",
     "PartitionedScoredSet",
+    "PriorEstimate",
+    "PriorShiftTest",
     "QualificationReport",
+    "ReferencePriors",
     "ReliabilityTable",
+    "ReweightingGain",
     "ScoredSet",
     "ScoredSetError",
+    "ServedPriorStats",
+    "ShiftDiagnosis",
     "TemperatureFit",
     "TemperatureStats",
     "TemperatureTest",
@@ -141,11 +167,15 @@ __all__ = [
     "check_temperature",
     "check_unique_ids",
     "choose_threshold",
+    "class_accuracy_test",
     "classwise_calibration_error",
     "compile_kernels",
     "consistency_resampling_from_stats",
     "consistency_resampling_test",
+    "diagnose_shift",
     "equal_mass_edges",
+    "estimate_priors_bbse",
+    "estimate_priors_em",
     "evaluate",
     "evaluate_partitioned",
     "expected_calibration_error",
@@ -162,10 +192,14 @@ __all__ = [
     "nll_difference_partitioned",
     "open_partitioned",
     "paired_bootstrap_nll",
+    "prior_corrected_log_probabilities",
+    "prior_corrected_logits",
+    "prior_shift_test",
     "qualify_calibration_set",
     "read_partition",
     "read_scored_set",
     "reliability_table",
+    "reweighting_gain",
     "sweep_thresholds",
     "temperature_test",
     "top_label_confidence",
@@ -201,11 +235,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Partition", "PartitionedScoredSet", "check_unique_ids", "evaluate_partitioned", "fit_partitioned",
         "is_partitioned_path", "nll_difference_partitioned", "open_partitioned", "read_partition"
     ),
+    "_priors": (
+        "PriorEstimate", "PriorShiftTest", "ReferencePriors", "ServedPriorStats", "estimate_priors_bbse",
+        "estimate_priors_em", "prior_corrected_log_probabilities", "prior_corrected_logits", "prior_shift_test"
+    ),
     "_probabilities": ("calibrated_probabilities", "top_label_confidence"),
     "_qualify": ("QualificationReport", "qualify_calibration_set"),
     "_scored": ("ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set"),
     "_scores": ("TopLabelScores",),
     "_serialise": ("JsonResult", "json_safe"),
+    "_shift": (
+        "ClassAccuracyTest", "ReweightingGain", "ShiftDiagnosis", "class_accuracy_test", "diagnose_shift",
+        "reweighting_gain"
+    ),
     "_stats": ("CalibrationStats", "ReliabilityTable"),
     "_temperature": (
         "DetectableShift", "TemperatureStats", "TemperatureTest", "log_normal_interval", "minimal_detectable_shift",

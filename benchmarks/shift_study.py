@@ -1,0 +1,453 @@
+"""Which shift is it? The shift diagnosis and its fixes on real CIFAR logits (issue 22).
+
+Usage::
+
+    .venv/bin/python -m benchmarks.shift_study                          # 200 windows a cell, every file
+    .venv/bin/python -m benchmarks.shift_study --windows 20 --files cifar10_wrn16-4_netcal
+    .venv/bin/python -m benchmarks.shift_study --jobs 2 --json shift.json  # files in 2 processes
+
+Method (docs/statistics.md states it with the results)
+------------------------------------------------------
+Each file of ``tests/data/real-logits`` (10,000 rows) is taken as the population. For every
+window index w (seeded by the file and w):
+
+1. the **reference** is 5,000 rows drawn with replacement; T is fitted on it, and what a
+   version registers is computed from it at T: the debiased ℓ1 ECE with its interval, the
+   temperature sums, the confidence profile and :class:`calibration.ReferencePriors`;
+2. each cell draws a **window** of n rows (500, 2,000, 10,000) with replacement, independently
+   of the reference (two independent samples of one population: the tests' null holds
+   exactly, at every size), under its condition:
+
+   * ``no change``;
+   * ``label 20 %`` / ``40 %`` / ``60 %``: one class (drawn per window) raised to that share of
+     the traffic, p(x | y) unchanged (rows drawn with weight π'_y / n_y);
+   * ``dirichlet``: priors drawn from Dirichlet(2, …, 2);
+   * ``x0.8`` / ``x1.25`` / ``x1.5``: every logit multiplied (the optimal T moves by that factor);
+   * ``label 40 % x1.25``: both;
+   * ``easiest half`` / ``hardest half``: only rows whose top-label confidence at T is above
+     (below) the population's median (a covariate shift inside the support: p(y | x) unchanged);
+   * ``collapse``: 70 % of the labels replaced by a random class (a model that lost its accuracy);
+
+3. the check on the window (all rows served and labelled): the drift decision at the deployed
+   posteriors (:func:`monitoring.decide_drift`, defaults), the served rows' priors (EM on a
+   sample of at most 2,000 rows, BBSE on all) and the prior test (level 0.01), the decision again
+   at the re-weighted posteriors and the re-weighting's NLL gain, the early warning's
+   confidence test, the accuracy against a floor of half the reference's accuracy; then
+   :func:`calibration.diagnose_shift`;
+4. at 2,000 rows, the **fixes** are scored on two fresh samples of 5,000 rows: the same
+   condition (``E``) and the condition with the class mix back at the reference's (``R``; the
+   logit factor kept): no fix, a temperature refit on the window, the prior correction (EM's
+   priors), and the fix the diagnosis chose.
+
+Prior-estimation error: the total-variation distance between an estimate and the window's
+actual class frequencies.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):  # a core a process
+    os.environ.setdefault(_variable, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+from numpy.typing import NDArray  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
+from calibration import (  # noqa: E402
+    CalibrationStats,
+    PriorEstimate,
+    ReferencePriors,
+    ServedPriorStats,
+    TemperatureStats,
+    calibration_error_from_stats,
+    class_accuracy_test,
+    compile_kernels,
+    diagnose_shift,
+    estimate_priors_bbse,
+    estimate_priors_em,
+    fit_temperature,
+    prior_corrected_logits,
+    prior_shift_test,
+    reweighting_gain,
+)
+from monitoring import (  # noqa: E402
+    ConfidenceProfile,
+    DriftReference,
+    decide_drift,
+    summarise_arrays,
+    warn_before_labels,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SIZES = (500, 2_000, 10_000)
+CONDITIONS = ("no change", "label 20 %", "label 40 %", "label 60 %", "dirichlet", "x0.8", "x1.25", "x1.5",
+              "label 40 % x1.25", "easiest half", "hardest half", "collapse")
+KINDS = ("no_change", "label_shift", "calibration_drift", "accuracy_collapse", "covariate_shift")
+#: The diagnosis each condition should get.
+EXPECTED = {"no change": "no_change", "label 20 %": "label_shift", "label 40 %": "label_shift",
+            "label 60 %": "label_shift", "dirichlet": "label_shift", "x0.8": "calibration_drift",
+            "x1.25": "calibration_drift", "x1.5": "calibration_drift", "label 40 % x1.25": "calibration_drift",
+            "easiest half": "covariate_shift", "hardest half": "covariate_shift", "collapse": "accuracy_collapse"}
+FIX_SIZE = 2_000
+EVALUATION_ROWS = 5_000
+REFERENCE_ROWS = 5_000
+SAMPLE_CAPACITY = 2_000
+PRIOR_LEVEL = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """What a version registers, computed from the reference rows at their fitted T."""
+
+    temperature: float
+    drift: DriftReference
+    priors: ReferencePriors
+    profile: ConfidenceProfile
+    accuracy: float
+
+
+def reference_of(logits: NDArray[np.float32], labels: NDArray[np.int64]) -> Reference:
+    temperature = fit_temperature(logits, labels).temperature
+    stats = CalibrationStats.from_logits(logits, labels, temperature=temperature)
+    ece = calibration_error_from_stats(stats, estimator="debiased_l1")
+    drift = DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high),
+                              temperature_stats=TemperatureStats.from_logits(logits, labels, temperature=temperature))
+    return Reference(temperature=temperature, drift=drift,
+                     priors=ReferencePriors.from_logits(logits, labels, temperature=temperature),
+                     profile=ConfidenceProfile.from_logits(logits, labels, temperature=temperature),
+                     accuracy=float((logits.argmax(axis=1) == labels).mean()))
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """How a condition draws rows: a weight per population row, a logit factor, a label noise share."""
+
+    weights: NDArray[np.float64]
+    factor: float
+    noise: float
+
+
+def condition_of(name: str, labels: NDArray[np.int64], confidence: NDArray[np.float64],
+                 rng: np.random.Generator) -> Condition:
+    n_classes = int(labels.max()) + 1
+    counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
+    uniform = np.full(labels.shape[0], 1.0 / labels.shape[0])
+    last = name.split()[-1]
+    factor = float(last[1:]) if last.startswith("x") else 1.0
+    if name.startswith("label"):
+        share = float(name.split()[1]) / 100.0
+        raised = int(rng.integers(n_classes))
+        priors = np.full(n_classes, (1.0 - share) / (labels.shape[0] - counts[raised]))
+        priors = priors * counts
+        priors[raised] = share
+        return Condition(priors[labels] / counts[labels], factor, 0.0)
+    if name == "dirichlet":
+        priors = rng.dirichlet(np.full(n_classes, 2.0))
+        return Condition(priors[labels] / counts[labels], 1.0, 0.0)
+    if name in ("easiest half", "hardest half"):
+        median = float(np.median(confidence))
+        keep = confidence > median if name == "easiest half" else confidence <= median
+        return Condition(keep / keep.sum(), 1.0, 0.0)
+    return Condition(uniform, factor, 0.7 if name == "collapse" else 0.0)
+
+
+def draw(condition: Condition, logits: NDArray[np.float32], labels: NDArray[np.int64], n: int,
+         rng: np.random.Generator, *, reference_mix: bool = False) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    weights = None if reference_mix else condition.weights
+    rows = rng.choice(labels.shape[0], size=n, replace=True, p=weights)
+    window = logits[rows].astype(np.float64) * condition.factor
+    y = labels[rows].copy()
+    if condition.noise:
+        noisy = rng.random(n) < condition.noise
+        y[noisy] = rng.integers(logits.shape[1], size=int(noisy.sum()))
+    return window, y
+
+
+def _tv(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
+    return 0.5 * float(np.abs(a - b).sum())
+
+
+def _scores(logits: NDArray[np.float64], labels: NDArray[np.int64], temperature: float) -> tuple[float, float]:
+    """NLL and binned ECE (15 equal-width bins) in one pass."""
+    stats = CalibrationStats.from_logits(logits, labels, temperature=temperature)
+    return stats.nll, stats.ece
+
+
+def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> dict[str, Any]:
+    """One window's check: the diagnosis, the estimates, the fixes' inputs."""
+    temperature = reference.temperature
+    summary = summarise_arrays(window, labels, temperature=temperature, start=T0, end=T0)
+    plain = decide_drift(summary, reference.drift)
+    served = ServedPriorStats.from_logits(window, temperature=temperature, capacity=SAMPLE_CAPACITY, seed=seed)
+    em = estimate_priors_em(served, reference.priors)
+    test = prior_shift_test(served, reference.priors, level=PRIOR_LEVEL, estimate=em, seed=seed)
+    reweighted_fired: tuple[str, ...] | None = None
+    gain = None
+    if test.fired:
+        corrected = prior_corrected_logits(window, temperature=temperature, priors=em.priors,
+                                           reference_priors=em.reference_priors)
+        reweighted = decide_drift(summarise_arrays(corrected, labels, temperature=temperature, start=T0, end=T0),
+                                  reference.drift)
+        reweighted_fired = reweighted.tests_fired
+        gain = reweighting_gain(window, labels, temperature=temperature, priors=em.priors,
+                                reference_priors=em.reference_priors)
+    warning = warn_before_labels(ConfidenceProfile.from_logits(window, temperature=temperature), reference.profile)
+    correct = window.argmax(axis=1) == labels
+    k = window.shape[1]
+    class_accuracy = class_accuracy_test(np.bincount(labels, minlength=k), np.bincount(labels[correct], minlength=k),
+                                         reference.priors) if test.fired else None
+    accuracy = float(correct.mean())
+    diagnosis = diagnose_shift(priors=test, tests_fired=plain.tests_fired, reweighted_tests_fired=reweighted_fired,
+                               gain=gain, class_accuracy=class_accuracy, accuracy=accuracy, accuracy_floor=0.5 * reference.accuracy,
+                               confidence_shifted=warning.shifted)
+    return {"diagnosis": diagnosis, "em": em, "served": served, "test": test}
+
+
+def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: dict[str, Any],
+          evaluation: list[tuple[NDArray[np.float64], NDArray[np.int64]]], unfixed: list[tuple[float, float]],
+          returned: NDArray[np.float64], seed: int) -> dict[str, list[tuple[float, float]]]:
+    """NLL and ECE on the evaluation sets (``E``, then ``R``) after each fix.
+
+    ``none`` (``unfixed``); ``refit``: T fitted on the window, kept; ``prior``: the prior
+    correction as the monitor keeps it — on ``E`` EM's priors of the window, on ``R`` undone when
+    the next check's prior test on ``returned`` (unlabelled rows of the returned mix) no longer
+    fires, else re-estimated from them;
+    ``kept``: the window's correction never re-estimated; ``chosen``: the diagnosis's fix, its
+    priors re-estimated like ``prior``.
+    """
+    temperature = reference.temperature
+    em = found["em"]
+    served = ServedPriorStats.from_logits(returned, temperature=temperature, capacity=SAMPLE_CAPACITY, seed=seed)
+    again = estimate_priors_em(served, reference.priors)
+    # The next check keeps a correction only while its prior test still fires; else it undoes it.
+    undone = not prior_shift_test(served, reference.priors, level=PRIOR_LEVEL, estimate=again, seed=seed).fired
+    refit = fit_temperature(window, labels).temperature
+
+    def corrected(logits: NDArray[np.float64], estimate: PriorEstimate) -> NDArray[np.float64]:
+        return prior_corrected_logits(logits, temperature=temperature, priors=estimate.priors,
+                                      reference_priors=estimate.reference_priors)
+
+    fix = found["diagnosis"].fix
+    both_temperature = fit_temperature(corrected(window, em), labels).temperature \
+        if fix == "prior_correction_and_refit" else temperature
+    out: dict[str, list[tuple[float, float]]] = {"none": [], "refit": [], "prior": [], "kept": [], "chosen": []}
+    for index, ((logits, y), none) in enumerate(zip(evaluation, unfixed, strict=True)):
+        current = em if index == 0 else again
+        refitted = _scores(logits, y, refit)
+        kept = _scores(corrected(logits, em), y, temperature)
+        prior = kept if index == 0 else none if undone else _scores(corrected(logits, current), y, temperature)
+        both = (_scores(logits, y, both_temperature) if index and undone
+                else _scores(corrected(logits, current), y, both_temperature))
+        chosen = {"none": none, "escalate": none, "temperature_refit": refitted, "prior_correction": prior,
+                  "prior_correction_and_refit": both if fix == "prior_correction_and_refit" else prior}[fix]
+        for key, value in (("none", none), ("refit", refitted), ("prior", prior), ("kept", kept), ("chosen", chosen)):
+            out[key].append(value)
+    return out
+
+
+def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[str, ...], seed: int) -> dict[str, Any]:
+    """Every cell of one file: diagnoses, estimation errors, fixes."""
+    logits, labels = load(name)
+    index = file_index(name)
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(KINDS, 0))
+    errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    scores: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    started = time.monotonic()
+    for w in range(windows):
+        rng = np.random.default_rng([seed, index, w])
+        rows = rng.choice(labels.shape[0], size=REFERENCE_ROWS, replace=True)
+        reference = reference_of(logits[rows], labels[rows])
+        confidence = 1.0 / np.exp((logits - logits.max(axis=1, keepdims=True)) / reference.temperature).sum(axis=1)
+        for c, condition_name in enumerate(conditions):
+            condition = condition_of(condition_name, labels, confidence, np.random.default_rng([seed, index, w, c]))
+            for n in sizes:
+                cell = f"{condition_name} @{n}"
+                draws = np.random.default_rng([seed, index, w, c, n])
+                window, y = draw(condition, logits, labels, n, draws)
+                found = check(reference, window, y, seed=w)
+                kinds[cell][found["diagnosis"].kind] += 1
+                truth = np.bincount(y, minlength=logits.shape[1]) / n
+                em, served = found["em"], found["served"]
+                bbse = estimate_priors_bbse(served, reference.priors)
+                errors[cell]["em"].append(_tv(em.priors, truth))
+                errors[cell]["bbse"].append(_tv(bbse.priors, truth))
+                errors[cell]["em_vs_bbse"].append(_tv(em.priors, bbse.priors))
+                errors[cell]["em_iterations"].append(float(em.iterations))
+                errors[cell]["em_converged"].append(float(em.converged))
+                if n == FIX_SIZE and (condition_name.startswith("label") or condition_name == "dirichlet"):
+                    counts_basis = estimate_priors_em(served, reference.priors, basis="class_counts")
+                    errors[cell]["em_class_counts"].append(_tv(counts_basis.priors, truth))
+                if n == FIX_SIZE:
+                    evaluation = [draw(condition, logits, labels, EVALUATION_ROWS, draws),
+                                  draw(condition, logits, labels, EVALUATION_ROWS, draws, reference_mix=True)]
+                    unfixed = [_scores(logits_e, y_e, reference.temperature) for logits_e, y_e in evaluation]
+                    returned, _ = draw(condition, logits, labels, FIX_SIZE, draws, reference_mix=True)
+                    for key, values in fixes(reference, window, y, found, evaluation, unfixed, returned, w).items():
+                        scores[cell][key].append([v for pair in values for v in pair])
+        if (w + 1) % 10 == 0:
+            print(f"{name}: {w + 1}/{windows} windows, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return {"kinds": {cell: dict(v) for cell, v in kinds.items()},
+            "errors": {cell: {k: float(np.mean(v)) for k, v in e.items()} for cell, e in errors.items()},
+            "fixes": {cell: {k: np.mean(np.array(v), axis=0).tolist() for k, v in s.items()} for cell, s in scores.items()},
+            "seconds": time.monotonic() - started}
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def confusion_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions: tuple[str, ...],
+                       windows: int) -> str:
+    files = list(results)
+    lines = [f"Share of windows given each diagnosis ({windows} windows a cell and file, {len(files)} files pooled; "
+             "**bold**: the expected diagnosis).", "",
+             "| condition | rows | " + " | ".join(k.replace("_", " ") for k in KINDS) + " |",
+             "| --- | --- |" + " --- |" * len(KINDS)]
+    for condition in conditions:
+        for n in sizes:
+            cell = f"{condition} @{n}"
+            total = sum(results[f]["kinds"][cell][k] for f in files for k in KINDS)
+            shares = []
+            for kind in KINDS:
+                share = sum(results[f]["kinds"][cell][kind] for f in files) / total
+                text = f"{share:.3f}"
+                shares.append(f"**{text}**" if kind == EXPECTED[condition] else text)
+            lines.append(f"| {condition} | {n:,} | " + " | ".join(shares) + " |")
+    return "\n".join(lines)
+
+
+def goals_markdown(results: dict[str, Any]) -> str:
+    goals = (("label 40 % @2000", "label_shift", 0.90), ("x1.25 @2000", "calibration_drift", 0.95),
+             ("no change @500", "no_change", 0.97), ("no change @2000", "no_change", 0.97),
+             ("no change @10000", "no_change", 0.97))
+    files = list(results)
+    lines = ["| cell | diagnosis | goal | " + " | ".join(files) + " |", "| --- | --- | --- |" + " --- |" * len(files)]
+    for cell, kind, goal in goals:
+        if cell not in results[files[0]]["kinds"]:
+            continue
+        row = []
+        for f in files:
+            counts = results[f]["kinds"][cell]
+            share = counts[kind] / sum(counts.values())
+            row.append(f"{share:.3f}" if share >= goal else f"**{share:.3f}**")
+        lines.append(f"| {cell.replace('@', '@ ')} | {kind.replace('_', ' ')} | ≥ {goal:.2f} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def errors_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions: tuple[str, ...]) -> str:
+    lines = ["| file | condition | rows | EM | EM from class counts | BBSE | EM vs BBSE | EM iterations (mean) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for f, result in results.items():
+        for condition in conditions:
+            if not (condition.startswith("label") or condition in ("dirichlet", "no change")):
+                continue
+            for n in sizes:
+                e = result["errors"][f"{condition} @{n}"]
+                counts = f"{e['em_class_counts']:.4f}" if "em_class_counts" in e else "-"
+                lines.append(f"| {f} | {condition} | {n:,} | {e['em']:.4f} | {counts} | {e['bbse']:.4f} | "
+                             f"{e['em_vs_bbse']:.4f} | {e['em_iterations']:.0f} |")
+    return "\n".join(lines)
+
+
+FIX_COLUMNS = (("none", "no fix"), ("refit", "temperature refit"), ("prior", "prior correction"),
+               ("kept", "prior correction never re-estimated"), ("chosen", "the diagnosis's fix"))
+
+
+def fixes_markdown(results: dict[str, Any], conditions: tuple[str, ...]) -> str:
+    """Mean NLL and ECE after each fix: pooled over the files as the change from no fix, then per
+    file for one class raised to 40 %."""
+    lines = ["Change of the mean NLL (of the binned ECE) from no fix, averaged over the files: each fix fitted "
+             f"on a {FIX_SIZE:,}-row window and scored on {EVALUATION_ROWS:,} fresh rows, `E` of the same traffic, "
+             "`R` once the class mix is back at the reference's (the logit factor kept). On `R` the prior correction "
+             f"is what the next check leaves: undone when its prior test on {FIX_SIZE:,} unlabelled rows of the "
+             "returned mix no longer fires, else re-estimated from them; \"never re-estimated\" keeps the "
+             "window's.", "",
+             "| condition | set | " + " | ".join(title for key, title in FIX_COLUMNS[1:]) + " |",
+             "| --- | --- |" + " --- |" * (len(FIX_COLUMNS) - 1)]
+    files = list(results)
+    for condition in conditions:
+        cell = f"{condition} @{FIX_SIZE}"
+        if condition == "collapse" or cell not in results[files[0]]["fixes"]:
+            continue
+        for s, label in ((0, "E"), (1, "R")):
+            row = []
+            for key, _ in FIX_COLUMNS[1:]:
+                nll = np.mean([r["fixes"][cell][key][2 * s] - r["fixes"][cell]["none"][2 * s] for r in results.values()])
+                ece = np.mean([r["fixes"][cell][key][2 * s + 1] - r["fixes"][cell]["none"][2 * s + 1]
+                               for r in results.values()])
+                row.append(f"{nll:+.4f} ({ece:+.4f})")
+            lines.append(f"| {condition} | {label} | " + " | ".join(row) + " |")
+    cell = f"label 40 % @{FIX_SIZE}"
+    if cell in results[files[0]]["fixes"]:
+        lines += ["", f"Mean NLL (binned ECE) per file, one class raised to 40 % ({FIX_SIZE:,}-row windows):", "",
+                  "| file | set | " + " | ".join(title for _, title in FIX_COLUMNS) + " |",
+                  "| --- | --- |" + " --- |" * len(FIX_COLUMNS)]
+        for f, result in results.items():
+            scores = result["fixes"][cell]
+            for s, label in ((0, "E"), (1, "R")):
+                row = [f"{scores[k][2 * s]:.4f} ({scores[k][2 * s + 1]:.4f})" for k, _ in FIX_COLUMNS]
+                lines.append(f"| {f} | {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _run_one(arguments: tuple[str, int, tuple[int, ...], tuple[str, ...], int]) -> tuple[str, dict[str, Any]]:
+    compile_kernels()  # once per installation (minutes), then cached: the passes run about 2x faster
+    name = arguments[0]
+    return name, run_file(*arguments)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.shift_study", description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", type=int, default=200, help="windows a cell and file (default 200)")
+    parser.add_argument("--files", nargs="+", default=list(FILES), help="files of tests/data/real-logits (no .npz)")
+    parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="window sizes (default 500 2000 10000)")
+    parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS, metavar="CONDITION")
+    parser.add_argument("--seed", type=int, default=22, help="seed (default 22)")
+    parser.add_argument("--jobs", type=int, default=1, help="files run in this many processes (default 1)")
+    parser.add_argument("--json", type=Path, help="also write every number as JSON here")
+    parser.add_argument("--from-json", type=Path, help="print the tables of a --json file again (nothing is run)")
+    args = parser.parse_args(argv)
+    sizes, conditions = tuple(args.sizes), tuple(args.conditions)
+    if args.from_json is not None:
+        saved = json.loads(args.from_json.read_text())
+        results, args.windows = saved["results"], saved["windows"]
+        cells = next(iter(results.values()))["kinds"]
+        sizes = tuple(n for n in sizes if any(cell.endswith(f"@{n}") for cell in cells))
+        conditions = tuple(c for c in conditions if any(cell.startswith(f"{c} @") for cell in cells))
+    else:
+        work = [(name, args.windows, sizes, conditions, args.seed) for name in args.files]
+        if args.jobs > 1:  # spawned: numba's threading layer does not survive a fork
+            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                results = dict(pool.map(_run_one, work))
+        else:
+            results = dict(map(_run_one, work))
+        results = {name: results[name] for name in args.files}
+    if args.json is not None:
+        args.json.write_text(json.dumps({"windows": args.windows, "seed": args.seed, "results": results}, indent=1))
+    print("### Diagnoses\n\n" + confusion_markdown(results, sizes, conditions, args.windows))
+    print("\n### The issue's goals, per file (bold: below the goal)\n\n" + goals_markdown(results))
+    print("\n### Prior-estimation error (total variation to the window's class frequencies)\n\n"
+          + errors_markdown(results, sizes, conditions))
+    print("\n### Fixes\n\n" + fixes_markdown(results, conditions))
+    print("\nSeconds per file: " + ", ".join(f"{n} {r['seconds']:.0f}" for n, r in results.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

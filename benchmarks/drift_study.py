@@ -68,7 +68,7 @@ from calibration import (  # noqa: E402
     temperature_test,
 )
 from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
-from monitoring import WindowSummary, decide_drift, summarise_arrays  # noqa: E402
+from monitoring import DriftPolicy, DriftReference, WindowSummary, decide_drift, summarise_arrays  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 N_GROUPS = 5

@@ -13,7 +13,7 @@ import monitoring
 MODULES = [
     "monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls",
     "monitoring.export", "monitoring.log_writer", "monitoring.sequential", "monitoring.early_warning",
-    "monitoring.policy", "monitoring.drift_tests", "monitoring.escalation",
+    "monitoring.policy", "monitoring.drift_tests", "monitoring.escalation", "monitoring.scan", "monitoring.retention",
 ]
 
 

@@ -186,6 +186,17 @@ def _interval(value: tuple[float, float] | None) -> tuple[float, float]:
     return low, high
 
 
+def _outcome_of(outcomes: tuple[TestOutcome, ...], test: str) -> TestOutcome | None:
+    """The outcome of ``test`` among ``outcomes`` (a group's or the window's); None: not run."""
+    return next((outcome for outcome in outcomes if outcome.test == test), None)
+
+
+def _temperature_test_of(outcomes: tuple[TestOutcome, ...]) -> TemperatureTest | None:
+    """The temperature test's detail among ``outcomes``; None when it did not run."""
+    found = _outcome_of(outcomes, "temperature")
+    return found.detail if found is not None and isinstance(found.detail, TemperatureTest) else None
+
+
 @dataclass(frozen=True, slots=True)
 class GroupDrift:
     """The decision for one group of the window: its numbers and its tests' outcomes.
@@ -215,12 +226,11 @@ class GroupDrift:
 
     def outcome(self, test: str) -> TestOutcome | None:
         """The outcome of ``test`` on this group (None: not run)."""
-        return next((outcome for outcome in self.outcomes if outcome.test == test), None)
+        return _outcome_of(self.outcomes, test)
 
     @property
     def temperature_test(self) -> TemperatureTest | None:
-        found = self.outcome("temperature")
-        return found.detail if found is not None and isinstance(found.detail, TemperatureTest) else None
+        return _temperature_test_of(self.outcomes)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -271,13 +281,12 @@ class DriftReport:
 
     def outcome(self, test: str) -> TestOutcome | None:
         """The window's outcome of ``test`` (None: not run)."""
-        return next((outcome for outcome in self.outcomes if outcome.test == test), None)
+        return _outcome_of(self.outcomes, test)
 
     @property
     def temperature_test(self) -> TemperatureTest | None:
         """The window's temperature test (None when it did not run)."""
-        found = self.outcome("temperature")
-        return found.detail if found is not None and isinstance(found.detail, TemperatureTest) else None
+        return _temperature_test_of(self.outcomes)
 
     @property
     def n(self) -> int:

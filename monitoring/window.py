@@ -182,14 +182,8 @@ class WindowSummary:
         """Merge the summaries of two adjacent windows of the same version (either order)."""
         if not isinstance(other, WindowSummary):
             return NotImplemented
-        for name in ("model_name", "model_version", "temperature", "n_bins", "n_classes"):
-            if getattr(self, name) != getattr(other, name):
-                raise ValueError(
-                    f"cannot merge window summaries with different {name}: "
-                    f"{getattr(self, name)!r} and {getattr(other, name)!r}"
-                )
-        if (self.gate is None) != (other.gate is None):
-            raise ValueError("cannot merge a window summary with gate counts and one without")
+        _refuse_unmergeable(self, other, ("model_name", "model_version", "temperature", "n_bins", "n_classes"),
+                            "cannot merge window summaries with different {name}: {first!r} and {second!r}")
         first, second = (self, other) if self.start <= other.start else (other, self)
         if first.end != second.start:
             raise ValueError(
@@ -478,16 +472,20 @@ def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
     if not parts:
         raise ValueError("merge_summaries needs at least one summary")
     first = parts[0]
+    names = ("model_name", "model_version", "start", "end", "temperature", "n_bins", "n_classes")
     for part in parts[1:]:
-        for name in ("model_name", "model_version", "start", "end", "temperature", "n_bins", "n_classes"):
-            if getattr(part, name) != getattr(first, name):
-                raise ValueError(
-                    f"cannot merge summaries of different windows: {name} {getattr(first, name)!r} and "
-                    f"{getattr(part, name)!r}"
-                )
-        if (part.gate is None) != (first.gate is None):
-            raise ValueError("cannot merge a window summary with gate counts and one without")
+        _refuse_unmergeable(first, part, names, "cannot merge summaries of different windows: {name} {first!r} and {second!r}")
     return _summed(parts, start=first.start, end=first.end)
+
+
+def _refuse_unmergeable(first: WindowSummary, second: WindowSummary, names: tuple[str, ...], message: str) -> None:
+    """Refuse two summaries that differ in one of ``names`` (``message`` formatted with the name and
+    both values) or of which only one has gate counts: what ``+`` and :func:`merge_summaries` check."""
+    for name in names:
+        if getattr(first, name) != getattr(second, name):
+            raise ValueError(message.format(name=name, first=getattr(first, name), second=getattr(second, name)))
+    if (first.gate is None) != (second.gate is None):
+        raise ValueError("cannot merge a window summary with gate counts and one without")
 
 
 def _summed(parts: Sequence[WindowSummary], *, start: datetime, end: datetime) -> WindowSummary:

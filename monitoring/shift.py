@@ -11,15 +11,18 @@ them, what :func:`calibration.diagnose_shift` decides from, on a window held in 
    (:func:`calibration.prior_shift_test`);
 2. the drift decision on the labelled rows at the deployed posteriors
    (:func:`~monitoring.decide_drift`); when the priors moved, the same decision at the
-   re-weighted posteriors (:func:`calibration.prior_corrected_logits` with EM's priors), the
-   re-weighting's NLL gain (:func:`calibration.reweighting_gain`) and the per-class accuracies
-   (:func:`calibration.class_accuracy_test`);
+   re-weighted posteriors (:func:`calibration.prior_corrected_logits` with EM's priors); in
+   any case the re-weighting's NLL gain (:func:`calibration.reweighting_gain`) and the
+   per-class accuracies (:func:`calibration.class_accuracy_test`), which the diagnosis reads
+   when the priors moved (it reads a gain of None as "no labelled rows": its verdict would
+   then be ``confirmed`` False on a labelled window);
 3. the labelled rows' accuracy, and the early warning's test of the served confidences
    (:func:`~monitoring.warn_before_labels`).
 
 The command line's ``thermostat diagnose`` and the study (``benchmarks/shift_study.py``) both
-call it, so the two cannot diverge. The policy's ``p_threshold`` is the level of the prior test
-and of the re-weighting gain's tests as well as of the drift decision.
+call it, so the two cannot diverge. The policy's ``p_threshold`` is the level of the prior test,
+of the per-class accuracy test and of the re-weighting gain's tests as well as of the drift
+decision.
 """
 
 from __future__ import annotations
@@ -63,8 +66,10 @@ class ShiftCheck:
     ``served`` the served rows' sums and sample; ``prior_test`` the prior test (its
     ``estimate`` EM's priors, with their intervals and convergence); ``drift`` the decision at
     the deployed posteriors and ``reweighted_drift`` at the re-weighted ones (None: the priors
-    did not move); ``gain`` and ``class_accuracy`` (None: the priors did not move);
-    ``warning`` the early warning on the served confidences.
+    did not move); ``gain`` the re-weighting's NLL gain on the labelled rows (to EM's priors)
+    and ``class_accuracy`` their per-class accuracies against the reference's, both also when
+    the priors did not move (the diagnosis reads them only when they did); ``warning`` the
+    early warning on the served confidences.
     """
 
     diagnosis: ShiftDiagnosis
@@ -72,8 +77,8 @@ class ShiftCheck:
     prior_test: PriorShiftTest
     drift: DriftReport
     reweighted_drift: DriftReport | None
-    gain: ReweightingGain | None
-    class_accuracy: ClassAccuracyTest | None
+    gain: ReweightingGain
+    class_accuracy: ClassAccuracyTest
     warning: EarlyWarning
 
 
@@ -111,7 +116,7 @@ def diagnose_arrays(
     served_logits : array of shape (n_served, n_classes), optional
         The window's served rows, labelled or not (default: the labelled rows' ``logits``).
     policy : DriftPolicy, default=DEFAULT_POLICY
-        The drift decision's parameters; ``p_threshold`` is also the prior test's level.
+        The drift decision's parameters; ``p_threshold`` is also the prior, per-class accuracy and gain tests' level.
     n_bins : int, default=15
         Bins of the window's calibration statistics (the reference's ECE's binning).
     seed : int, default=0
@@ -166,17 +171,19 @@ def diagnose_arrays(
     # 2. The labelled rows at the deployed posteriors and, if the priors moved, at the re-weighted ones.
     drift = decide_drift(summary, reference, policy)
     correct = window.argmax(axis=1) == y
-    reweighted_drift = gain = class_accuracy = None
+    # The gain and the per-class accuracies whether or not the priors moved: diagnose_shift reads
+    # a missing gain as "no labelled rows" (the verdict then rests on served rows alone).
+    gain = reweighting_gain(window, y, temperature=temperature, priors=estimate.priors,
+                            reference_priors=estimate.reference_priors)
+    k = window.shape[1]
+    class_accuracy = class_accuracy_test(np.bincount(y, minlength=k), np.bincount(y[correct], minlength=k),
+                                         reference_priors, level=level)
+    reweighted_drift = None
     if prior_test.fired:
         corrected = prior_corrected_logits(window, temperature=temperature, priors=estimate.priors,
                                            reference_priors=estimate.reference_priors)
         reweighted_drift = decide_drift(summarise_arrays(corrected, y, temperature=temperature, start=_EPOCH,
                                                          end=_EPOCH, n_bins=n_bins), reference, policy)
-        gain = reweighting_gain(window, y, temperature=temperature, priors=estimate.priors,
-                                reference_priors=estimate.reference_priors)
-        k = window.shape[1]
-        class_accuracy = class_accuracy_test(np.bincount(y, minlength=k), np.bincount(y[correct], minlength=k),
-                                             reference_priors)
     # 3. The accuracy and the served confidences.
     warning = warn_before_labels(ConfidenceProfile.from_logits(served_rows, temperature=temperature),
                                  reference_profile, policy=policy)

@@ -28,12 +28,13 @@ window index w (seeded by the file and w):
      (below) the population's median (a covariate shift inside the support: p(y | x) unchanged);
    * ``collapse``: 70 % of the labels replaced by a random class (a model that lost its accuracy);
 
-3. the check on the window (all rows served and labelled): the drift decision at the deployed
-   posteriors (:func:`monitoring.decide_drift`, defaults), the served rows' priors (EM on a
-   sample of at most 2,000 rows, BBSE on all) and the prior test (level 0.01), the decision again
-   at the re-weighted posteriors and the re-weighting's NLL gain, the early warning's
-   confidence test, the accuracy against a floor of half the reference's accuracy; then
-   :func:`calibration.diagnose_shift`;
+3. the check on the window (all rows served and labelled), :func:`monitoring.diagnose_arrays`
+   (what ``thermostat diagnose`` runs) with the default policy: the drift decision at the
+   deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows) and the
+   prior test (level 0.01), the decision again at the re-weighted posteriors and the
+   re-weighting's NLL gain, the early warning's confidence test, the accuracy against a floor
+   of half the reference's accuracy; then :func:`calibration.diagnose_shift`; BBSE on all the
+   served rows beside EM;
 4. at 2,000 rows, the **fixes** are scored on two fresh samples of 5,000 rows: the same
    condition (``E``) and the condition with the class mix back at the reference's (``R``; the
    logit factor kept): no fix, a temperature refit on the window, the prior correction (EM's
@@ -58,7 +59,6 @@ import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -77,25 +77,15 @@ from calibration import (  # noqa: E402
     ServedPriorStats,
     TemperatureStats,
     calibration_error_from_stats,
-    class_accuracy_test,
     compile_kernels,
-    diagnose_shift,
     estimate_priors_bbse,
     estimate_priors_em,
     fit_temperature,
     prior_corrected_logits,
     prior_shift_test,
-    reweighting_gain,
 )
-from monitoring import (  # noqa: E402
-    ConfidenceProfile,
-    DriftReference,
-    decide_drift,
-    summarise_arrays,
-    warn_before_labels,
-)
+from monitoring import ConfidenceProfile, DriftReference, ShiftCheck, diagnose_arrays  # noqa: E402
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIZES = (500, 2_000, 10_000)
 CONDITIONS = ("no change", "label 20 %", "label 40 %", "label 60 %", "dirichlet", "x0.8", "x1.25", "x1.5",
               "label 40 % x1.25", "easiest half", "hardest half", "collapse")
@@ -190,37 +180,14 @@ def _scores(logits: NDArray[np.float64], labels: NDArray[np.int64], temperature:
     return stats.nll, stats.ece
 
 
-def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> dict[str, Any]:
-    """One window's check: the diagnosis, the estimates, the fixes' inputs."""
-    temperature = reference.temperature
-    summary = summarise_arrays(window, labels, temperature=temperature, start=T0, end=T0)
-    plain = decide_drift(summary, reference.drift)
-    served = ServedPriorStats.from_logits(window, temperature=temperature, capacity=SAMPLE_CAPACITY, seed=seed)
-    em = estimate_priors_em(served, reference.priors)
-    test = prior_shift_test(served, reference.priors, level=PRIOR_LEVEL, estimate=em, seed=seed)
-    reweighted_fired: tuple[str, ...] | None = None
-    gain = None
-    if test.fired:
-        corrected = prior_corrected_logits(window, temperature=temperature, priors=em.priors,
-                                           reference_priors=em.reference_priors)
-        reweighted = decide_drift(summarise_arrays(corrected, labels, temperature=temperature, start=T0, end=T0),
-                                  reference.drift)
-        reweighted_fired = reweighted.tests_fired
-        gain = reweighting_gain(window, labels, temperature=temperature, priors=em.priors,
-                                reference_priors=em.reference_priors)
-    warning = warn_before_labels(ConfidenceProfile.from_logits(window, temperature=temperature), reference.profile)
-    correct = window.argmax(axis=1) == labels
-    k = window.shape[1]
-    class_accuracy = class_accuracy_test(np.bincount(labels, minlength=k), np.bincount(labels[correct], minlength=k),
-                                         reference.priors) if test.fired else None
-    accuracy = float(correct.mean())
-    diagnosis = diagnose_shift(priors=test, tests_fired=plain.tests_fired, reweighted_tests_fired=reweighted_fired,
-                               gain=gain, class_accuracy=class_accuracy, accuracy=accuracy, accuracy_floor=0.5 * reference.accuracy,
-                               confidence_shifted=warning.shifted)
-    return {"diagnosis": diagnosis, "em": em, "served": served, "test": test}
+def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> ShiftCheck:
+    """One window's check (every row served and labelled), as ``thermostat diagnose`` runs it."""
+    return diagnose_arrays(window, labels, temperature=reference.temperature, reference=reference.drift,
+                           reference_priors=reference.priors, reference_profile=reference.profile,
+                           accuracy_floor=0.5 * reference.accuracy, seed=seed)
 
 
-def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: dict[str, Any],
+def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: ShiftCheck,
           evaluation: list[tuple[NDArray[np.float64], NDArray[np.int64]]], unfixed: list[tuple[float, float]],
           returned: NDArray[np.float64], seed: int) -> dict[str, list[tuple[float, float]]]:
     """NLL and ECE on the evaluation sets (``E``, then ``R``) after each fix.
@@ -233,7 +200,7 @@ def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
     priors re-estimated like ``prior``.
     """
     temperature = reference.temperature
-    em = found["em"]
+    em = found.prior_test.estimate
     served = ServedPriorStats.from_logits(returned, temperature=temperature, capacity=SAMPLE_CAPACITY, seed=seed)
     again = estimate_priors_em(served, reference.priors)
     # The next check keeps a correction only while its prior test still fires; else it undoes it.
@@ -244,7 +211,7 @@ def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
         return prior_corrected_logits(logits, temperature=temperature, priors=estimate.priors,
                                       reference_priors=estimate.reference_priors)
 
-    fix = found["diagnosis"].fix
+    fix = found.diagnosis.fix
     both_temperature = fit_temperature(corrected(window, em), labels).temperature \
         if fix == "prior_correction_and_refit" else temperature
     out: dict[str, list[tuple[float, float]]] = {"none": [], "refit": [], "prior": [], "kept": [], "chosen": []}
@@ -282,9 +249,9 @@ def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[
                 draws = np.random.default_rng([seed, index, w, c, n])
                 window, y = draw(condition, logits, labels, n, draws)
                 found = check(reference, window, y, seed=w)
-                kinds[cell][found["diagnosis"].kind] += 1
+                kinds[cell][found.diagnosis.kind] += 1
                 truth = np.bincount(y, minlength=logits.shape[1]) / n
-                em, served = found["em"], found["served"]
+                em, served = found.prior_test.estimate, found.served
                 bbse = estimate_priors_bbse(served, reference.priors)
                 errors[cell]["em"].append(_tv(em.priors, truth))
                 errors[cell]["bbse"].append(_tv(bbse.priors, truth))

@@ -90,7 +90,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._probabilities import calibrated_probabilities, top_label_confidence
     from ._qualify import QualificationReport, qualify_calibration_set
-    from ._scored import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+    from ._scored import ScoredSet, ScoredSetError, read_logits, read_scored_set, write_scored_set
     from ._scores import TopLabelScores
     from ._serialise import JsonResult, json_safe
     from ._shift import (
@@ -196,6 +196,7 @@ __all__ = [
     "prior_corrected_logits",
     "prior_shift_test",
     "qualify_calibration_set",
+    "read_logits",
     "read_partition",
     "read_scored_set",
     "reliability_table",
@@ -241,7 +242,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "_probabilities": ("calibrated_probabilities", "top_label_confidence"),
     "_qualify": ("QualificationReport", "qualify_calibration_set"),
-    "_scored": ("ScoredSet", "ScoredSetError", "read_scored_set", "write_scored_set"),
+    "_scored": ("ScoredSet", "ScoredSetError", "read_logits", "read_scored_set", "write_scored_set"),
     "_scores": ("TopLabelScores",),
     "_serialise": ("JsonResult", "json_safe"),
     "_shift": (

@@ -24,6 +24,10 @@ Ids and groups are read as Python strings (an object array: each as long as it i
 numpy's fixed-width text, where one 100,000-character id among 10,000 rows took 4 GB), at
 most :data:`MAX_TEXT_LENGTH` (1,000) characters each.
 
+:func:`read_logits` reads the logits of such a file whose rows need not be labelled (served
+rows): the ``labels`` key or ``label`` column may be missing, and is not read when present;
+every other rule holds.
+
 Writing always stores logits (the ``logits`` key or ``logit_`` columns). Reading what was
 written gives back the same ids, labels, groups and logits exactly: ``.npz`` and
 ``.parquet`` keep float32 or float64 as they are; ``.csv`` is read as float64 and is written
@@ -361,6 +365,8 @@ class _Layout:
     probs: bool = False
     # Rows are named from here: a partition of a file names the file's rows, not its own.
     first_row: int = 0
+    # False: read for the logits alone (read_logits); labels are neither required nor read.
+    labelled: bool = True
 
     def row(self, row: int, ids: NDArray[np.object_] | None = None) -> str:
         """``row N`` (with the id when known), N counted in the file or arrays the user sees."""
@@ -396,14 +402,17 @@ def _show(value: object) -> str:
 
 def _validate(
     logits: ArrayLike,
-    labels: ArrayLike,
+    labels: ArrayLike | None,
     ids: ArrayLike | None,
     groups: ArrayLike | None,
     layout: _Layout,
     *,
     copy: bool,
 ) -> ScoredSet:
-    """Check everything a scored set promises and build it; the single place rules live."""
+    """Check everything a scored set promises and build it; the single place rules live.
+
+    ``labels`` None (a read for the logits alone, ``layout.labelled`` False): every rule but
+    the labels', which are class 0 placeholders the caller never hands on."""
     try:
         block = np.asarray(logits)
     except (TypeError, ValueError) as exc:  # ragged nested lists
@@ -412,12 +421,13 @@ def _validate(
         raise layout.error(f"{layout.matrix} must be 2-D of shape (n_samples, n_classes); got shape {block.shape}")
     n_samples, n_classes = block.shape
     if n_samples == 0:
-        raise layout.error("the scored set is empty (0 rows); at least one labelled example is required")
+        raise layout.error("the scored set is empty (0 rows); at least one "
+                           + ("labelled example" if layout.labelled else "row") + " is required")
     if n_classes < 2:
         raise layout.error(
             f"{layout.matrix}: {n_classes} class column(s) found; at least 2 classes are required (K >= 2)"
         )
-    label_array = np.asarray(labels)
+    label_array = np.zeros(n_samples, dtype=np.intp) if labels is None else np.asarray(labels)
     if label_array.ndim != 1 or label_array.shape[0] != n_samples:
         raise layout.error(
             f"{layout.field('labels')} has shape {label_array.shape}; expected ({n_samples},), one label per row "
@@ -669,6 +679,45 @@ def read_scored_set(path: str | Path, *, max_classes: int = MAX_CLASSES) -> Scor
     ...
     ValueError: max_classes must be an integer >= 2 (K >= 2); got 1
     """
+    return _read_file(path, max_classes, labelled=True)
+
+
+def read_logits(path: str | Path, *, max_classes: int = MAX_CLASSES) -> NDArray[np.floating[Any]]:
+    """Read and validate the logits of a scored-set file whose rows need not be labelled (served rows).
+
+    The formats and every rule of :func:`read_scored_set` (ids included), except that the
+    ``labels`` key or ``label`` column may be missing, and is not read when present (rows
+    without a label yet are what served traffic is).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file; its extension (case-insensitive) chooses the format.
+    max_classes : int, default :data:`MAX_CLASSES` (100,000)
+        As :func:`read_scored_set`'s.
+
+    Returns
+    -------
+    array of float of shape (n_samples, n_classes)
+        Finite logits, float32 or float64 as stored (log-probabilities from ``probs``).
+
+    Raises
+    ------
+    ScoredSetError
+        As :func:`read_scored_set`, the message starting with ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "served.csv").write_text("id,logit_0,logit_1\\na,2.0,0.5\\nb,0.1,1.5\\n")
+    >>> read_logits(folder / "served.csv").tolist()
+    [[2.0, 0.5], [0.1, 1.5]]
+    """
+    return _read_file(path, max_classes, labelled=False).logits
+
+
+def _read_file(path: str | Path, max_classes: int, *, labelled: bool) -> ScoredSet:
     if isinstance(max_classes, bool) or not isinstance(max_classes, (int, np.integer)):
         raise TypeError(f"max_classes must be an integer >= 2; got {max_classes!r}")
     if max_classes < 2:
@@ -685,11 +734,11 @@ def read_scored_set(path: str | Path, *, max_classes: int = MAX_CLASSES) -> Scor
     limit = int(max_classes)
     try:
         if suffix == ".npz":
-            return _read_npz(file, limit)
+            return _read_npz(file, limit, labelled)
         if suffix == ".parquet":
-            return _read_parquet(file, limit)
-        frame, found = _read_csv(file, limit)
-        return _from_frame(frame, str(file), found)
+            return _read_parquet(file, limit, labelled)
+        frame, found = _read_csv(file, limit, labelled)
+        return _from_frame(frame, str(file), found, labelled)
     except MemoryError as exc:  # what the declared sizes could not tell: more rows than memory
         raise ScoredSetError(
             f"{file}: needs more memory than this process may use ({exc or 'out of memory'}); split the set into "
@@ -705,18 +754,18 @@ def _too_many_classes(source: str, n_classes: int, where: str, max_classes: int)
     )
 
 
-def read_columns(columns: list[str], source: str, max_classes: int) -> list[int]:
+def read_columns(columns: list[str], source: str, max_classes: int, labelled: bool = True) -> list[int]:
     """The positions of the columns a table reader reads, from its header or schema (every
     column named): refuses more than ``max_classes`` logit_ (or prob_) columns, and a read
     column that appears more than once (which one would be read?). Repeated names of ignored
-    columns are no concern."""
+    columns are no concern (``labelled`` False: ``label`` is one of them)."""
     for prefix in ("logit", "prob"):
         count = sum(1 for name in columns if name.startswith(prefix + "_"))
         if count > max_classes:
             raise _too_many_classes(source, count, f"{count:,} {prefix}_ columns", max_classes)
     positions: dict[str, list[int]] = {}
     for position, name in enumerate(columns):
-        if _is_read(name):
+        if _is_read(name) and (labelled or name != "label"):
             positions.setdefault(name, []).append(position)
     for name, where in positions.items():
         if len(where) > 1:
@@ -733,7 +782,7 @@ def _is_read(name: str) -> bool:
     return name in ("id", "label", "group") or name.startswith(("logit_", "prob_"))
 
 
-def _read_npz(file: Path, max_classes: int) -> ScoredSet:
+def _read_npz(file: Path, max_classes: int, labelled: bool) -> ScoredSet:
     try:
         with file.open("rb") as handle:
             start = handle.read(len(_NPY_MAGIC))
@@ -750,12 +799,12 @@ def _read_npz(file: Path, max_classes: int) -> ScoredSet:
             if "logits" in keys and "probs" in keys:
                 raise ScoredSetError(f"{file}: has both keys 'logits' and 'probs'; keep one of them (logits preferred)")
             missing = [name for name, present in (("logits (or probs)", "logits" in keys or "probs" in keys),
-                                                   ("labels", "labels" in keys)) if not present]
+                                                   ("labels", "labels" in keys or not labelled)) if not present]
             if missing:
                 raise ScoredSetError(
                     f"{file}: missing key(s) {', '.join(missing)}; {_NPZ_EXPECTED}; found keys: {sorted(keys) or 'none'}"
                 )
-            wanted = [key for key in _NPZ_KEYS if key in keys]
+            wanted = [key for key in _NPZ_KEYS if key in keys and (labelled or key != "labels")]
             # Every member and header first: nothing is inflated or allocated until all the
             # declared sizes are sane, alone and together.
             for key in wanted:
@@ -772,10 +821,10 @@ def _read_npz(file: Path, max_classes: int) -> ScoredSet:
     except (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
         raise ScoredSetError(f"{file}: cannot be read as .npz ({exc}); {_NPZ_EXPECTED}") from exc
     probs = "probs" in arrays
-    layout = _Layout(source=str(file), kind="npz", probs=probs)
+    layout = _Layout(source=str(file), kind="npz", probs=probs, labelled=labelled)
     return _validate(
         arrays["probs" if probs else "logits"],
-        arrays["labels"],
+        arrays.get("labels"),
         arrays.get("ids"),
         arrays.get("groups"),
         layout,
@@ -886,14 +935,14 @@ class _NumberedHeader(io.TextIOBase):
         return head
 
 
-def _read_csv(file: Path, max_classes: int) -> tuple[pd.DataFrame, list[str]]:
+def _read_csv(file: Path, max_classes: int, labelled: bool) -> tuple[pd.DataFrame, list[str]]:
     try:
         with file.open(newline="", encoding="utf-8-sig") as handle:
             # The header line alone first: K is known before a single row is parsed.
             header = next(csv.reader(_header_lines(handle, file)), [])
             if not header:
                 raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line")
-            wanted = {str(position) for position in read_columns(header, str(file), max_classes)}
+            wanted = {str(position) for position in read_columns(header, str(file), max_classes, labelled)}
             # Everything as text: ids like "007" or "NA" must not become numbers or missing
             # values. index_col=False: a row with an extra field never shifts the columns.
             frame = pd.read_csv(
@@ -935,7 +984,7 @@ class ParquetColumns:
             expansion_refusal(rows * self.row_bytes, stored, what)
 
 
-def parquet_columns(parquet: Any, source: str, max_classes: int) -> ParquetColumns:
+def parquet_columns(parquet: Any, source: str, max_classes: int, labelled: bool = True) -> ParquetColumns:
     """The scored table's columns of a Parquet file (a :class:`pyarrow.parquet.ParquetFile`),
     from its footer; refuses a schema that is not a scored table's (too many classes, a read
     column repeated, missing or of a wrong type)."""
@@ -946,7 +995,7 @@ def parquet_columns(parquet: Any, source: str, max_classes: int) -> ParquetColum
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(f"{source}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
     names = [str(name) for name in schema.names]
-    positions = read_columns(names, source, max_classes)
+    positions = read_columns(names, source, max_classes, labelled)
     row_bytes = 0
     for position in positions:
         arrow_type = schema.field(position).type
@@ -957,7 +1006,7 @@ def parquet_columns(parquet: Any, source: str, max_classes: int) -> ParquetColum
         numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
         row_bytes += 4 if pa.types.is_float32(value_type) else 8 if numeric else 16
     read = [names[position] for position in positions]
-    value_columns, probs = table_columns(read, source, names)
+    value_columns, probs = table_columns(read, source, names, labelled)
     return ParquetColumns(read, value_columns, probs, row_bytes)
 
 
@@ -989,7 +1038,7 @@ def value_block(table: Any, columns: list[str]) -> NDArray[Any]:
     return np.column_stack(arrays)
 
 
-def _read_parquet(file: Path, max_classes: int) -> ScoredSet:
+def _read_parquet(file: Path, max_classes: int, labelled: bool) -> ScoredSet:
     import pyarrow as pa
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -999,7 +1048,7 @@ def _read_parquet(file: Path, max_classes: int) -> ScoredSet:
     except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ScoredSetError(f"{file}: cannot be read as Parquet ({exc}); {_TABLE_EXPECTED}") from exc
     with parquet:
-        columns = parquet_columns(parquet, str(file), max_classes)
+        columns = parquet_columns(parquet, str(file), max_classes, labelled)
         # The footer's rows, before any is read: a 49 kB file may declare 3 million.
         rows = max(metadata.num_rows, sum(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)))
         refusal = columns.size_refusal(rows, file.stat().st_size)
@@ -1015,8 +1064,9 @@ def _read_parquet(file: Path, max_classes: int) -> ScoredSet:
     checked_text(table, str(file))
     ids, groups = (table.column(name).to_numpy(zero_copy_only=False) if name in columns.read else None
                    for name in ("id", "group"))
-    return _validate(value_block(table, columns.value_columns), table.column("label").to_numpy(), ids, groups,
-                     _Layout(source=str(file), kind="table", probs=columns.probs), copy=False)
+    labels = table.column("label").to_numpy() if labelled else None
+    return _validate(value_block(table, columns.value_columns), labels, ids, groups,
+                     _Layout(source=str(file), kind="table", probs=columns.probs, labelled=labelled), copy=False)
 
 
 def _check_parquet_type(file: Path, name: str, arrow_type: Any) -> None:
@@ -1075,7 +1125,7 @@ def _numbered_columns(columns: list[str], prefix: str, pattern: re.Pattern[str],
     return [numbered[k] for k in range(len(numbered))]
 
 
-def table_columns(columns: list[str], source: str, found: list[str]) -> tuple[list[str], bool]:
+def table_columns(columns: list[str], source: str, found: list[str], labelled: bool = True) -> tuple[list[str], bool]:
     """The value columns of a table (``logit_0`` ... or ``prob_0`` ..., ordered by k) and
     whether they hold probabilities; refuses what a scored table must not be. ``found``
     lists every column of the file (for messages)."""
@@ -1085,7 +1135,7 @@ def table_columns(columns: list[str], source: str, found: list[str]) -> tuple[li
         raise ScoredSetError(
             f"{source}: has both logit_ and prob_ columns; keep one set of them (logits preferred)"
         )
-    missing = [name for name in ("id", "label") if name not in columns]
+    missing = [name for name in ("id", "label")[: 2 if labelled else 1] if name not in columns]
     if not (logit_columns or prob_columns):
         missing.append("logit_0 ... logit_{K-1} (or prob_0 ... prob_{K-1})")
     if missing:
@@ -1096,15 +1146,15 @@ def table_columns(columns: list[str], source: str, found: list[str]) -> tuple[li
     return (prob_columns, True) if prob_columns else (logit_columns, False)
 
 
-def _from_frame(frame: pd.DataFrame, source: str, found: list[str]) -> ScoredSet:
+def _from_frame(frame: pd.DataFrame, source: str, found: list[str], labelled: bool = True) -> ScoredSet:
     """Validate the read columns of a table; ``found`` lists every column of the file (for messages)."""
     columns = [str(name) for name in frame.columns]
     frame.columns = pd.Index(columns)
-    value_columns, probs = table_columns(columns, source, found)
-    layout = _Layout(source=source, kind="table", probs=probs)
+    value_columns, probs = table_columns(columns, source, found, labelled)
+    layout = _Layout(source=source, kind="table", probs=probs, labelled=labelled)
     return _validate(
         frame[value_columns].to_numpy(),
-        frame["label"].to_numpy(),
+        frame["label"].to_numpy() if labelled else None,
         frame["id"].to_numpy(),
         frame["group"].to_numpy() if "group" in columns else None,
         layout,

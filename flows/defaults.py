@@ -8,7 +8,7 @@ home.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_DASK_TIMEOUT", "DEFAULT_DASK_WORKERS", "ENGINES", "MAX_DASK_TIMEOUT"]
+__all__ = ["DEFAULT_DASK_TIMEOUT", "DEFAULT_DASK_WORKERS", "DEFAULT_MIN_ACCURACY", "ENGINES", "MAX_DASK_TIMEOUT"]
 
 ENGINES = ("local", "dask")
 """The values of ``--engine``."""
@@ -23,3 +23,7 @@ a killed worker takes a few seconds) before the computation is stopped."""
 
 MAX_DASK_TIMEOUT = 86_400.0
 """The longest wait ``--dask-timeout`` accepts: a day."""
+
+DEFAULT_MIN_ACCURACY = 0.5
+"""The acceptance floor: a holdout (or recent traffic's) accuracy below it is refused, and
+``thermostat diagnose`` calls a window below it an accuracy collapse (``--accuracy-floor``)."""

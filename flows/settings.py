@@ -29,7 +29,7 @@ from calibration import (
     DEFAULT_MIN_TOTAL,
     DEFAULT_N_BINS,
 )
-from flows.defaults import DEFAULT_DASK_TIMEOUT, MAX_DASK_TIMEOUT
+from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_MIN_ACCURACY, MAX_DASK_TIMEOUT
 from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
 
 __all__ = ["ThermostatSettings"]
@@ -115,7 +115,7 @@ class ThermostatSettings(_DriftSection):
     )
 
     # Acceptance: the first step after every fine-tune.
-    min_accuracy: float = Field(default=0.5, ge=0.0, le=1.0, description="holdout accuracy floor")
+    min_accuracy: float = Field(default=DEFAULT_MIN_ACCURACY, ge=0.0, le=1.0, description="holdout accuracy floor")
     max_regression: float = Field(
         default=0.01, ge=0.0, le=1.0, description="largest allowed holdout accuracy drop below the alias holder"
     )

@@ -23,6 +23,8 @@ The pieces, in the order a monitor uses them:
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
   calibrated confidences predict and a test of their distribution against the reference.
+* :func:`diagnose_arrays` — which shift a window in memory shows (label shift, calibration
+  drift, accuracy collapse, covariate shift) and the fix that fits it (:class:`ShiftCheck`).
 * :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
@@ -103,6 +105,7 @@ if _typing.TYPE_CHECKING:
     from .retention import LogPruned, VersionPruned, prune_prediction_log, retention_cutoff
     from .scan import LabelArrivals, WindowScan, scan_window
     from .sequential import SequentialCheck, SequentialState, update_sequential
+    from .shift import ShiftCheck, diagnose_arrays
     from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
     from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
 
@@ -146,6 +149,7 @@ __all__ = [
     "ScopeReference",
     "SequentialCheck",
     "SequentialState",
+    "ShiftCheck",
     "ServedChunk",
     "ServedSource",
     "SynchronousLogWriter",
@@ -158,6 +162,7 @@ __all__ = [
     "confidence_profile",
     "configured_tests",
     "decide_drift",
+    "diagnose_arrays",
     "diagnose_reliability_shape",
     "drift_markdown",
     "drift_metric_names",
@@ -218,6 +223,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "retention": ("LogPruned", "VersionPruned", "prune_prediction_log", "retention_cutoff"),
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),
+    "shift": ("ShiftCheck", "diagnose_arrays"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
     "window": (

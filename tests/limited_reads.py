@@ -45,15 +45,17 @@ def _cap_memory(cap: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def read_limited(paths: list[str], *, partitioned: bool = False, time_limit: float = TIME_LIMIT,
-                 memory_cap: int = MEMORY_CAP) -> dict[str, Outcome]:
+def read_limited(paths: list[str], *, partitioned: bool = False, logits_only: bool = False,
+                 time_limit: float = TIME_LIMIT, memory_cap: int = MEMORY_CAP) -> dict[str, Outcome]:
     """Each path read by :func:`calibration.read_scored_set` (``partitioned``: opened by
-    :func:`calibration.open_partitioned`, then fitted and evaluated) in a capped worker."""
+    :func:`calibration.open_partitioned`, then fitted and evaluated; ``logits_only``: by
+    :func:`calibration.read_logits`, labels optional) in a capped worker."""
     outcomes: dict[str, Outcome] = {}
     pending = list(paths)
     while pending:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "tests.limited_reads", "partitioned" if partitioned else "file"],
+            [sys.executable, "-m", "tests.limited_reads",
+             "partitioned" if partitioned else "logits" if logits_only else "file"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             preexec_fn=lambda: _cap_memory(memory_cap),
         )
@@ -82,16 +84,26 @@ def read_limited(paths: list[str], *, partitioned: bool = False, time_limit: flo
     return outcomes
 
 
-def _outcome(path: str, partitioned: bool) -> dict[str, Any]:
+def _outcome(path: str, mode: str) -> dict[str, Any]:
     import numpy as np
 
-    from calibration import ScoredSetError, evaluate_partitioned, fit_partitioned, open_partitioned, read_scored_set
+    from calibration import (
+        ScoredSetError,
+        evaluate_partitioned,
+        fit_partitioned,
+        open_partitioned,
+        read_logits,
+        read_scored_set,
+    )
 
     sys.path.insert(0, str(CORPUS))
     from make_corpus import digest  # type: ignore[import-not-found]
 
     try:
-        if partitioned:
+        if mode == "logits":
+            logits = read_logits(path)
+            return {"path": path, "kind": "read", "n_samples": logits.shape[0], "n_classes": logits.shape[1]}
+        if mode == "partitioned":
             data = open_partitioned(path)
             fit_partitioned(data)
             report = evaluate_partitioned(data)
@@ -107,7 +119,7 @@ def _outcome(path: str, partitioned: bool) -> dict[str, Any]:
 
 def _work(mode: str) -> int:
     for line in sys.stdin:
-        print(json.dumps(_outcome(line.rstrip("\n"), mode == "partitioned")), flush=True)
+        print(json.dumps(_outcome(line.rstrip("\n"), mode)), flush=True)
     return 0
 
 

@@ -76,6 +76,23 @@ def test_every_parquet_corpus_file_through_the_partitioned_reader() -> None:
     assert not problems, "\n".join(problems)
 
 
+def test_every_corpus_file_through_the_served_rows_reader() -> None:
+    """``read_logits`` (``diagnose --served``: labels optional) keeps every other rule: a refusal
+    naming the file, or the rows of a file the labelled reader reads; never a crash."""
+    files = sorted(str(CORPUS / name) for name in EXPECTED)
+    problems = []
+    for path, outcome in sorted(read_limited(files, logits_only=True).items()):
+        wanted = EXPECTED[Path(path).name]
+        if outcome.kind in ("raised", "hung", "died"):
+            problems.append(f"{Path(path).name}: {outcome.kind}: {outcome.message[:500]}")
+        elif outcome.kind == "refused" and not outcome.message.startswith(f"{path}: "):
+            problems.append(f"{Path(path).name}: refused without naming the file first: {outcome.message[:300]}")
+        elif wanted["outcome"] == "read" and (outcome.kind, outcome.n_samples, outcome.n_classes) != (
+                "read", wanted["n_samples"], wanted["n_classes"]):
+            problems.append(f"{Path(path).name}: expected {wanted['n_samples']} rows read; got {outcome}")
+    assert not problems, "\n".join(problems)
+
+
 def test_fifos_and_links_to_devices_are_refused_without_opening_them(tmp_path: Path) -> None:
     special = _special_files(tmp_path)
     expected = {Path(path).name: {"outcome": "refused", "fragment": text} for path, text in special.items()}
@@ -101,12 +118,18 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
     ("command", "name"),
     [("fit", "npz_zip_bomb.npz"), ("evaluate", "npz_encrypted.npz"), ("evaluate", "npz_method_99.npz"),
      ("fit", "parquet_bomb.parquet"), ("evaluate", "parquet_duplicated_label.parquet"),
-     ("evaluate", "csv_long_id.csv"), ("evaluate", "device.csv"), ("fit", "fifo.npz")],
+     ("evaluate", "csv_long_id.csv"), ("evaluate", "device.csv"), ("fit", "fifo.npz"),
+     ("diagnose", "npz_zip_bomb.npz"), ("diagnose", "parquet_duplicated_label.parquet"),
+     ("diagnose --served", "parquet_bomb.parquet"), ("diagnose --served", "csv_long_id.csv"),
+     ("diagnose --served", "fifo.npz")],
 )
 def test_the_command_line_exits_2_naming_the_file(command: str, name: str, tmp_path: Path) -> None:
     special = _special_files(tmp_path)
     path = next((p for p in special if Path(p).name == name), str(CORPUS / name))
-    done = _cli(command, path)
+    valid = str(CORPUS / "npz_valid.npz")
+    served = ("diagnose", valid, valid, "--served", path, "--temperature", "1", "--min-window", "1")
+    done = _cli(*{"diagnose": (command, valid, path, "--temperature", "1"),
+                  "diagnose --served": served}.get(command, (command, path)))
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert done.stdout == "" and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"thermostat: error: {path}: "), done.stderr

@@ -11,6 +11,7 @@ once, when it is read. Parsing, reading and printing are :mod:`flows.cli.main`'s
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration import (
     ESTIMATORS,
@@ -43,12 +45,13 @@ from calibration import (
     fit_temperature,
     nll_difference_partitioned,
     paired_bootstrap_nll,
+    prior_corrected_logits,
     qualify_calibration_set,
     sweep_thresholds,
     top_label_confidence,
 )
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from monitoring import DriftPolicy, DriftReference, DriftReport, DriftTest, policy_knobs
+from monitoring import DriftPolicy, DriftReference, DriftReport, DriftTest, ShiftCheck, policy_knobs
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
@@ -230,6 +233,7 @@ def _status(failures: tuple[str, ...]) -> int:
 def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     scored = sets["data"]
     _equal_width_only(args, scored)
+    given = _given_priors(scored, args, label_frequencies=True)  # refused before the fit, not after
     args.progress.stage(f"fitting T on {scored.n_samples:,} x {scored.n_classes:,} logits")
     fit = _fitted(scored, args)
     args.progress.stage("measuring ECE before and after")
@@ -239,6 +243,16 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     payload = {"data": args.data, **fit.to_dict(), "ece_before": ece_before, "ece_after": ece_after,
                "n_bins": args.bins, "scheme": args.scheme, "accuracy": top_accuracy, "in_sample": True,
                **_engine_fields(args, scored)}
+    corrected_lines: list[str] = []
+    if given is not None:
+        corrected = evaluate(_prior_corrected(_in_memory(sets, "data"), given, fit.temperature, args.data),
+                             temperature=fit.temperature, n_bins=args.bins, scheme=args.scheme).summary()
+        payload |= {**given.to_dict(), "corrected": corrected}
+        corrected_lines = ["", given.sentence(),
+                           f"at T = {fit.temperature:.4g}, prior-corrected: NLL {_number(corrected['nll'])} (uncorrected "
+                           f"{_number(fit.nll_after)}), ECE {_number(corrected['ece'])} ({_number(ece_after)}), accuracy "
+                           f"{_number(corrected['accuracy'])} ({_number(top_accuracy)}); T is fitted without the "
+                           "correction"]
     flag = f"  ON THE {fit.at_bound.upper()} BOUND" if fit.at_bound else ""
     rows = [
         ["NLL (mean, nats)", _number(fit.nll_before), _number(fit.nll_after)],
@@ -254,6 +268,7 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
         "",
         "in-sample: the T column is measured on the rows T was fitted on, which flatters it; measure on "
         "held-out rows with `thermostat compare FIT_DATA EVAL_DATA`",
+        *corrected_lines,
     ])
     warnings = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
     return Outcome(payload, text, warnings, _status(warnings))
@@ -266,16 +281,27 @@ def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
         raise ValueError(
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), or drop --by-group"
         )
+    given = _given_priors(scored, args, label_frequencies=False)
     args.progress.stage(f"evaluating {scored.n_samples:,} x {scored.n_classes:,} logits")
+    uncorrected: dict[str, Any] | None = None
+    if given is not None:  # the report is the corrected posteriors'; the uncorrected summary beside it
+        uncorrected = _evaluated(scored, args, args.temperature, trusted=False).summary()
+        scored = _prior_corrected(_in_memory(sets, "data"), given, args.temperature, args.data)
     report = _evaluated(scored, args, args.temperature, trusted=False, by_group=args.by_group,
                         min_count=args.min_count)
     estimates = _estimates(scored, args)
     payload = {"data": args.data, **report.to_dict(), **_engine_fields(args, scored)}
     if estimates:
         payload["estimators"] = [estimate.to_dict() for estimate in estimates]
+    if given is not None and uncorrected is not None:
+        payload |= {**given.to_dict(), "uncorrected": uncorrected}
     table = report.table
     lines = [
         f"{args.data}: {report.n} examples, {report.n_classes} classes, at T = {report.temperature:g}",
+        *([] if given is None or uncorrected is None else [
+            given.sentence() + ": every number below is of the corrected posteriors",
+            f"uncorrected: NLL {_number(uncorrected['nll'])}, ECE {_number(uncorrected['ece'])}, accuracy "
+            f"{_number(uncorrected['accuracy'])}"]),
         "",
         _table(
             ["accuracy", "NLL (mean, nats)", "ECE", "MCE", "Brier", "mean confidence"],
@@ -342,6 +368,88 @@ def _estimate_lines(estimates: Sequence[CalibrationErrorEstimate]) -> list[str]:
     ]
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class _GivenPriors:
+    """``--priors`` and the reference priors they re-weight from (both normalised), and whence those came."""
+
+    priors: NDArray[np.float64]
+    reference_priors: NDArray[np.float64]
+    basis: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"priors": self.priors.tolist(), "reference_priors": self.reference_priors.tolist(),
+                "prior_basis": self.basis}
+
+    def sentence(self) -> str:
+        shown = ", ".join(f"{p:.4g}" for p in self.priors[:10]) + (", ..." if self.priors.shape[0] > 10 else "")
+        return f"prior correction: posteriors re-weighted to priors ({shown}) from the {self.basis}"
+
+
+def _prior_values(text: str, flag: str, n_classes: int) -> NDArray[np.float64]:
+    """The value of ``--priors`` or ``--reference-priors``: K comma-separated numbers, or a .json
+    file holding a list of K numbers; each finite and > 0; normalised to sum to 1."""
+    expected = f"give {n_classes} comma-separated positive numbers (e.g. {','.join(['1'] * n_classes)}) or a .json " \
+        "file holding a list of them" if n_classes <= 10 else f"give {n_classes} comma-separated positive numbers " \
+        "or a .json file holding a list of them"
+    values: object
+    if text.lower().endswith(".json"):
+        try:
+            values = json.loads(Path(text).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ValueError(f"{flag} {text}: file not found; {expected}") from exc
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+            raise ValueError(f"{flag} {text}: cannot be read as JSON ({exc}); {expected}") from exc
+        if not (isinstance(values, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for v in values)):
+            raise ValueError(f"{flag} {text}: holds {type(values).__name__} {str(values)[:80]}; {expected}")
+    else:
+        try:
+            values = [float(part) for part in text.split(",")]
+        except ValueError as exc:
+            raise ValueError(f"{flag}: {text[:80]!r} is not a list of numbers; {expected}") from exc
+    array = np.asarray(values, dtype=np.float64)
+    if array.shape != (n_classes,):
+        raise ValueError(f"{flag}: has {array.size} values but the data has {n_classes} classes; {expected}")
+    refused = ~np.isfinite(array) | (array <= 0)
+    if refused.any():
+        k = int(np.argmax(refused))
+        raise ValueError(f"{flag}: the prior of class {k} is {float(array[k])!r}; every prior must be finite and > 0 "
+                         "(a class with prior 0 could never be predicted)")
+    result: NDArray[np.float64] = array / array.sum()
+    return result
+
+
+def _given_priors(scored: AnySet, args: argparse.Namespace, *, label_frequencies: bool) -> _GivenPriors | None:
+    """``--priors`` and its reference priors, checked (None without ``--priors``). The reference:
+    ``--reference-priors`` when given, else (``label_frequencies``: fit) DATA's label frequencies."""
+    if args.priors is None:
+        if args.reference_priors is not None:
+            raise ValueError("--reference-priors applies only with --priors; add --priors P or drop --reference-priors")
+        return None
+    if isinstance(scored, PartitionedScoredSet):
+        raise ValueError(f"{args.data}: --priors needs the set in memory; give one scored-set file, or drop --priors")
+    k = scored.n_classes
+    priors = _prior_values(args.priors, "--priors", k)
+    if args.reference_priors is not None:
+        return _GivenPriors(priors, _prior_values(args.reference_priors, "--reference-priors", k), "--reference-priors")
+    if not label_frequencies:
+        raise ValueError("--priors needs --reference-priors here: the priors T was fitted for (the calibration set's "
+                         "label frequencies, or `thermostat diagnose`'s reference_priors); DATA's own are not assumed")
+    counts = np.bincount(scored.labels, minlength=k)
+    if not counts.all():
+        raise ValueError(f"{args.data}: class {int(np.argmin(counts))} has no row, so its label frequency (the default "
+                         "reference prior) is 0; give --reference-priors")
+    return _GivenPriors(priors, counts / counts.sum(), f"label frequencies of {args.data}")
+
+
+def _prior_corrected(scored: ScoredSet, given: _GivenPriors, temperature: float, source: str) -> ScoredSet:
+    """The set whose logits, read at ``temperature``, give the prior-corrected posteriors."""
+    corrected = prior_corrected_logits(scored.logits, temperature=temperature, priors=given.priors,
+                                       reference_priors=given.reference_priors)
+    return ScoredSet.from_arrays(corrected, scored.labels, ids=scored.ids, groups=scored.groups,
+                                 source=f"{source} (prior-corrected)")
 
 
 def _sweep(sets: Sets, args: argparse.Namespace) -> Outcome:
@@ -543,7 +651,7 @@ def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPoli
     it) and its ECE by the policy's estimator, with its interval."""
     scores = TopLabelScores.from_logits(reference, temperature=temperature)
     groups: dict[str, TemperatureStats] = {}
-    if args.groups and reference.groups is not None:
+    if getattr(args, "groups", False) and reference.groups is not None:
         keys, codes = np.unique(reference.groups, return_inverse=True)
         for key, sums in zip(keys.tolist(), scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
             if sums.n >= policy.min_group_size:
@@ -592,11 +700,9 @@ def _drift_text(report: DriftReport, args: argparse.Namespace, reference_n: int,
     ])
 
 
-def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
-    """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
-    registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
-    from monitoring import decide_drift, drift_payload, summarise_arrays
-
+def _reference_and_window(sets: Sets, args: argparse.Namespace) -> tuple[ScoredSet, ScoredSet, float]:
+    """drift's and diagnose's REFERENCE and WINDOW (the same K, the window of at least
+    ``--min-window`` rows) and ``--temperature``, checked."""
     reference, window = _in_memory(sets, "reference"), _in_memory(sets, "window")
     _same_classes(reference, args.reference, window, args.window)
     temperature = check_temperature(args.temperature)
@@ -605,13 +711,27 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
             f"{args.window}: has {window.n_samples} labelled rows; at least --min-window {args.min_window} are needed "
             "to decide (lower --min-window to decide on fewer, at the cost of power)"
         )
+    return reference, window, temperature
+
+
+def _resamples(args: argparse.Namespace) -> dict[str, Any]:
+    """The bootstrap's options of the ECE intervals (the policy's flags)."""
+    return {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
+
+
+def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
+    """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
+    registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
+    from monitoring import decide_drift, drift_payload, summarise_arrays
+
+    reference, window, temperature = _reference_and_window(sets, args)
     if args.groups and window.groups is None:
         raise ValueError(f"{args.window}: has no groups; --groups needs a 'group' column (an npz key 'groups'), or "
                          "drop --groups")
     chosen = args.estimator or ["all"]
     names = ESTIMATORS if "all" in chosen else tuple(dict.fromkeys(chosen))
     policy = drift_policy(args)
-    resamples = {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
+    resamples = _resamples(args)
     args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
     against = _drift_reference(reference, temperature, policy, args, resamples)
     args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
@@ -630,6 +750,98 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if report.drift_detected else EXIT_OK)
 
 
+def _served_logits(args: argparse.Namespace, window: ScoredSet) -> NDArray[np.floating[Any]] | None:
+    """``--served``'s logits (labels optional), the window's K classes; None without the flag."""
+    from calibration import read_logits
+
+    if args.served is None:
+        return None
+    args.progress.stage(f"reading {args.served}")
+    served = read_logits(args.served, max_classes=args.max_classes)
+    if served.shape[1] != window.n_classes:
+        raise ValueError(f"{args.served}: has {served.shape[1]} classes but {args.window} has {window.n_classes}; "
+                         "both must score the same K classes")
+    return served
+
+
+def _diagnose(sets: Sets, args: argparse.Namespace) -> Outcome:
+    """Which shift WINDOW (and the served rows of ``--served``) shows against REFERENCE, both
+    read at ``--temperature``: :func:`monitoring.diagnose_arrays`, as the study runs it."""
+    from calibration import ReferencePriors
+    from monitoring import ConfidenceProfile, diagnose_arrays
+
+    reference, window, temperature = _reference_and_window(sets, args)
+    if not 0.0 <= args.accuracy_floor <= 1.0:
+        raise ValueError(f"--accuracy-floor must be in [0, 1] (an accuracy); got {args.accuracy_floor!r}")
+    served = _served_logits(args, window)
+    policy = drift_policy(args)
+    args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
+    drift_reference = _drift_reference(reference, temperature, policy, args, _resamples(args))
+    priors = ReferencePriors.from_logits(reference.logits, reference.labels, temperature=temperature)
+    profile = ConfidenceProfile.from_logits(reference.logits, reference.labels, temperature=temperature)
+    args.progress.stage(f"diagnosing the window: {window.n_samples:,} rows")
+    check = diagnose_arrays(window.logits, window.labels, temperature=temperature, reference=drift_reference,
+                            reference_priors=priors, reference_profile=profile, accuracy_floor=args.accuracy_floor,
+                            served_logits=served, policy=policy, n_bins=args.bins, seed=args.seed)
+    diagnosis, estimate = check.diagnosis, check.prior_test.estimate
+    payload = {
+        "reference": args.reference, "window": args.window, "served": args.served, "reference_n": reference.n_samples,
+        "window_n": window.n_samples, "served_n": check.served.n, "temperature": temperature,
+        "verdict": diagnosis.sentence(), **diagnosis.to_dict(),
+        "priors_low": estimate.priors_low, "priors_high": estimate.priors_high,
+        "em_iterations": estimate.iterations, "em_converged": estimate.converged,
+        "prior_test": {key: value for key, value in check.prior_test.to_dict().items() if key != "estimate"},
+        "class_accuracy": check.class_accuracy.to_dict(),
+        "early_warning": check.warning.to_dict(), "policy": policy.to_dict(),
+    }
+    found = diagnosis.kind != "no_change"
+    warnings = (f"shift found: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')})",) \
+        if found else ()
+    return Outcome(payload, _diagnose_text(check, args, reference.n_samples, window.n_samples), warnings,
+                   EXIT_DID_NOT_PASS if found else EXIT_OK)
+
+
+_SHOWN_CLASSES = 20
+
+
+def _diagnose_text(check: ShiftCheck, args: argparse.Namespace, reference_n: int, window_n: int) -> str:
+    """diagnose's report: the verdict, the priors class by class (the largest moves first when
+    there are many), the tests at the deployed and re-weighted posteriors, the reasons."""
+    diagnosis, test, estimate = check.diagnosis, check.prior_test, check.prior_test.estimate
+    move = np.abs(estimate.priors - estimate.reference_priors)
+    classes = np.arange(move.shape[0]) if move.shape[0] <= _SHOWN_CLASSES else np.argsort(-move)[:_SHOWN_CLASSES]
+    level = f"{estimate.confidence_level:.0%}"
+    rows = [[str(int(c)), _number(estimate.reference_priors[c]), _number(estimate.priors[c]),
+             f"[{_number(estimate.priors_low[c])}, {_number(estimate.priors_high[c])}]"] for c in classes]
+    served = args.served if args.served is not None else "the window's rows"
+    reweighted = ("not run (the priors did not move)" if diagnosis.reweighted_tests_fired is None
+                  else ", ".join(diagnosis.reweighted_tests_fired) or "none")
+    return "\n".join([
+        f"{args.window}: {window_n} labelled rows, {check.served.n} served rows ({served}), against the reference "
+        f"{args.reference} ({reference_n} rows), all at T = {check.served.temperature:g}",
+        f"diagnosis: {diagnosis.kind.replace('_', ' ').upper()}; fix: {diagnosis.fix.replace('_', ' ')}"
+        + ("" if diagnosis.confirmed else " (from unlabelled rows: to be confirmed)"),
+        "",
+        f"class priors (EM on {estimate.n} served rows, {estimate.iterations} iterations, "
+        f"{'converged' if estimate.converged else 'NOT converged'})"
+        + ("" if len(classes) == move.shape[0] else f", the {_SHOWN_CLASSES} largest moves of {move.shape[0]}"),
+        _table(["class", "reference", "estimated", f"{level} interval"], rows),
+        f"prior test: chi2 = {_number(test.statistic, 2)}, df {test.df}, p = {_p_text(test.p_value)} (level "
+        f"{_p_text(test.level)}): {'MOVED' if test.fired else 'unchanged'}; total variation {_number(test.effect)} "
+        f"[{_number(test.effect_low)}, {_number(test.effect_high)}]",
+        "",
+        f"drift tests fired at the deployed posteriors: {', '.join(diagnosis.tests_fired) or 'none'}",
+        f"at the re-weighted posteriors: {reweighted}",
+        f"re-weighting's NLL gain on the labelled rows: {_number(diagnosis.gain)} nats per row (z = "
+        f"{_number(diagnosis.gain_z, 2)})",
+        f"accuracy {_number(diagnosis.accuracy)} (floor {_number(diagnosis.accuracy_floor)}); served confidences "
+        + ("SHIFTED" if diagnosis.confidence_shifted else "unchanged"),
+        "",
+        "reasons:",
+        *(f"- {reason}" for reason in (*diagnosis.reasons, check.warning.sentence())),
+    ])
+
+
 def _p_text(p: float) -> str:
     return _MISSING if not math.isfinite(p) else f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
 
@@ -641,4 +853,5 @@ COMMANDS: dict[str, Command] = {
     "qualify": Command(("data", "reference"), _qualify),
     "compare": Command(("fit_data", "eval_data"), _compare, partitioned=True),
     "drift": Command(("reference", "window"), _drift),
+    "diagnose": Command(("reference", "window"), _diagnose),
 }

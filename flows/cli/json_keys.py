@@ -13,15 +13,17 @@ JSON_KEYS: dict[str, str] = {
     "fit": (
         "data, temperature, nll_before, nll_after, at_bound, n, n_classes, bounds, nll_reduction, "
         "temperature_low, temperature_high, confidence_level, ece_before, ece_after, n_bins, scheme, accuracy, "
-        "in_sample, engine, n_partitions, n_workers"
+        "in_sample, engine, n_partitions, n_workers; with --priors also priors, reference_priors, prior_basis, "
+        "corrected {temperature, nll, ece, mce, brier, accuracy, mean_confidence}"
     ),
     "evaluate": (
         "data, n, n_classes, temperature, nll, ece, mce, brier, accuracy, mean_confidence, n_bins, scheme, "
         "min_count, bins [{lower, upper, count, mean_confidence, accuracy, gap, sparse}], engine, n_partitions, "
-        "n_workers; with --by-group also groups [{group, n, ece, accuracy, mean_confidence}], "
-        "group_weighted_ece; with --estimator also estimators [{estimator, estimate, low, high, "
-        "confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, bandwidth, "
-        "p_calibrated}]"
+        "n_workers; with --by-group also groups [{group, n, ece, accuracy, mean_confidence}], group_weighted_ece;"
+        " with --estimator also estimators [{estimator, estimate, low, high, confidence_level, n, n_bins, "
+        "temperature, binning, convention, method, squared_estimate, bandwidth, p_calibrated}]; with --priors "
+        "--reference-priors also priors, reference_priors, prior_basis, uncorrected {temperature, nll, ece, mce, "
+        "brier, accuracy, mean_confidence}"
     ),
     "sweep": (
         "data, temperature, n, threshold, met, target_accuracy, coverage, accepted_count, accepted_accuracy, "
@@ -70,5 +72,21 @@ JSON_KEYS: dict[str, str] = {
         "confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, bandwidth, "
         "p_calibrated}, reference {estimator, estimate, low, high, confidence_level, n, n_bins, temperature, "
         "binning, convention, method, squared_estimate, bandwidth, p_calibrated}}]"
+    ),
+    "diagnose": (
+        "reference, window, served, reference_n, window_n, served_n, temperature, verdict, kind, fix, confirmed, "
+        "priors_moved, prior_p_value, prior_shift, prior_shift_low, prior_shift_high, priors, reference_priors, "
+        "tests_fired, reweighted_tests_fired, gain, gain_z, accuracy, accuracy_floor, confidence_shifted, "
+        "reasons, priors_low, priors_high, em_iterations, em_converged, prior_test {fired, p_value, level, "
+        "statistic, df, effect, effect_low, effect_high, n, reference_n, confidence_level}, class_accuracy "
+        "{fired, p_value, level, statistic, df, n, accuracy, expected_accuracy}, early_warning {temperature, n, "
+        "labelled, tested, shifted, direction, predicted_accuracy, predicted_accuracy_low, "
+        "predicted_accuracy_high, mean_confidence, reference_n, reference_mean_confidence, reference_accuracy, "
+        "confidence_shift, statistic, bins, p_value, level, min_rows, labelled_accuracy, "
+        "labelled_predicted_accuracy, confidence_level, test, rebinned, accuracy_method}, policy {min_window, "
+        "p_threshold, tests, temperature_margin, min_expected_errors, ece_tolerance, ece_estimator, "
+        "collapse_spread_ratio, min_group_size, confidence_level, n_resamples, seed, min_bin_count, cooldown, "
+        "cusum_reference, cusum_threshold, sequential_min_rows, sequential_escalate_after, label_settle_time, "
+        "confidence_shift_level, shift_min_rows, insufficient_data_streak}"
     ),
 }

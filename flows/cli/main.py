@@ -1,4 +1,4 @@
-"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, export, prune, demo, lock.
+"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, diagnose, export, prune, demo, lock.
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :func:`calibration.read_scored_set`), calls the core in :mod:`calibration` (through
@@ -18,11 +18,12 @@ Exit status (one contract for every command)
     The command ran and printed its report, but the result did not pass: ``qualify`` found
     the set does not qualify; ``sweep`` found no threshold that meets the target; ``fit`` or
     ``compare`` fitted a temperature on a search bound (such a fit must never be
-    registered); ``compare`` could not establish an improvement; ``drift`` found drift. The
+    registered); ``compare`` could not establish an improvement; ``drift`` found drift;
+    ``diagnose`` found a shift (its kind in the report and the JSON's ``kind``). The
     reason is on stderr as ``thermostat: warning: <message>`` (``qualify``: in the report).
 2
     Bad input: an unreadable or refused scored set, an option value out of range, a usage
-    error (``drift``: a window below ``--min-window`` rows, too few to decide). The message is
+    error (``drift``, ``diagnose``: a window below ``--min-window`` rows, too few to decide). The message is
     on stderr as ``thermostat: error: <message>`` and names the file, the column or row, or the
     flag; nothing is printed on stdout and nothing is written.
 3
@@ -145,7 +146,7 @@ _EXIT_TEXT = """\
 exit status (every command): 0 ran and passed; 1 ran and printed its report, but the
 result did not pass (qualify: not qualified; sweep: no threshold meets the target;
 fit/compare: T on a search bound; compare: improvement not established; drift:
-drift found), the reason on stderr; 2 bad input (unreadable or refused data, an option out of range): the
+drift found; diagnose: a shift found), the reason on stderr; 2 bad input (unreadable or refused data, an option out of range): the
 message on stderr names the file, column, row or flag, nothing is printed on stdout
 and nothing is written; 3 the computation failed."""
 
@@ -156,13 +157,15 @@ _PARTITIONED_HELP = (_DATA_HELP + "; or a folder or glob ('day=*/*.parquet') of 
 # Example arguments per command for the generated --json key lists; a later variant lists the
 # keys it adds ("with --by-group also ...").
 _EXAMPLES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "fit": (("DATA",),),
-    "evaluate": (("DATA",), ("DATA", "--by-group"), ("DATA", "--estimator", "all")),
+    "fit": (("DATA",), ("DATA", "--priors", "0.2,0.3,0.5")),
+    "evaluate": (("DATA",), ("DATA", "--by-group"), ("DATA", "--estimator", "all"),
+                 ("DATA", "--priors", "0.2,0.3,0.5", "--reference-priors", "1,1,1")),
     "sweep": (("DATA", "--temperature", "1", "--target-accuracy", "0.5"),),
     "qualify": (("DATA",),),
     "compare": (("FIT_DATA", "EVAL_DATA", "--resamples", "20"),),
     "drift": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "100", "--groups",
                "--min-group-size", "10", "--estimator", "debiased_l1"),),
+    "diagnose": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "100"),),
 }
 
 
@@ -249,10 +252,21 @@ def _estimators(sub: argparse.ArgumentParser, help_text: str) -> None:
                      help=f"{help_text} (repeatable): {', '.join(ESTIMATORS)}, or all")
 
 
+def _priors(sub: argparse.ArgumentParser, reference_help: str) -> None:
+    sub.add_argument("--priors", metavar="P",
+                     help="also apply these class priors of the traffic: each posterior softmax(z/T) re-weighted by "
+                          "P / the reference priors and renormalised (Saerens et al. 2002); K comma-separated "
+                          "positive numbers, or a .json file holding a list of them (normalised to sum to 1)")
+    sub.add_argument("--reference-priors", metavar="P", help=reference_help)
+
+
 def _fit(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
     add_options(sub, "fit")
     _scheme(sub)
+    _priors(sub, "with --priors: the priors the calibrated posteriors are taken to be for, in --priors' format "
+                 "(default: DATA's label frequencies); T is fitted as without --priors, the correction applied "
+                 "after the fit")
     _engine(sub)
 
 
@@ -263,6 +277,9 @@ def _evaluate(sub: argparse.ArgumentParser) -> None:
     _scheme(sub)
     sub.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
     _estimators(sub, "also estimate the calibration error with a 95%% interval; needs the set in memory")
+    _priors(sub, "required with --priors: the priors T was fitted for (e.g. the calibration set's label "
+                 "frequencies, or diagnose's reference_priors), in --priors' format; DATA's own label frequencies "
+                 "are not used, as DATA is usually the shifted traffic")
     _engine(sub)
 
 
@@ -305,6 +322,19 @@ def _drift(sub: argparse.ArgumentParser) -> None:
     _estimators(sub, "calibration-error estimators reported with intervals (default all)")
 
 
+def _diagnose(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("reference", metavar="REFERENCE",
+                     help="the registration-time scored set T was fitted on: its class mix, accuracies, confidences "
+                          "and calibration are the reference (" + _DATA_HELP + ")")
+    sub.add_argument("window", metavar="WINDOW", help="labelled traffic to diagnose, the same K classes")
+    sub.add_argument("--served", metavar="SERVED",
+                     help="the window's served rows, labelled or not (a scored-set file whose label column or key "
+                          "may be missing): the class priors and confidences are read from them (default: WINDOW's "
+                          "rows)")
+    sub.add_argument("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+    add_options(sub, "diagnose")
+
+
 # The analysis commands: name -> (what it does, its arguments).
 _ANALYSIS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "fit": ("fit T by minimising mean NLL over log T inside bounds", _fit),
@@ -314,6 +344,9 @@ _ANALYSIS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "compare": ("fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap", _compare),
     "drift": ("the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted on), both "
               "read at T: the temperature test and the ECE test, with intervals", _drift),
+    "diagnose": ("which shift WINDOW shows against REFERENCE, both read at T: no change, label shift (the class "
+                 "priors moved; fix: a prior correction), calibration drift (a temperature refit), accuracy "
+                 "collapse (escalate), covariate shift with calibration intact; with the numbers", _diagnose),
 }
 # Listed for --help only: main() hands these to their own modules before parsing.
 _PASSED_ON: dict[str, str] = {

@@ -3,7 +3,8 @@
 An option such as ``--bins`` or ``--level`` is declared here with the setting it stands for
 (``n_bins``, ``drift_p_threshold``) and that setting's default, read from where it is declared
 once: the drift policy's knobs (:func:`monitoring.policy_knobs`, which also names their flags)
-and the core's defaults (``calibration.DEFAULT_*``), which the settings read too. On the command
+and the core's and the flows' defaults (``calibration.DEFAULT_*``, ``flows.defaults``), which the
+settings read too. On the command
 line the option defaults to "not given"; once the arguments are parsed, :func:`resolve` fills
 each option not given from the settings, so ``THERMOSTAT_N_BINS=20 thermostat evaluate ...``
 bins in 20 as the pipeline does, and with no variable set the default is the declared one. The
@@ -27,6 +28,7 @@ from calibration import (
     DEFAULT_MIN_TOTAL,
     DEFAULT_N_BINS,
 )
+from flows.defaults import DEFAULT_MIN_ACCURACY
 from monitoring import policy_knobs
 
 __all__ = ["COMMAND_OPTIONS", "SettingOption", "add_options", "resolve"]
@@ -75,6 +77,11 @@ _DRIFT_HELP: Final = {
     "min_window": "fewer labelled rows in WINDOW are refused (exit 2): too few to decide",
     "n_resamples": "bootstrap resamples of the reported estimators' intervals and of the consistency test",
 }
+# The drift decision's options (the ECE's binning, the policy's knobs): drift's and diagnose's.
+_DRIFT: Final = (
+    _BINS,
+    *(_policy_option(name, help=_DRIFT_HELP.get(name)) for name, knob, _ in policy_knobs() if knob.flag is not None),
+)
 
 #: Each analysis command's options that stand for a setting.
 COMMAND_OPTIONS: Final[dict[str, tuple[SettingOption, ...]]] = {
@@ -95,9 +102,11 @@ COMMAND_OPTIONS: Final[dict[str, tuple[SettingOption, ...]]] = {
                       float),
         _policy_option("seed", help="bootstrap seed"),
     ),
-    "drift": (
-        _BINS,
-        *(_policy_option(name, help=_DRIFT_HELP.get(name)) for name, knob, _ in policy_knobs() if knob.flag is not None),
+    "drift": _DRIFT,
+    "diagnose": (
+        *_DRIFT,
+        SettingOption("--accuracy-floor", "min_accuracy", DEFAULT_MIN_ACCURACY,
+                      "labelled accuracy of WINDOW below this is an accuracy collapse (the acceptance floor)", float),
     ),
 }
 

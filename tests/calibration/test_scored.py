@@ -6,6 +6,7 @@ import decimal
 import io
 import re
 import zipfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from calibration import ScoredSet, ScoredSetError, read_scored_set, write_scored_set
+from calibration import ScoredSet, ScoredSetError, read_logits, read_scored_set, write_scored_set
 from calibration._kernels import MAX_LOGIT_SPREAD
 
 FORMATS = ("npz", "parquet", "csv")
@@ -652,3 +653,34 @@ def test_logits_spanning_more_than_float64_allows_name_the_file_row_and_rule(fmt
         frame[["logit_0", "logit_1", "logit_2"]] = logits
         _write_table(frame, path)
     _refusal(path, "row 2 (id ", "its logits span more than float64 holds", "must span at most 1e+100")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".csv"])
+def test_read_logits_needs_no_labels_and_ignores_them(suffix: str, tmp_path: Path) -> None:
+    logits = np.array([[2.0, 0.5, -1.0], [0.1, 1.5, 0.0]])
+    unlabelled, labelled = tmp_path / f"served{suffix}", tmp_path / f"labelled{suffix}"
+    if suffix == ".npz":
+        np.savez(unlabelled, logits=logits)
+        np.savez(labelled, logits=logits, labels=np.array([7, -1]))  # out of range: not read
+    else:
+        frame = pd.DataFrame(logits, columns=["logit_0", "logit_1", "logit_2"])
+        frame.insert(0, "id", ["a", "b"])
+        (frame.to_parquet if suffix == ".parquet" else partial(frame.to_csv, index=False))(unlabelled)
+        frame.insert(1, "label", ["x", ""])  # not integers: not read
+        (frame.to_parquet if suffix == ".parquet" else partial(frame.to_csv, index=False))(labelled)
+    for path in (unlabelled, labelled):
+        assert read_logits(path).tolist() == logits.tolist()
+    with pytest.raises(ScoredSetError, match="missing key|missing column"):
+        read_scored_set(unlabelled)
+
+
+def test_read_logits_keeps_the_other_rules(tmp_path: Path) -> None:
+    np.savez(tmp_path / "nan.npz", logits=np.array([[0.0, np.nan]]))
+    with pytest.raises(ScoredSetError, match=r"nan.npz: row 0 .id '0'., key 'logits' column 1: nan is not finite"):
+        read_logits(tmp_path / "nan.npz")
+    np.savez(tmp_path / "empty.npz", logits=np.zeros((0, 2)))
+    with pytest.raises(ScoredSetError, match="empty.npz: the scored set is empty .0 rows.; at least one row is required"):
+        read_logits(tmp_path / "empty.npz")
+    (tmp_path / "no_id.csv").write_text("logit_0,logit_1\n0,1\n")
+    with pytest.raises(ScoredSetError, match="no_id.csv: missing column.s. id;"):
+        read_logits(tmp_path / "no_id.csv")

@@ -30,6 +30,7 @@ if _typing.TYPE_CHECKING:
         ESTIMATORS,
         MAX_CLASSES,
     )
+    from ._correction import PriorCorrection
     from ._engine import LOCAL_ENGINE, Engine, LocalEngine
     from ._estimators import (
         SMOOTH_GRID_BINS,
@@ -142,6 +143,7 @@ __all__ = [
     "LocalEngine",
     "Partition",
     "PartitionedScoredSet",
+    "PriorCorrection",
     "PriorEstimate",
     "PriorShiftTest",
     "QualificationReport",
@@ -213,6 +215,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DEFAULT_BOOTSTRAP_RESAMPLES", "DEFAULT_BOUNDS", "DEFAULT_CONFIDENCE_LEVEL", "DEFAULT_MAX_TV_DISTANCE",
         "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES"
     ),
+    "_correction": ("PriorCorrection",),
     "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
     "_estimators": (
         "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",

@@ -47,6 +47,7 @@ if _typing.TYPE_CHECKING:
         consistency_resampling_from_stats,
         consistency_resampling_test,
         paired_bootstrap_nll,
+        paired_bootstrap_nll_between,
     )
     from ._fit import TemperatureFit, fit_temperature
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
@@ -194,6 +195,7 @@ __all__ = [
     "nll_difference_partitioned",
     "open_partitioned",
     "paired_bootstrap_nll",
+    "paired_bootstrap_nll_between",
     "prior_corrected_log_probabilities",
     "prior_corrected_logits",
     "prior_shift_test",
@@ -223,7 +225,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "_evidence": (
         "BootstrapComparison", "ConsistencyTest", "consistency_resampling_from_stats", "consistency_resampling_test",
-        "paired_bootstrap_nll"
+        "paired_bootstrap_nll", "paired_bootstrap_nll_between"
     ),
     "_fit": ("TemperatureFit", "fit_temperature"),
     "_gate": ("GateChoice", "GateSweep", "choose_threshold", "sweep_thresholds"),

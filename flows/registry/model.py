@@ -181,7 +181,8 @@ def parse_prior_correction(config: Any) -> np.ndarray[Any, Any] | None:
                          f"per class (at least 2); got shapes {priors.shape} and {reference.shape}")
     if not (np.isfinite(priors).all() and np.isfinite(reference).all() and (priors > 0).all() and (reference > 0).all()):
         raise ValueError(f"model_config prior_correction: every prior must be finite and > 0; got {config!r}")
-    return np.log(priors / priors.sum()) - np.log(reference / reference.sum())
+    log_weights: np.ndarray[Any, Any] = np.log(priors / priors.sum()) - np.log(reference / reference.sum())
+    return log_weights
 
 
 def _is_missing(value: object) -> bool:

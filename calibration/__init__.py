@@ -30,6 +30,7 @@ if _typing.TYPE_CHECKING:
         ESTIMATORS,
         MAX_CLASSES,
     )
+    from ._correction import PriorCorrection
     from ._engine import LOCAL_ENGINE, Engine, LocalEngine
     from ._estimators import (
         SMOOTH_GRID_BINS,
@@ -46,6 +47,7 @@ if _typing.TYPE_CHECKING:
         consistency_resampling_from_stats,
         consistency_resampling_test,
         paired_bootstrap_nll,
+        paired_bootstrap_nll_between,
     )
     from ._fit import TemperatureFit, fit_temperature
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
@@ -142,6 +144,7 @@ __all__ = [
     "LocalEngine",
     "Partition",
     "PartitionedScoredSet",
+    "PriorCorrection",
     "PriorEstimate",
     "PriorShiftTest",
     "QualificationReport",
@@ -192,6 +195,7 @@ __all__ = [
     "nll_difference_partitioned",
     "open_partitioned",
     "paired_bootstrap_nll",
+    "paired_bootstrap_nll_between",
     "prior_corrected_log_probabilities",
     "prior_corrected_logits",
     "prior_shift_test",
@@ -214,6 +218,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DEFAULT_BOOTSTRAP_RESAMPLES", "DEFAULT_BOUNDS", "DEFAULT_CONFIDENCE_LEVEL", "DEFAULT_MAX_TV_DISTANCE",
         "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES"
     ),
+    "_correction": ("PriorCorrection",),
     "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
     "_estimators": (
         "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",
@@ -221,7 +226,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "_evidence": (
         "BootstrapComparison", "ConsistencyTest", "consistency_resampling_from_stats", "consistency_resampling_test",
-        "paired_bootstrap_nll"
+        "paired_bootstrap_nll", "paired_bootstrap_nll_between"
     ),
     "_fit": ("TemperatureFit", "fit_temperature"),
     "_gate": ("GateChoice", "GateSweep", "choose_threshold", "sweep_thresholds"),

@@ -39,6 +39,7 @@ __all__ = [
     "BootstrapComparison",
     "ConsistencyTest",
     "paired_bootstrap_nll",
+    "paired_bootstrap_nll_between",
     "consistency_resampling_test",
     "consistency_resampling_from_stats",
 ]
@@ -241,8 +242,14 @@ def paired_bootstrap_nll(
 
     # NLL_after - NLL_before = log p_before - log p_after, per row, in float64.
     difference = label_log_probability(logits_, labels_, before) - label_log_probability(logits_, labels_, after)
-    estimate = float(difference.mean())
+    return _paired_bootstrap(difference, before, after, n_resamples=n_resamples, level=level, seed=seed)
 
+
+def _paired_bootstrap(difference: NDArray[np.float64], before: float, after: float, *, n_resamples: int,
+                      level: float, seed: int) -> BootstrapComparison:
+    """The percentile interval of the mean of the per-row ``difference`` over row resamples."""
+    n = difference.shape[0]
+    estimate = float(difference.mean())
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples, dtype=np.float64)
     start = 0
@@ -266,6 +273,47 @@ def paired_bootstrap_nll(
         confidence_level=level,
         seed=seed,
     )
+
+
+def paired_bootstrap_nll_between(
+    logits_before: ArrayLike,
+    logits_after: ArrayLike,
+    labels: ArrayLike,
+    *,
+    temperature: float,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> BootstrapComparison:
+    """Paired bootstrap of the mean per-example NLL change between two sets of logits of the same
+    rows, both read at ``temperature`` (e.g. a version and its prior-corrected version:
+    :func:`prior_corrected_logits`). As :func:`paired_bootstrap_nll` otherwise; the result's two
+    temperatures are both ``temperature``.
+
+    Raises
+    ------
+    ValueError
+        If either logits or the labels are malformed, or the two logits differ in shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibration import prior_corrected_logits
+    >>> logits = np.zeros((400, 2)); labels = (np.arange(400) % 5 == 0).astype(int)  # class 1 is 20 %
+    >>> moved = prior_corrected_logits(logits, temperature=1.0, priors=[0.8, 0.2], reference_priors=[0.5, 0.5])
+    >>> paired_bootstrap_nll_between(logits, moved, labels, temperature=1.0).verdict
+    'improved'
+    """
+    before_, labels_ = checked_data(logits_before, labels)
+    after_, _ = checked_data(logits_after, labels_)
+    if after_.shape != before_.shape:
+        raise ValueError(f"logits_after has shape {after_.shape} but logits_before {before_.shape}; they must be the "
+                         "same rows and classes")
+    temperature = check_temperature(temperature)
+    difference = (label_log_probability(before_, labels_, temperature)
+                  - label_log_probability(after_, labels_, temperature))
+    return _paired_bootstrap(difference, temperature, temperature, n_resamples=_check_resamples(n_resamples),
+                             level=check_confidence_level(confidence_level), seed=_check_seed(seed))
 
 
 def consistency_resampling_test(

@@ -206,6 +206,15 @@ def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: li
     return found
 
 
+def checked_threshold(version: RegisteredVersion) -> float | None:
+    """The gate threshold a check counts coverage and accepted accuracy at: the version's, except
+    on a prior-corrected version (None: no gate figures). A check reads the uncorrected posteriors
+    softmax(z / T) of every version (docs/deployment.md, "Prior correction"), and a corrected
+    version's threshold was swept on the corrected confidences: counted on the uncorrected ones it
+    would measure a gate that is not served."""
+    return None if version.record.prior_correction is not None else version.gate_threshold
+
+
 @io_task(name="summarise-window")
 def summarise(
     source: LabelledSource, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
@@ -215,7 +224,7 @@ def summarise(
     try:
         summary = summarise_window(
             source, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size,
+            n_bins=version.n_bins, threshold=checked_threshold(version), chunk_size=settings.monitor_chunk_size,
         )
     except LookupError:
         get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, source)
@@ -231,7 +240,7 @@ def summarise_on_dask(
     """The window's statistics from the export, one Prefect task per partition on Dask."""
     summary = summarise_export_on_dask(
         settings, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-        n_bins=version.n_bins, threshold=version.gate_threshold,
+        n_bins=version.n_bins, threshold=checked_threshold(version),
     )
     if summary is None:
         get_run_logger().warning("%s no row of this version in the export at %s", version.context,
@@ -278,7 +287,7 @@ def read_window(
     try:
         scan = scan_window(
             log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size,
+            n_bins=version.n_bins, threshold=checked_threshold(version), chunk_size=settings.monitor_chunk_size,
             arrivals=arrivals, summarise=summarise,
         )
     except LookupError:

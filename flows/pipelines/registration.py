@@ -27,9 +27,11 @@ removes it.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from prefect import get_run_logger
@@ -61,7 +63,8 @@ from flows.records.versions import (
     registered_version,
 )
 
-__all__ = ["ALIAS_TAG", "PREVIOUS_ALIAS_VERSION_TAG", "Outcome", "Registration", "recover_interrupted", "register"]
+__all__ = ["ALIAS_TAG", "PREVIOUS_ALIAS_VERSION_TAG", "Outcome", "Registration", "recover_interrupted", "register",
+           "register_derived"]
 
 
 Outcome = Literal["registered", "completed", "already_registered"]
@@ -263,12 +266,15 @@ def _remember(registry: MlflowRegistry, context: str, **values: Any) -> None:
 
 
 @step_task(name="open-run")
-def open_run(registry: MlflowRegistry, gated: GatedCheckpoint, model_name: str, key: str) -> str:
-    context = log_context(gated.accepted.checkpoint_uri, gated.temperature)
+def open_run(registry: MlflowRegistry, record: VersionRecord, model_name: str, key: str,
+             run_name: str = "post-finetune") -> str:
+    """The registration's run, tagged with the model, the checkpoint and the idempotency key (what
+    :func:`recover_interrupted` finds an interrupted registration's run by)."""
+    context = log_context(record.checkpoint_uri, record.temperature)
     run_id = registry.start_run(
-        f"post-finetune {model_name}",
-        {"thermostat.model_name": model_name, "checkpoint_uri": gated.accepted.checkpoint_uri,
-         "checkpoint_digest": gated.checkpoint_digest, IDEMPOTENCY_TAG: key},
+        f"{run_name} {model_name}",
+        {"thermostat.model_name": model_name, "checkpoint_uri": record.checkpoint_uri,
+         "checkpoint_digest": record.checkpoint_digest, IDEMPOTENCY_TAG: key},
     )
     _remember(registry, context, run_id=run_id)
     # MLflow's HTTP client repeats a POST that got a 5xx, possibly after the server committed it:
@@ -313,11 +319,11 @@ def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoin
 @step_task(name="create-version")
 def create_version(
     registry: MlflowRegistry, run_id: str, record: VersionRecord, files: CheckpointFiles, n_classes: int,
-    model_name: str, alias: str, cause: DriftCause = DriftCause(),
+    model_name: str, alias: str, cause: DriftCause = DriftCause(), extra_tags: Mapping[str, str] | None = None,
 ) -> str:
     """The version, with its record as tags (and the alias it is for, with that alias's holder
-    now, and for a refit the drift check that started it) and the record's T and threshold in
-    the pyfunc's config."""
+    now, for a refit the drift check that started it, and ``extra_tags``: a prior correction's
+    provenance) and the record's T, threshold and prior correction in the pyfunc's config."""
     context, key = log_context(record.checkpoint_uri, record.temperature), record.idempotency_key
     source = registry.log_calibrated_model(run_id, checkpoint_dir=files.local_dir, n_classes=n_classes,
                                            model_config=record.model_config())
@@ -325,7 +331,7 @@ def create_version(
     # The alias this registration moves and who held it, with the version (in the create call), so
     # that recovery can give the alias back when it removes the version.
     moved = RegisteredFor(alias=alias, previous_version=None if holder is None else holder.version)
-    tags = record.to_tags() | moved.to_tags() | cause.to_tags(VERSION_DRIFT_TAG_PREFIX)
+    tags = record.to_tags() | moved.to_tags() | cause.to_tags(VERSION_DRIFT_TAG_PREFIX) | dict(extra_tags or {})
     # The server may commit a version whose reply never arrives: whatever carries our key and is
     # still pending is removed when this step fails (its own rollback hook would not run).
     with _undone_on_failure(lambda: _delete_pending(registry, model_name, key, context), f"versions with key {key}"):
@@ -438,8 +444,10 @@ def register(
                              run_id=version.run_id, tags=dict(version.tags),
                              outcome="completed" if completed_now else "already_registered", repairs=repairs)
     with transaction():
-        run_id = open_run(registry, gated, model_name, key)
-        record = version_record(gated, idempotency_key=key, run_id=run_id, verification=verification)
+        # The record's run id is filled in once the run exists; what open_run reads is known before.
+        draft = version_record(gated, idempotency_key=key, run_id="", verification=verification)
+        run_id = open_run(registry, draft, model_name, key)
+        record = replace(draft, pipeline_run_id=run_id)
         record_evidence(registry, run_id, gated, record)
         origin = gated.accepted.refit_of
         version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name,
@@ -450,6 +458,61 @@ def register(
     tags = dict(registry.get_version(model_name, version_id).tags)
     return _registration(gated, model_name, version_id, alias, created=True, alias_moved=True, run_id=run_id, tags=tags,
                          outcome="registered", repairs=repairs)
+
+
+@step_task(name="record-derived-evidence")
+def record_derived_evidence(registry: MlflowRegistry, run_id: str, evidence: Mapping[str, Any], name: str) -> None:
+    """A derived version's evidence (what it changes of its parent, and how it was verified) as JSON."""
+    registry.log_json(run_id, dict(evidence), f"evidence/{name}.json")
+
+
+def register_derived(
+    record: VersionRecord, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
+    n_classes: int, run_name: str, evidence: Mapping[str, Any], extra_tags: Mapping[str, str],
+    repairs: tuple[str, ...] = (),
+) -> Registration:
+    """Register ``record`` — a version derived from a registered one without a new fit (same
+    checkpoint and T, e.g. a prior correction) — and move ``alias``, all or nothing: the same
+    transaction, steps, rollbacks and idempotency look-up as :func:`register`.
+
+    ``record.idempotency_key`` identifies it (a repeat registers nothing); ``files`` are the
+    checkpoint's, whose digest must be the record's. Call it under the model's lock, with
+    ``registry`` fenced by its lease, after :func:`recover_interrupted`.
+    """
+    context = log_context(record.checkpoint_uri, record.temperature)
+    if digest_directory(files.local_dir) != record.checkpoint_digest or files.uri != record.checkpoint_uri:
+        raise StepRefused("register", f"the files of {files.uri!r} are not the checkpoint {record.checkpoint_uri!r} "
+                                      f"with digest {record.checkpoint_digest[:12]}; nothing registered")
+    key = record.idempotency_key
+    existing = find_registered(registry, model_name, key)
+    if existing is not None:
+        version = registry.get_version(model_name, existing)
+        get_run_logger().info("%s already registered as %s version %s: nothing registered, alias %r not moved",
+                              context, model_name, existing, alias)
+        return _derived(record, model_name, existing, alias, created=False, run_id=version.run_id,
+                        tags=dict(version.tags), repairs=repairs)
+    with transaction():
+        run_id = open_run(registry, record, model_name, key, run_name)
+        record = replace(record, pipeline_run_id=run_id)
+        record_derived_evidence(registry, run_id, evidence, run_name.replace(" ", "_"))
+        version_id = create_version(registry, run_id, record, files, n_classes, model_name, alias,
+                                    extra_tags=extra_tags)
+        move_alias(registry, model_name, alias, version_id, context)
+        close_run(registry, run_id)
+        mark_complete(registry, model_name, version_id, context)
+    tags = dict(registry.get_version(model_name, version_id).tags)
+    return _derived(record, model_name, version_id, alias, created=True, run_id=run_id, tags=tags, repairs=repairs)
+
+
+def _derived(record: VersionRecord, model_name: str, version: str, alias: str, *, created: bool, run_id: str | None,
+             tags: dict[str, str], repairs: tuple[str, ...]) -> Registration:
+    return Registration(
+        model_name=model_name, version=version, alias=alias, created=created, alias_moved=created,
+        temperature=record.temperature, gate_threshold=record.gate_threshold,
+        gate_coverage=math.nan if record.gate_coverage is None else record.gate_coverage,
+        checkpoint_uri=record.checkpoint_uri, checkpoint_digest=record.checkpoint_digest, run_id=run_id, tags=tags,
+        outcome="registered" if created else "already_registered", repairs=repairs,
+    )
 
 
 def _registration(

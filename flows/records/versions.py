@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from calibration import TemperatureStats
+from calibration import PriorCorrection, TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
@@ -92,6 +92,8 @@ def _encode(value: Any) -> str:
         return repr(value)  # every digit: the tag gives back the exact float64 that was applied
     if isinstance(value, tuple):
         return ",".join(_encode(item) for item in value)
+    if isinstance(value, PriorCorrection):
+        return value.to_json()
     return str(value)
 
 
@@ -110,6 +112,8 @@ def _decode(text: str, kind: Any, where: str, key: str) -> Any:
             return value
         if kind is int:
             return int(text)
+        if kind is PriorCorrection:
+            return PriorCorrection.from_json(text)
         if typing.get_origin(kind) is tuple:
             return tuple(float(part) for part in text.split(","))
         if typing.get_origin(kind) is Literal:
@@ -199,6 +203,10 @@ class VersionRecord(_TaggedRecord):
     * ``reference_confidence_profile``: the calibration part's confidences at T, binned
       (:class:`monitoring.ConfidenceProfile` as JSON): the early warning's reference.
 
+    ``prior_correction`` (tag ``prior_correction``, :class:`calibration.PriorCorrection` as
+    JSON; absent on a version without one): the class priors a label-shift fix re-weights the
+    served posteriors to, and the priors they were calibrated for.
+
     Examples
     --------
     >>> record = VersionRecord.example()
@@ -258,12 +266,15 @@ class VersionRecord(_TaggedRecord):
     reference_ece_high: float | None = None
     reference_confidence_profile: str | None = None
     refit: RefitProvenance | None = None
+    # A prior-corrected version (flows.pipelines.prior_correction): the served posteriors are
+    # softmax(z / T) re-weighted by priors / reference_priors; None: served as softmax(z / T).
+    prior_correction: PriorCorrection | None = None
 
     def to_tags(self) -> dict[str, str]:
         """The version's tags: one per field (the refit's as ``refit_*``), plus ``ece_binning``
         in words; absent optional refit fields are not written."""
         tags = {key: value for key, value in _TaggedRecord.to_tags(self).items()
-                if key not in ("refit",) and not (key in _REFIT_ONLY and value == _NONE)}
+                if key not in ("refit",) and not (key in _OMITTED_WHEN_NONE and value == _NONE)}
         if self.refit is not None:
             tags |= self.refit.to_tags()
         return tags | {"ece_binning": binning_convention(self.ece_n_bins, self.ece_scheme)}
@@ -285,9 +296,11 @@ class VersionRecord(_TaggedRecord):
         return cls(**values, refit=refit)
 
     def model_config(self) -> dict[str, Any]:
-        """What the calibrated pyfunc reads at load time: T, the gate threshold, the output kind."""
+        """What the calibrated pyfunc reads at load time: T, the gate threshold, the output kind
+        and the prior correction (None, or its priors and reference priors as lists)."""
+        correction = None if self.prior_correction is None else self.prior_correction.to_dict()
         return {"temperature": self.temperature, "gate_threshold": self.gate_threshold,
-                "checkpoint_output": self.checkpoint_output}
+                "checkpoint_output": self.checkpoint_output, "prior_correction": correction}
 
     @classmethod
     def example(cls) -> VersionRecord:
@@ -343,8 +356,9 @@ class VersionRecord(_TaggedRecord):
         return self.reference_ece_low, self.reference_ece_high
 
 
-# Fields only a refit's version carries: not written as "none" on a fine-tune's version.
-_REFIT_ONLY = frozenset({"temperature_before", "holdout_accuracy_source"})
+# Fields only some versions carry (a refit's, a prior-corrected one's): not written as "none" on
+# the others, whose tags stay as they were before these fields existed.
+_OMITTED_WHEN_NONE = frozenset({"temperature_before", "holdout_accuracy_source", "prior_correction"})
 
 
 def _with_legacy_binning(tags: Mapping[str, str], where: str) -> Mapping[str, str]:

@@ -10,6 +10,14 @@ package (and SQLAlchemy) in the serving environment, e.g. ``mlflow models serve
 ``context.model_config`` holds, and so the registered version carries:
 
 - ``temperature`` — T > 0; the served probabilities are softmax(z / T) (the arg-max never changes);
+- ``prior_correction`` — ``None``, or ``{"priors": [...], "reference_priors": [...]}`` (K each,
+  every one > 0; each normalised here): a label-shift fix. The served probabilities are then
+  softmax(z / T) re-weighted by priors / reference_priors and renormalised, computed in log space
+  as log_softmax(z / T) + log(priors / reference_priors), renormalised by its logsumexp (the
+  arithmetic of ``calibration.prior_corrected_log_probabilities``). The class is the arg-max of
+  the corrected probabilities (a re-weighting can change it) and the confidence its probability.
+  The prediction log keeps the raw logits, and its class and confidence columns stay the
+  checkpoint's at T: the monitor evaluates the uncorrected posteriors (docs/deployment.md);
 - ``gate_threshold`` — auto-process when the calibrated confidence >= it; ``None`` sends
   everything to review (no threshold met the target accuracy);
 - ``checkpoint_output`` — ``"logits"`` or ``"probabilities"``: what the checkpoint's
@@ -88,6 +96,7 @@ __all__ = [
     "SERVING_CONFIG",
     "CalibratedCheckpointModel",
     "calibrated_frame",
+    "parse_prior_correction",
     "served_frame",
     "split_request_columns",
 ]
@@ -109,16 +118,28 @@ _REPORT_EVERY = 10
 _logger = logging.getLogger("thermostat.serving")
 
 
-def calibrated_frame(logits: np.ndarray[Any, Any], temperature: float, gate_threshold: float | None) -> pd.DataFrame:
+def calibrated_frame(
+    logits: np.ndarray[Any, Any], temperature: float, gate_threshold: float | None,
+    prior_log_weights: np.ndarray[Any, Any] | None = None,
+) -> pd.DataFrame:
     """Class, calibrated confidence, gate decision and probabilities from frozen logits.
 
     Same arithmetic as ``calibration._softmax.softmax``: subtract the row maximum, divide
-    by T, exponentiate, normalise, in float64.
+    by T, exponentiate, normalise, in float64. With ``prior_log_weights`` (log π' − log π, one
+    per class: a prior correction) the same as ``calibration.prior_corrected_log_probabilities``:
+    the log-softmax at T plus the log-weights, less their row logsumexp, then exponentiated.
     """
     shifted = (logits - logits.max(axis=1, keepdims=True)).astype(np.float64, copy=False) / temperature
-    probabilities = np.exp(shifted)
-    probabilities /= probabilities.sum(axis=1, keepdims=True)
-    predicted = logits.argmax(axis=1)
+    if prior_log_weights is None:
+        probabilities = np.exp(shifted)
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        predicted = logits.argmax(axis=1)
+    else:
+        log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)) + prior_log_weights
+        top = log_probabilities.max(axis=1, keepdims=True)
+        log_probabilities -= top + np.log(np.exp(log_probabilities - top).sum(axis=1, keepdims=True))
+        probabilities = np.exp(log_probabilities)
+        predicted = probabilities.argmax(axis=1)
     confidence = probabilities[np.arange(logits.shape[0]), predicted]
     if gate_threshold is None:
         decision = np.full(logits.shape[0], "review", dtype=object)
@@ -132,14 +153,36 @@ def calibrated_frame(logits: np.ndarray[Any, Any], temperature: float, gate_thre
 
 def served_frame(
     logits: np.ndarray[Any, Any], temperature: float, gate_threshold: float | None, *,
-    request_ids: Sequence[str], model_version: str | None,
+    request_ids: Sequence[str], model_version: str | None, prior_log_weights: np.ndarray[Any, Any] | None = None,
 ) -> pd.DataFrame:
     """The pyfunc's response: :func:`calibrated_frame`, then ``request_id``, ``model_version``, ``temperature``."""
-    frame = calibrated_frame(logits, temperature, gate_threshold)
+    frame = calibrated_frame(logits, temperature, gate_threshold, prior_log_weights)
     frame[REQUEST_ID_COLUMN] = np.asarray(request_ids, dtype=object)
     frame["model_version"] = np.full(logits.shape[0], model_version, dtype=object)
     frame["temperature"] = np.full(logits.shape[0], float(temperature))
     return frame
+
+
+def parse_prior_correction(config: Any) -> np.ndarray[Any, Any] | None:
+    """log π' − log π of a ``model_config`` ``prior_correction`` (None: no correction), each list
+    normalised; a ValueError names what is wrong (this file cannot import ``calibration``).
+
+    >>> parse_prior_correction({"priors": [0.8, 0.2], "reference_priors": [1, 1]}).round(4).tolist()
+    [0.47, -0.9163]
+    """
+    if config is None:
+        return None
+    if not isinstance(config, dict) or set(config) != {"priors", "reference_priors"}:
+        raise ValueError(f"model_config prior_correction must be None or {{'priors': [...], 'reference_priors': "
+                         f"[...]}}; got {config!r}")
+    priors, reference = (np.asarray(config[key], dtype=np.float64) for key in ("priors", "reference_priors"))
+    if priors.ndim != 1 or priors.shape != reference.shape or priors.shape[0] < 2:
+        raise ValueError(f"model_config prior_correction: priors and reference_priors must be two lists of one prior "
+                         f"per class (at least 2); got shapes {priors.shape} and {reference.shape}")
+    if not (np.isfinite(priors).all() and np.isfinite(reference).all() and (priors > 0).all() and (reference > 0).all()):
+        raise ValueError(f"model_config prior_correction: every prior must be finite and > 0; got {config!r}")
+    log_weights: np.ndarray[Any, Any] = np.log(priors / priors.sum()) - np.log(reference / reference.sum())
+    return log_weights
 
 
 def _is_missing(value: object) -> bool:
@@ -363,6 +406,7 @@ class CalibratedCheckpointModel(PythonModel):
             raise ValueError(f"model_config checkpoint_output must be 'logits' or 'probabilities', got {output!r}")
         self._temperature = temperature
         self._threshold = None if threshold is None else float(threshold)
+        self._prior_log_weights = parse_prior_correction(config.get("prior_correction"))
         self._from_probabilities = output == "probabilities"
         self._checkpoint = mlflow.pyfunc.load_model(context.artifacts[CHECKPOINT_ARTIFACT])
         self._model_name, self._model_version = _registered_identity(config, context)
@@ -380,6 +424,11 @@ class CalibratedCheckpointModel(PythonModel):
     @property
     def gate_threshold(self) -> float | None:
         return self._threshold
+
+    @property
+    def prior_log_weights(self) -> np.ndarray[Any, Any] | None:
+        """log π' − log π of the prior correction this model applies (None: none)."""
+        return self._prior_log_weights
 
     @property
     def model_name(self) -> str | None:
@@ -429,8 +478,12 @@ class CalibratedCheckpointModel(PythonModel):
         logits = self.raw_logits(features)
         served_at = datetime.now(UTC)
         request_ids = _request_ids(given_ids, logits.shape[0])
+        weights = self._prior_log_weights
+        if weights is not None and weights.shape[0] != logits.shape[1]:
+            raise ValueError(f"the checkpoint returned {logits.shape[1]} classes but the prior correction has "
+                             f"{weights.shape[0]}; they must match")
         frame = served_frame(logits, self._temperature, self._threshold, request_ids=request_ids,
-                             model_version=self._model_version)
+                             model_version=self._model_version, prior_log_weights=weights)
         if self._writer is not None:
             try:
                 self._writer.submit(logits, request_ids, groups, served_at)

@@ -3,9 +3,11 @@
 :class:`ServedModel` loads one registered version of a calibrated model (resolving an alias
 once, so every row it logs names the version that really answered), and
 :meth:`ServedModel.predict_and_log` returns exactly what the pyfunc's ``predict`` returns —
-softmax(z / T), the class, the gate decision — while appending to the prediction log the raw
-logits z, the predicted class, the confidence and the T in force
-(:func:`monitoring.log_predictions`). Labels usually arrive later
+softmax(z / T) (re-weighted by a prior correction when the version has one), the class, the
+gate decision — while appending to the prediction log the raw logits z, the predicted class,
+the confidence and the T in force (:func:`monitoring.log_predictions`). The log's class and
+confidence are the checkpoint's at T, without the prior correction: the monitor evaluates the
+uncorrected posteriors (docs/deployment.md, "Prior correction"). Labels usually arrive later
 (:meth:`monitoring.PredictionLog.attach_labels`); replayed traffic can pass them at once.
 
 The helper asks the wrapped :class:`flows.registry.model.CalibratedCheckpointModel` for the logits it
@@ -162,8 +164,10 @@ class ServedModel:
             raise ValueError(
                 f"request_ids has {len(ids)} entries but the model answered {logits.shape[0]} rows; give one id per row"
             )
+        # A version registered before prior corrections existed has no such attribute (its own model.py).
+        weights = getattr(self.calibrated, "prior_log_weights", None)
         frame = served_frame(logits, self.calibrated.temperature, self.calibrated.gate_threshold,
-                             request_ids=ids, model_version=self.version)
+                             request_ids=ids, model_version=self.version, prior_log_weights=weights)
         self.log_writer.write(log, logits, ids, groups=groups, time_served=time, labels=labels)
         return frame
 

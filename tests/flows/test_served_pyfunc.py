@@ -119,6 +119,53 @@ def test_the_response_carries_request_ids_version_and_temperature(
     assert model.unwrap_python_model().prediction_log_stats is None  # no log configured
 
 
+CORRECTION = {"priors": [0.4] + [0.6 / 9] * 9, "reference_priors": [0.1] * 10}
+
+
+def test_a_prior_correction_reweights_the_served_probabilities_in_log_space(
+    tmp_path: Path, digits: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served probabilities are softmax(z / T) re-weighted by priors / reference_priors and
+    renormalised: calibration's prior_corrected_log_probabilities, to 1e-12; the class follows them."""
+    from calibration import prior_corrected_log_probabilities
+
+    monkeypatch.delenv(LOG_URL_VARIABLE, raising=False)
+    x, y = digits
+    plain = _save(tmp_path / "plain", x[:400], y[:400])
+    corrected_dir = tmp_path / "corrected"
+    save_calibrated_model(corrected_dir, checkpoint_dir=plain / "artifacts" / "checkpoint", n_classes=10,
+                          model_config={"temperature": T, "gate_threshold": THRESHOLD, "checkpoint_output": "logits",
+                                        "prior_correction": CORRECTION})
+    features = x[500:800]
+    logits = _checkpoint_logits(plain, features)
+    frame = _load(corrected_dir, **IDENTITY).predict(features)
+    expected = np.exp(prior_corrected_log_probabilities(logits, temperature=T, **CORRECTION))
+    served = frame[[f"prob_{k}" for k in range(10)]].to_numpy()
+    np.testing.assert_allclose(served, expected, rtol=0, atol=1e-12)
+    assert (frame["class"] == expected.argmax(axis=1)).all()
+    assert (frame["class"] != logits.argmax(axis=1)).any()  # class 0 at 40 %: some rows change class
+    np.testing.assert_allclose(frame["confidence"], expected.max(axis=1), rtol=0, atol=1e-12)
+    assert ((frame["decision"] == "auto") == (expected.max(axis=1) >= THRESHOLD)).all()
+    # Without a correction (None) the same checkpoint serves softmax(z / T) as before.
+    uncorrected = _load(plain, **IDENTITY).predict(features)[[f"prob_{k}" for k in range(10)]].to_numpy()
+    assert np.abs(uncorrected - expected).max() > 0.05
+
+
+@pytest.mark.parametrize(
+    ("correction", "message"),
+    [
+        ({"priors": [0.5, 0.5]}, "must be None or"),
+        ({"priors": [0.5, 0.5], "reference_priors": [1.0, 0.0]}, "every prior must be finite and > 0"),
+        ({"priors": [0.5, 0.5], "reference_priors": [0.2, 0.3, 0.5]}, "two lists of one prior per class"),
+    ],
+)
+def test_a_malformed_prior_correction_is_refused_at_load(correction: dict[str, Any], message: str) -> None:
+    from flows.registry.model import parse_prior_correction
+
+    with pytest.raises(ValueError, match=message):
+        parse_prior_correction(correction)
+
+
 def test_the_version_comes_from_a_models_uri_download(model_dir: Path, tmp_path: Path,
                                                       digits: tuple[np.ndarray, np.ndarray]) -> None:
     import shutil

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from calibration import PriorCorrection
 from flows.records.versions import RefitProvenance, VersionRecord, registered_version
 
 REFIT = RefitProvenance(
@@ -70,7 +71,49 @@ def test_floats_keep_every_digit_and_undefined_is_none() -> None:
 
 
 def test_the_pyfunc_config_comes_from_the_record() -> None:
-    assert REFITTED.model_config() == {"temperature": 4.70203, "gate_threshold": None, "checkpoint_output": "logits"}
+    assert REFITTED.model_config() == {"temperature": 4.70203, "gate_threshold": None, "checkpoint_output": "logits",
+                                       "prior_correction": None}
+    corrected = dataclasses.replace(REFITTED, prior_correction=CORRECTION)
+    assert corrected.model_config()["prior_correction"] == {"priors": [0.4, 0.2, 0.4],
+                                                          "reference_priors": [0.25, 0.25, 0.5]}
+
+
+CORRECTION = PriorCorrection([0.4, 0.2, 0.4], [0.25, 0.25, 0.5])
+
+
+def test_a_prior_correction_round_trips_through_its_tag_and_a_record_without_one_reads_none() -> None:
+    record = dataclasses.replace(REFITTED, prior_correction=PriorCorrection([0.1 + 0.2, 0.5, 0.2], [1, 1, 1]))
+    tags = record.to_tags()
+    back = VersionRecord.from_tags(tags)
+    assert back == record and back.prior_correction is not None
+    assert back.prior_correction.priors[0] == (0.1 + 0.2) / 1.0 and back.prior_correction.reference_priors[0] == 1 / 3
+    # Versions without a correction keep the tags they had before the field existed.
+    assert "prior_correction" not in REFITTED.to_tags()
+    assert VersionRecord.from_tags(REFITTED.to_tags()).prior_correction is None
+    assert VersionRecord.from_tags(PREVIOUS_FORMAT).prior_correction is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"priors": [0.5, 0.5]}', r"exactly 'priors' and 'reference_priors'"),
+        ('{"priors": [0.5, 0], "reference_priors": [0.5, 0.5]}', r"priors\[1\] is 0.0; every prior must be finite and > 0"),
+        ('{"priors": [0.3, 0.3, 0.4], "reference_priors": [0.5, 0.5]}', r"priors must have one value per class \(2\)"),
+        ('{"priors": ["a", 1], "reference_priors": [0.5, 0.5]}', r"'priors' must be a list of numbers"),
+        ("[0.5", r"must be JSON"),
+    ],
+)
+def test_an_unreadable_prior_correction_tag_is_named(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=r"digits version 2: tag 'prior_correction' is .*" + message):
+        VersionRecord.from_tags(PREVIOUS_FORMAT | {"prior_correction": text}, where="digits version 2")
+
+
+def test_a_prior_correction_is_checked_once_when_made() -> None:
+    with pytest.raises(ValueError, match=r"reference_priors must hold one prior per class \(at least 2\)"):
+        PriorCorrection([1.0], [1.0])
+    with pytest.raises(ValueError, match=r"reference_priors\[0\] is nan"):
+        PriorCorrection([0.5, 0.5], [float("nan"), 1.0])
+    assert PriorCorrection([2, 2], [1, 3]).priors.tolist() == [0.5, 0.5]
 
 
 @pytest.mark.parametrize("tags", [PREVIOUS_FORMAT, PREVIOUS_REFIT], ids=["fine-tune", "refit"])
@@ -160,12 +203,12 @@ def test_round_trip_and_previous_format_on_a_real_mlflow_store(tmp_path: Path) -
     run = client.create_run(client.create_experiment("e", artifact_location=(tmp_path / "a").as_uri()))
     client.create_registered_model("digits")
     written = {}
-    for record_tags in (REFITTED.to_tags(), PREVIOUS_REFIT):
+    for record_tags in (dataclasses.replace(REFITTED, prior_correction=CORRECTION).to_tags(), PREVIOUS_REFIT):
         version = client.create_model_version("digits", source=f"runs:/{run.info.run_id}/model",
                                               run_id=run.info.run_id, tags=record_tags)
         written[str(version.version)] = record_tags
     stored = {number: dict(client.get_model_version("digits", number).tags) for number in written}
-    assert VersionRecord.from_tags(stored["1"]) == REFITTED
+    assert VersionRecord.from_tags(stored["1"]) == dataclasses.replace(REFITTED, prior_correction=CORRECTION)
     previous = VersionRecord.from_tags(stored["2"], where="digits version 2")
     assert previous.ece_n_bins == 15 and previous.refit is not None and previous.refit.verify_n == 600
 

@@ -126,6 +126,16 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
             time.sleep(2)
             holder = registry.alias_holder("digits", "champion")
         assert holder is not None and str(holder.version) == "2", (tmp_path / "worker.log").read_text()[-6000:]
+        # The refit tags the check's run after the alias moved: the worker must live until that last write.
+        from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink
+
+        cause = DriftCause.from_tags(holder.tags, VERSION_DRIFT_TAG_PREFIX)
+        assert cause.event_id is not None and cause.run_id is not None, holder.tags
+        link = None
+        while link is None and time.monotonic() < deadline + 60:
+            check = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
+            link = RefitLink.from_tags(next(run for run in check if run.run_id == cause.run_id).tags)
+            time.sleep(0 if link is not None else 1)
     finally:
         stop_process(worker, signal.SIGINT, 15)
 
@@ -135,10 +145,4 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     assert float(holder.tags["temperature"]) > float(parent.tags["temperature"]) + 0.5
     assert "thermostat.last_drift_event_at" in parent.tags
     # The trigger passed the drift's ids: the new version names the check, whose run names the refit.
-    from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink
-
-    cause = DriftCause.from_tags(holder.tags, VERSION_DRIFT_TAG_PREFIX)
-    assert cause.event_id is not None and cause.run_id is not None, holder.tags
-    check = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
-    link = RefitLink.from_tags(next(run for run in check if run.run_id == cause.run_id).tags)
     assert link is not None and link.status == "registered" and link.new_version == "2"

@@ -60,8 +60,8 @@ def test_monitor_on_dask_reads_the_export_and_matches_the_log(registered: Regist
         assert check.verdict == reference.verdict
         assert check.report is not None and reference.report is not None
         assert check.report.n == reference.report.n == 1200
-        assert check.report.ece == pytest.approx(reference.report.ece, rel=1e-12)
-        assert check.report.nll == pytest.approx(reference.report.nll, rel=1e-12)
+        assert check.report.window.ece == pytest.approx(reference.report.window.ece, rel=1e-12)
+        assert check.report.window.nll == pytest.approx(reference.report.window.nll, rel=1e-12)
         assert [(g.group, g.n) for g in check.report.groups] == [(g.group, g.n) for g in reference.report.groups]
         # Five row groups of 250 rows each day: one Prefect task per partition, on the cluster.
         names = _task_runs("summarise-export")

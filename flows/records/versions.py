@@ -30,6 +30,7 @@ pass them in.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from calibration import TemperatureStats
+from calibration import ReferencePriors, TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "VersionRecord",
     "aware_time",
     "binning_convention",
+    "encode_reference_priors",
     "registered_version",
     "serving_versions",
     "version_context",
@@ -72,6 +74,8 @@ CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
 
 _NONE = "none"
+# MLflow keeps at most 100,000 characters of a model version's tag value.
+_VERSION_TAG_LIMIT = 100_000
 
 
 def binning_convention(n_bins: int, scheme: str) -> str:
@@ -198,6 +202,11 @@ class VersionRecord(_TaggedRecord):
       ``temperature_confidence_level``), the ECE test's reference.
     * ``reference_confidence_profile``: the calibration part's confidences at T, binned
       (:class:`monitoring.ConfidenceProfile` as JSON): the early warning's reference.
+    * ``reference_prior_sums``: the calibration part's class counts, sums of the calibrated
+      posteriors and of their outer products, and confusion matrix at T
+      (:class:`calibration.ReferencePriors` as JSON, :func:`encode_reference_priors`): the
+      reference of the shift diagnosis's prior test. None on a version registered before it was
+      stored (or whose K is too large for a tag): its checks diagnose no label shift, and say so.
 
     Examples
     --------
@@ -257,6 +266,7 @@ class VersionRecord(_TaggedRecord):
     reference_ece_low: float | None = None
     reference_ece_high: float | None = None
     reference_confidence_profile: str | None = None
+    reference_prior_sums: str | None = None
     refit: RefitProvenance | None = None
 
     def to_tags(self) -> dict[str, str]:
@@ -329,6 +339,26 @@ class VersionRecord(_TaggedRecord):
         return None if text is None else ConfidenceProfile.from_json(text)
 
     @property
+    def reference_priors(self) -> ReferencePriors | None:
+        """The prior test's reference sums at T, or None (registered before they were stored).
+
+        Raises
+        ------
+        ValueError
+            If the tag is not the JSON :func:`encode_reference_priors` writes.
+        """
+        text = self.reference_prior_sums
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ValueError(f"tag 'reference_prior_sums' is not JSON ({error})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"tag 'reference_prior_sums' is {text[:80]!r}; expected a JSON object of reference priors")
+        return ReferencePriors.from_dict(data)
+
+    @property
     def temperature_interval(self) -> tuple[float, float] | None:
         """The registered interval of T, or None (a legacy version)."""
         if self.temperature_low is None or self.temperature_high is None:
@@ -341,6 +371,20 @@ class VersionRecord(_TaggedRecord):
         if self.reference_ece_low is None or self.reference_ece_high is None:
             return None
         return self.reference_ece_low, self.reference_ece_high
+
+
+def encode_reference_priors(priors: ReferencePriors) -> str | None:
+    """The tag ``reference_prior_sums`` of ``priors``: compact JSON, every float to its last digit;
+    None when it would not fit in an MLflow tag (K above about 60 classes: 2 K + 2 K² numbers).
+
+    >>> import numpy as np
+    >>> priors = ReferencePriors.from_logits(np.log([[0.8, 0.2], [0.3, 0.7]]), [0, 1], temperature=1.5)
+    >>> text = encode_reference_priors(priors)
+    >>> dataclasses.replace(VersionRecord.example(), reference_prior_sums=text).reference_priors.to_dict() == priors.to_dict()
+    True
+    """
+    text = json.dumps(priors.to_dict(), separators=(",", ":"), allow_nan=False)
+    return text if len(text) <= _VERSION_TAG_LIMIT else None
 
 
 # Fields only a refit's version carries: not written as "none" on a fine-tune's version.
@@ -505,6 +549,7 @@ class RegisteredVersion:
     checkpoint_output = _FromRecord(lambda record: record.checkpoint_output)
     reference_stats = _FromRecord(lambda record: record.reference_stats)
     reference_profile = _FromRecord(lambda record: record.reference_profile)
+    reference_priors = _FromRecord(lambda record: record.reference_priors)
     temperature_interval = _FromRecord(lambda record: record.temperature_interval)
     n_bins = _FromRecord(lambda record: record.ece_n_bins)
     train_steps = _FromRecord(lambda record: record.train_steps)

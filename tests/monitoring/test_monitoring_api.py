@@ -14,6 +14,7 @@ MODULES = [
     "monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls",
     "monitoring.export", "monitoring.log_writer", "monitoring.sequential", "monitoring.early_warning",
     "monitoring.policy", "monitoring.drift_tests", "monitoring.escalation", "monitoring.scan", "monitoring.retention",
+    "monitoring.diagnosis",
 ]
 
 

@@ -21,7 +21,8 @@ threshold and the evidence never change):
   (:class:`monitoring.SequentialState` as JSON);
 * ``thermostat.insufficient_data_streak``: how many checks in a row had too few labels;
 * ``thermostat.last_confidence_shift_at``: the time of the last early-warning event (its own
-  cool-down).
+  cool-down);
+* ``thermostat.last_label_shift_at``: the time of the last label-shift event (its own cool-down).
 
 No MLflow here: the flows read the tags through :class:`flows.registry.adapter.MlflowRegistry` and
 pass them in.
@@ -47,6 +48,7 @@ __all__ = [
     "INSUFFICIENT_STREAK_TAG",
     "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
+    "LAST_LABEL_SHIFT_TAG",
     "PREVIOUS_ALIAS_VERSION_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
@@ -67,6 +69,7 @@ LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
 INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
 LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
+LAST_LABEL_SHIFT_TAG = "thermostat.last_label_shift_at"
 ALIAS_TAG = "thermostat.alias"
 PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
@@ -441,8 +444,8 @@ class MonitorState:
     """What the monitor keeps on a version between checks, typed both ways (its tags:
     :meth:`to_tags`, :meth:`from_tags`; see the module docstring).
 
-    ``last_drift_event_at`` / ``last_confidence_shift_at``: when the last drift /
-    confidence-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
+    ``last_drift_event_at`` / ``last_confidence_shift_at`` / ``last_label_shift_at``: when the last
+    drift / confidence-shift / label-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
     state (None: no check of the current window yet); ``insufficient_streak``: consecutive
     ``insufficient_data`` checks of the current window.
 
@@ -460,14 +463,16 @@ class MonitorState:
     sequential: SequentialState | None = None
     insufficient_streak: int = 0
     last_confidence_shift_at: datetime | None = None
+    last_label_shift_at: datetime | None = None
 
     def to_tags(self) -> dict[str, str]:
         """The state as version tags (an unset time or state: no tag)."""
         tags = {INSUFFICIENT_STREAK_TAG: str(self.insufficient_streak)}
-        if self.last_drift_event_at is not None:
-            tags[LAST_DRIFT_EVENT_TAG] = self.last_drift_event_at.astimezone(UTC).isoformat()
-        if self.last_confidence_shift_at is not None:
-            tags[LAST_CONFIDENCE_SHIFT_TAG] = self.last_confidence_shift_at.astimezone(UTC).isoformat()
+        for tag, moment in ((LAST_DRIFT_EVENT_TAG, self.last_drift_event_at),
+                            (LAST_CONFIDENCE_SHIFT_TAG, self.last_confidence_shift_at),
+                            (LAST_LABEL_SHIFT_TAG, self.last_label_shift_at)):
+            if moment is not None:
+                tags[tag] = moment.astimezone(UTC).isoformat()
         if self.sequential is not None:
             tags[SEQUENTIAL_STATE_TAG] = self.sequential.to_json()
         return tags
@@ -494,12 +499,13 @@ class MonitorState:
             sequential = None if text is None else SequentialState.from_json(text)
         except ValueError as error:
             raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
-        last, shift = tags.get(LAST_DRIFT_EVENT_TAG), tags.get(LAST_CONFIDENCE_SHIFT_TAG)
-        return cls(
-            last_drift_event_at=None if last is None else aware_time(last, where, LAST_DRIFT_EVENT_TAG),
-            sequential=sequential, insufficient_streak=int(streak),
-            last_confidence_shift_at=None if shift is None else aware_time(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
-        )
+        def moment(tag: str) -> datetime | None:
+            text = tags.get(tag)
+            return None if text is None else aware_time(text, where, tag)
+
+        return cls(last_drift_event_at=moment(LAST_DRIFT_EVENT_TAG), sequential=sequential,
+                   insufficient_streak=int(streak), last_confidence_shift_at=moment(LAST_CONFIDENCE_SHIFT_TAG),
+                   last_label_shift_at=moment(LAST_LABEL_SHIFT_TAG))
 
 
 _Read = typing.TypeVar("_Read")

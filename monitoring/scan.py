@@ -213,9 +213,9 @@ def scan_window(
         served += len(chunk)
         profile = profile + ConfidenceProfile.from_logits(chunk.logits, chunk.labels, temperature=temperature)
         if prior_capacity is not None:
-            part = ServedPriorStats.from_logits(chunk.logits, temperature=temperature, capacity=prior_capacity,
-                                                seed=np.random.default_rng([seed, index]))
-            priors = part if priors is None else priors + part
+            summed = ServedPriorStats.from_logits(chunk.logits, temperature=temperature, capacity=prior_capacity,
+                                                  seed=np.random.default_rng([seed, index]))
+            priors = summed if priors is None else priors + summed
         labelled = chunk.labels >= 0
         classes.add(chunk.logits[labelled], chunk.labels[labelled])
         wanted = chunk.arrived & labelled if arrived is not None else None

@@ -41,8 +41,6 @@ from calibration import (
     ReweightingGain,
     ServedPriorStats,
     ShiftDiagnosis,
-    check_n_bins,
-    check_temperature,
     class_accuracy_test,
     diagnose_shift,
     prior_corrected_logits,
@@ -50,9 +48,8 @@ from calibration import (
     reweighting_gain,
 )
 
-from ._validation import check_chunk_size, check_threshold, check_window
 from .drift import DriftReport, decide_drift
-from .window import LabelledSource, WindowSummary, _Accumulator, _logged_classes
+from .window import LabelledSource, WindowSummary, _labelled_read
 
 __all__ = ["ReweightedWindow", "diagnose_check", "reweight_window"]
 
@@ -97,16 +94,12 @@ def reweight_window(
     >>> again.summary.n, round(again.summary.overall.nll, 4), round(again.gain.mean, 4)  # NLL from log 2 to 0.5623
     (4, 0.5623, 0.1308)
     """
-    temperature = check_temperature(temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
-    chunk_size = check_chunk_size(chunk_size)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
-    n_classes = _logged_classes(source, model_name, model_version)
-    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
+    accumulator, start, end, chunks = _labelled_read(source, model_name, model_version, temperature=temperature,
+                                                     start=start, end=end, n_bins=n_bins, threshold=threshold,
+                                                     chunk_size=chunk_size)
+    temperature = accumulator.temperature
     gain = ReweightingGain(0, 0.0, 0.0)
-    for chunk in source.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size):
+    for chunk in chunks:
         corrected = prior_corrected_logits(chunk.logits, temperature=temperature, priors=priors,
                                            reference_priors=reference_priors)
         accumulator.add(corrected, chunk.labels, chunk.groups, chunk.temperature)

@@ -52,7 +52,7 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from flows.records.stored import StoredRun
-from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time
+from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time, json_object_tag
 from monitoring import DriftPolicy, DriftReport, drift_metric_names, drift_metrics, group_metric_key
 
 __all__ = [
@@ -625,12 +625,7 @@ class CheckRecord:
         text = tags.get(POLICY_TAG)
         if text is None:
             return None
-        try:
-            values = json.loads(text)
-        except ValueError as error:
-            raise ValueError(f"{where}: tag {POLICY_TAG!r} is not JSON ({error})") from None
-        if not isinstance(values, dict):
-            raise ValueError(f"{where}: tag {POLICY_TAG!r} is {text[:80]!r}; expected a JSON object of the drift policy")
+        values = json_object_tag(text, f"{where}: tag {POLICY_TAG!r}", "the drift policy")
         return DriftPolicy.from_dict(values, where=f"{where}: tag {POLICY_TAG!r}")
 
     def metric(self, name: CheckMetric) -> float | None:

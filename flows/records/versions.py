@@ -60,6 +60,7 @@ __all__ = [
     "aware_time",
     "binning_convention",
     "encode_reference_priors",
+    "json_object_tag",
     "registered_version",
     "serving_versions",
     "version_context",
@@ -353,13 +354,7 @@ class VersionRecord(_TaggedRecord):
         text = self.reference_prior_sums
         if text is None:
             return None
-        try:
-            data = json.loads(text)
-        except ValueError as error:
-            raise ValueError(f"tag 'reference_prior_sums' is not JSON ({error})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"tag 'reference_prior_sums' is {text[:80]!r}; expected a JSON object of reference priors")
-        return ReferencePriors.from_dict(data)
+        return ReferencePriors.from_dict(json_object_tag(text, "tag 'reference_prior_sums'", "reference priors"))
 
     @property
     def temperature_interval(self) -> tuple[float, float] | None:
@@ -374,6 +369,25 @@ class VersionRecord(_TaggedRecord):
         if self.reference_ece_low is None or self.reference_ece_high is None:
             return None
         return self.reference_ece_low, self.reference_ece_high
+
+
+def json_object_tag(text: str, where: str, what: str) -> dict[str, Any]:
+    """The JSON object a tag holds, or a ValueError naming ``where`` and ``what`` it should hold.
+
+    >>> json_object_tag('{"n": 3}', "tag 't'", "a count")
+    {'n': 3}
+    >>> json_object_tag("[3]", "tag 't'", "a count")
+    Traceback (most recent call last):
+    ...
+    ValueError: tag 't' is '[3]'; expected a JSON object of a count
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{where} is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} is {text[:80]!r}; expected a JSON object of {what}")
+    return data
 
 
 def encode_reference_priors(priors: ReferencePriors) -> str | None:

@@ -124,14 +124,14 @@ def monitor_step(
             sequential = report.sequential.state
     elif report is not None and report.refit_recommended:
         events.append(PlannedEvent(DriftEvent(drift_payload(report), context), {"last_drift_event_at": now}))
-    label_shift = _label_shift(report, state, policy, now, live=live, context=context)
-    if label_shift is not None:
-        events.append(label_shift)
     shift_quiet = state.last_confidence_shift_at is not None and now < state.last_confidence_shift_at + policy.cooldown
     if (report is not None and not report.refit_recommended and live and warning is not None and warning.shifted
             and not shift_quiet):
         events.append(PlannedEvent(ConfidenceShiftEvent(warning.to_dict(), context),
                                    {"last_confidence_shift_at": now}))
+    label_shift = _label_shift(report, state, policy, now, live=live, context=context)
+    if label_shift is not None:
+        events.append(label_shift)
     if live and streak >= policy.insufficient_data_streak and streak % policy.insufficient_data_streak == 0:
         events.append(PlannedEvent(InsufficientDataEvent(
             context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,

@@ -268,6 +268,7 @@ def open_situations(records: ServingRecords[C, R]) -> list[Raised[C, R]]:
     ... class Seen:
     ...     verdict: str
     ...     window_end: datetime
+    ...     shift_kind: str | None = None
     >>> checks = [Seen("insufficient_data", datetime(2026, 1, d, tzinfo=UTC)) for d in (1, 2, 3)]
     >>> records = ServingRecords(("champion",), checks, [], insufficient_streak=3, streak_length=3)
     >>> [(raised.situation.key, raised.check.window_end.day) for raised in open_situations(records)]

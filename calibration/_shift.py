@@ -352,7 +352,8 @@ def diagnose_shift(
         kind, fix = "no_change", "none"
     estimate = priors.estimate if priors is not None else None
     return ShiftDiagnosis(
-        kind=kind, fix=fix, confirmed=has_labels or kind in ("no_change", "covariate_shift"), priors_moved=moved,
+        # Only a label shift can rest on the served rows alone; every other verdict read labels (or none).
+        kind=kind, fix=fix, confirmed=has_labels or kind != "label_shift", priors_moved=moved,
         prior_p_value=priors.p_value if priors is not None else math.nan,
         prior_shift=priors.effect if priors is not None else math.nan,
         prior_shift_low=priors.effect_low if priors is not None else math.nan,

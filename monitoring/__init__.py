@@ -28,6 +28,9 @@ The pieces, in the order a monitor uses them:
 * :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
+* :func:`diagnose_check` — which shift the check saw (label shift, calibration drift, accuracy
+  collapse, covariate shift, no change), from the served rows' class priors and the labelled
+  rows read again at the re-weighted posteriors (:func:`reweight_window`).
 * :func:`reliability_figure`, :func:`drift_markdown`, :func:`drift_table_rows`,
   :func:`drift_metrics` (its names: :func:`drift_metric_names`), :func:`drift_payload` — outputs for
   dashboards and events.
@@ -46,6 +49,7 @@ import typing as _typing
 # costs nothing and a name loads only its own module (and what that imports): a command that
 # needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
 if _typing.TYPE_CHECKING:
+    from .diagnosis import ReweightedWindow, diagnose_check, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
     from .drift_tests import (
         CollapsedOutputTest,
@@ -94,12 +98,15 @@ if _typing.TYPE_CHECKING:
     )
     from .report import (
         DRIFT_PAYLOAD_KEYS,
+        LABEL_SHIFT_PAYLOAD_KEYS,
         drift_markdown,
         drift_metric_names,
         drift_metrics,
         drift_payload,
         drift_table_rows,
         group_metric_key,
+        label_shift_payload,
+        prior_test_numbers,
         reliability_figure,
     )
     from .retention import LogPruned, VersionPruned, prune_prediction_log, retention_cutoff
@@ -114,6 +121,7 @@ __all__ = [
     "CONFIDENCE_EDGES",
     "DEFAULT_POLICY",
     "DRIFT_PAYLOAD_KEYS",
+    "LABEL_SHIFT_PAYLOAD_KEYS",
     "LEGACY_CONFIDENCE_EDGES",
     "MAX_NAME_LENGTH",
     "URL_MASK",
@@ -145,6 +153,7 @@ __all__ = [
     "PredictionRecord",
     "PredictionRowError",
     "ReliabilityShape",
+    "ReweightedWindow",
     "ScopeEvidence",
     "ScopeReference",
     "SequentialCheck",
@@ -163,6 +172,7 @@ __all__ = [
     "configured_tests",
     "decide_drift",
     "diagnose_arrays",
+    "diagnose_check",
     "diagnose_reliability_shape",
     "drift_markdown",
     "drift_metric_names",
@@ -173,15 +183,18 @@ __all__ = [
     "export_partitions",
     "export_prediction_log",
     "group_metric_key",
+    "label_shift_payload",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",
     "merge_summaries",
     "policy_knobs",
+    "prior_test_numbers",
     "prune_prediction_log",
     "redact_credentials",
     "reliability_figure",
     "retention_cutoff",
+    "reweight_window",
     "scan_window",
     "summarise_arrays",
     "summarise_export",
@@ -196,6 +209,7 @@ __all__ = [
 # Which module defines each name of __all__ (the imports above, for the run time;
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "diagnosis": ("ReweightedWindow", "diagnose_check", "reweight_window"),
     "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
     "drift_tests": (
         "CollapsedOutputTest", "DriftTest", "EceExcessTest", "ScopeEvidence", "ScopeReference",
@@ -218,8 +232,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "log_predictions"
     ),
     "report": (
-        "DRIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metric_names", "drift_metrics", "drift_payload",
-        "drift_table_rows", "group_metric_key", "reliability_figure"
+        "DRIFT_PAYLOAD_KEYS", "LABEL_SHIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metric_names", "drift_metrics",
+        "drift_payload", "drift_table_rows", "group_metric_key", "label_shift_payload", "prior_test_numbers",
+        "reliability_figure"
     ),
     "retention": ("LogPruned", "VersionPruned", "prune_prediction_log", "retention_cutoff"),
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),

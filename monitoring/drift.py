@@ -78,7 +78,9 @@ from calibration import (
     CalibrationStats,
     Interval,
     ConsistencyTest,
+    PriorShiftTest,
     ReliabilityTable,
+    ShiftDiagnosis,
     TemperatureStats,
     TemperatureTest,
     consistency_resampling_from_stats,
@@ -245,7 +247,10 @@ class DriftReport:
     show the truth) but ``refit_recommended`` is False. ``consistency`` compares the binned ECE
     with a perfectly calibrated model on the same rows (context, not the decision);
     ``sequential`` and ``early_warning`` are the checks across the stream
-    (:func:`with_stream_checks`).
+    (:func:`with_stream_checks`); ``diagnosis`` which shift the check saw and ``prior_test`` the
+    served rows' class priors against the version's reference (:func:`monitoring.diagnose_check`;
+    None: not diagnosed, or no reference priors). A drift diagnosed as a label shift recommends no
+    temperature refit (a prior correction fits it).
     """
 
     verdict: Verdict
@@ -262,6 +267,8 @@ class DriftReport:
     consistency: ConsistencyTest | None = None
     sequential: SequentialCheck | None = None
     early_warning: EarlyWarning | None = None
+    diagnosis: ShiftDiagnosis | None = None
+    prior_test: PriorShiftTest | None = None
 
     @property
     def drift_detected(self) -> bool:
@@ -269,8 +276,10 @@ class DriftReport:
 
     @property
     def refit_recommended(self) -> bool:
-        """A drift outside the cool-down: the caller emits the drift event (and a refit starts)."""
-        return self.drift_detected and not self.in_cooldown
+        """A drift outside the cool-down, not diagnosed as a label shift: the caller emits the drift
+        event (and a temperature refit starts)."""
+        label_shift = self.diagnosis is not None and self.diagnosis.kind == "label_shift"
+        return self.drift_detected and not self.in_cooldown and not label_shift
 
     @property
     def tests_fired(self) -> tuple[str, ...]:

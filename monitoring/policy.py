@@ -2,8 +2,8 @@
 
 :class:`DriftPolicy` is a frozen value holding every knob of the drift decision
 (:func:`monitoring.decide_drift`), of the sequential rule (:func:`monitoring.update_sequential`),
-of the early warning (:func:`monitoring.warn_before_labels`) and of the monitor's event rules
-(:func:`monitoring.monitor_step`). Each field declares, once:
+of the early warning (:func:`monitoring.warn_before_labels`), of the shift diagnosis
+(:func:`monitoring.diagnose_check`) and of the monitor's event rules. Each field declares, once:
 
 * its default;
 * its rule (a :class:`calibration.Interval`, or the choices of a text field);
@@ -154,6 +154,17 @@ class DriftPolicy:
     shift_min_rows: int = _knob(
         100, "confidence_shift_min_rows", "the early warning tests the served confidences only with this many rows "
         "in the window and in the reference", interval=Interval(2, integer=True))
+    # The shift diagnosis (which shift a check saw: calibration.diagnose_shift).
+    prior_shift_level: float = _knob(
+        0.01, "prior_shift_level", "significance level of the shift diagnosis's tests: the served rows' class priors "
+        "against the version's reference, the labelled rows' per-class accuracies, the re-weighting's NLL gain",
+        interval=_PROBABILITY)
+    prior_min_rows: int = _knob(
+        100, "prior_shift_min_rows", "the shift diagnosis tests the class priors only with this many served rows in "
+        "the window", interval=Interval(2, integer=True))
+    prior_sample_capacity: int = _knob(
+        2000, "prior_sample_capacity", "served rows a check keeps, a uniform sample, to estimate the class priors by "
+        "EM: its memory is this many posteriors whatever the window's size", interval=Interval(10, integer=True))
     insufficient_data_streak: int = _knob(
         3, "insufficient_data_streak", "this many insufficient_data checks of a version in a row raise an alert",
         interval=Interval(1, integer=True))

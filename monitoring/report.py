@@ -19,19 +19,22 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration import ReliabilityTable, TemperatureTest, json_safe
+from calibration import PriorShiftTest, ReliabilityTable, TemperatureTest, json_safe
 
 from .drift import DriftReport
 from .drift_tests import DriftTest, TestOutcome, window_level
 
 __all__ = [
     "DRIFT_PAYLOAD_KEYS",
+    "LABEL_SHIFT_PAYLOAD_KEYS",
     "drift_markdown",
     "drift_metric_names",
     "drift_metrics",
     "drift_payload",
     "drift_table_rows",
     "group_metric_key",
+    "label_shift_payload",
+    "prior_test_numbers",
     "reliability_figure",
 ]
 
@@ -224,6 +227,7 @@ def drift_markdown(report: DriftReport) -> str:
         *(f"| {name.replace('_', ' ')} | {_fmt(value)} |" for name, value in _gate_numbers(report).items()),
         f"| group-weighted ECE | {_fmt(report.summary.group_weighted_ece)} |",
         *_stream_rows(report),
+        *_diagnosis_lines(report),
     ]
     if report.groups:
         tests = report.policy.tests
@@ -291,6 +295,32 @@ def _stream_rows(report: DriftReport) -> list[str]:
             rows.append(f"| confidence distribution vs reference (Anderson–Darling p) | {_fmt_p(warning.p_value)}"
                         f"{' — SHIFTED ' + warning.direction if warning.shifted else ''} |")
     return rows
+
+
+# At most this many classes are listed in the markdown's priors table (the largest moves).
+_LISTED_CLASSES = 10
+
+
+def _diagnosis_lines(report: DriftReport) -> list[str]:
+    """The shift diagnosis: its kind, fix and numbers, and the classes whose prior moved most."""
+    diagnosis, test = report.diagnosis, report.prior_test
+    if diagnosis is None:
+        return []
+    lines = ["", "### Shift diagnosis", "", f"**{diagnosis.kind.replace('_', ' ')}** — fix: "
+             f"{diagnosis.fix.replace('_', ' ')}{'' if diagnosis.confirmed else ' (from unlabelled rows: to be confirmed)'}",
+             "", *(f"- {reason}" for reason in diagnosis.reasons)]
+    if test is None:
+        return lines + ["- class priors: not tested (see the reasons)"]
+    estimate = test.estimate
+    moved = sorted(range(len(estimate.priors)), key=lambda c: -abs(estimate.priors[c] - estimate.reference_priors[c]))
+    lines += ["", f"| class | reference prior | served rows' prior (EM, {test.confidence_level:.0%} interval) |",
+              "| --- | --- | --- |"]
+    lines += [f"| {c} | {_fmt(float(estimate.reference_priors[c]))} | {_fmt(float(estimate.priors[c]))}"
+              f"{_interval(float(estimate.priors_low[c]), float(estimate.priors_high[c]))} |"
+              for c in moved[:_LISTED_CLASSES]]
+    if len(moved) > _LISTED_CLASSES:
+        lines.append(f"| … {len(moved) - _LISTED_CLASSES} more classes | | |")
+    return lines
 
 
 def _tests_table(report: DriftReport) -> list[str]:
@@ -411,6 +441,7 @@ _WINDOW_METRICS = ("ece", "nll", "accuracy", "mean_confidence", "brier", "covera
 _SEQUENTIAL_METRICS = ("cusum_upper", "cusum_lower", "sequential_alarm")
 _WARNING_METRICS = ("predicted_accuracy", "predicted_accuracy_low", "predicted_accuracy_high", "served_n",
                     "confidence_shift_p_value", "confidence_shifted")
+_DIAGNOSIS_METRICS = ("prior_shift_p_value", "prior_shift", "priors_moved")
 
 
 def drift_metric_names() -> tuple[frozenset[str], tuple[str, ...]]:
@@ -418,14 +449,15 @@ def drift_metric_names() -> tuple[frozenset[str], tuple[str, ...]]:
     group's metric is ``<prefix><key>``, the key of :func:`group_metric_key`).
 
     The names are the window's, each registered drift test's (:attr:`DriftTest.metric_names`),
-    the sequential rule's and the early warning's.
+    the sequential rule's, the early warning's and the shift diagnosis's.
 
     >>> names, prefixes = drift_metric_names()
     >>> {"ece", "p_value", "cusum_upper", "predicted_accuracy"} <= names, prefixes
     (True, ('ece.group.', 'temperature_z.group.'))
     """
     tests = {name for test in DriftTest.registry.values() for name in test.metric_names}
-    return frozenset({*_WINDOW_METRICS, *tests, *_SEQUENTIAL_METRICS, *_WARNING_METRICS}), _GROUP_KEY_PREFIXES
+    return (frozenset({*_WINDOW_METRICS, *tests, *_SEQUENTIAL_METRICS, *_WARNING_METRICS, *_DIAGNOSIS_METRICS}),
+            _GROUP_KEY_PREFIXES)
 
 
 def drift_metrics(report: DriftReport) -> dict[str, float]:
@@ -437,7 +469,8 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     temperature_p_value, temperature_drift; ece: ece_estimate, ece_low, ece_high, ece_excess,
     p_value, ece_drift); with the sequential rule cusum_upper, cusum_lower, sequential_alarm
     (0/1); with the early warning predicted_accuracy (low, high), served_n,
-    confidence_shift_p_value, confidence_shifted (0/1); and per group ``ece.group.<key>`` and
+    confidence_shift_p_value, confidence_shifted (0/1); with the shift diagnosis's prior test
+    prior_shift_p_value, prior_shift (total variation) and priors_moved (0/1); and per group ``ece.group.<key>`` and
     ``temperature_z.group.<key>``, the key of :func:`group_metric_key` (the name itself when
     MLflow accepts it). Undefined values (NaN) are left out, so a chart shows a gap rather than a
     fake number.
@@ -471,6 +504,9 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
                    "predicted_accuracy_high": warning.predicted_accuracy_high,
                    "served_n": float(warning.n), "confidence_shift_p_value": warning.p_value,
                    "confidence_shifted": float(warning.shifted)}
+    if report.prior_test is not None:
+        values |= {"prior_shift_p_value": report.prior_test.p_value, "prior_shift": report.prior_test.effect,
+                   "priors_moved": float(report.prior_test.fired)}
     for g in report.groups:
         name = group_metric_key(g.group)
         values[f"ece.group.{name}"] = g.ece
@@ -493,6 +529,7 @@ DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
     "baseline_nll", "accuracy", "mean_confidence", "brier", "mce", "threshold", "coverage", "accepted_accuracy",
     "output_collapsed", "groups", "drifted_groups", "skipped_groups", "min_group_size", "group_weighted_ece", "served_temperatures",
     "reliability", "sequential", "early_warning", "change_point", "refit_window_start", "tests", "policy",
+    "shift_kind", "shift_fix", "diagnosis", "prior_test",
 )
 
 
@@ -503,7 +540,9 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     groups the table's group rows, ``tests`` each outcome (:meth:`TestOutcome.to_dict`), ``policy``
     the parameters. ``refit_window_start`` is where a refit should start reading (the sequential
     rule's change point after its alarm, else the window's start); ``change_point`` is None
-    without an alarm.
+    without an alarm. ``shift_kind`` and ``shift_fix`` are the shift diagnosis's kind and fix,
+    ``diagnosis`` all of it and ``prior_test`` the prior test's numbers (:func:`prior_test_numbers`;
+    each None when the check was not diagnosed).
 
     Examples
     --------
@@ -556,5 +595,79 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
         "sequential": report.sequential, "early_warning": report.early_warning, "change_point": report.change_point,
         "refit_window_start": report.refit_window_start.isoformat(),
         "tests": [outcome.to_dict() for outcome in report.outcomes], "policy": policy.to_dict(),
+        "shift_kind": None if report.diagnosis is None else report.diagnosis.kind,
+        "shift_fix": None if report.diagnosis is None else report.diagnosis.fix, "diagnosis": report.diagnosis,
+        "prior_test": None if report.prior_test is None else prior_test_numbers(report.prior_test),
     }
     return {key: json_safe(values[key]) for key in DRIFT_PAYLOAD_KEYS}
+
+
+def prior_test_numbers(test: PriorShiftTest) -> dict[str, Any]:
+    """The prior test's numbers without EM's covariance (K × K): its verdict, statistic and
+    effect, and EM's priors with their intervals, iterations and convergence.
+
+    >>> import numpy as np
+    >>> from calibration import ReferencePriors, ServedPriorStats, prior_shift_test
+    >>> logits = np.log([[0.8, 0.2]] * 40 + [[0.2, 0.8]] * 40)
+    >>> reference = ReferencePriors.from_logits(logits, [0] * 32 + [1] * 8 + [1] * 32 + [0] * 8)
+    >>> numbers = prior_test_numbers(prior_shift_test(ServedPriorStats.from_logits(logits[:50]), reference))
+    >>> numbers["fired"], numbers["served_n"], numbers["em_converged"]
+    (True, 50, True)
+    """
+    estimate = test.estimate
+    return {"fired": test.fired, "p_value": test.p_value, "level": test.level, "statistic": test.statistic,
+            "df": test.df, "prior_shift": test.effect, "prior_shift_low": test.effect_low,
+            "prior_shift_high": test.effect_high, "served_n": test.n, "reference_n": test.reference_n,
+            "confidence_level": test.confidence_level, "priors": estimate.priors,
+            "reference_priors": estimate.reference_priors, "priors_low": estimate.priors_low,
+            "priors_high": estimate.priors_high, "em_rows": estimate.n, "em_iterations": estimate.iterations,
+            "em_converged": estimate.converged}
+
+
+#: The keys of :func:`label_shift_payload`: the version and window, the diagnosis's verdict, the
+#: prior test's numbers (:func:`prior_test_numbers`) and what the labelled rows said.
+LABEL_SHIFT_PAYLOAD_KEYS: tuple[str, ...] = (
+    "model_name", "model_version", "temperature", "window_start", "window_end", "checked_at", "shift_kind",
+    "shift_fix", "confirmed", "fired", "p_value", "level", "statistic", "df", "prior_shift", "prior_shift_low",
+    "prior_shift_high", "served_n", "reference_n", "confidence_level", "priors", "reference_priors", "priors_low",
+    "priors_high", "em_rows", "em_iterations", "em_converged", "labelled_n", "accuracy", "tests_fired",
+    "reweighted_tests_fired", "gain", "gain_z", "reasons",
+)
+
+
+def label_shift_payload(report: DriftReport) -> dict[str, Any]:
+    """A check diagnosed as a label shift, as a JSON-safe dict (:data:`LABEL_SHIFT_PAYLOAD_KEYS`):
+    what a prior correction of the version needs (EM's priors and the reference's, the prior
+    test) and whether labelled rows confirmed it.
+
+    Raises
+    ------
+    ValueError
+        If the report was not diagnosed as a label shift (with its prior test).
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> report = decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),
+    ...                       DriftReference.of(0.0))
+    >>> label_shift_payload(report)
+    Traceback (most recent call last):
+    ...
+    ValueError: the check of  v was not diagnosed as a label shift (diagnosis: None)
+    """
+    diagnosis, test = report.diagnosis, report.prior_test
+    if diagnosis is None or test is None or diagnosis.kind != "label_shift":
+        raise ValueError(f"the check of {report.model_name} v{report.model_version} was not diagnosed as a label "
+                         f"shift (diagnosis: {None if diagnosis is None else diagnosis.kind})")
+    values: dict[str, Any] = {
+        "model_name": report.model_name, "model_version": report.model_version, "temperature": report.temperature,
+        "window_start": report.window_start, "window_end": report.window_end, "checked_at": report.checked_at,
+        "shift_kind": diagnosis.kind, "shift_fix": diagnosis.fix, "confirmed": diagnosis.confirmed,
+        **prior_test_numbers(test), "labelled_n": report.n, "accuracy": diagnosis.accuracy,
+        "tests_fired": diagnosis.tests_fired, "reweighted_tests_fired": diagnosis.reweighted_tests_fired,
+        "gain": diagnosis.gain, "gain_z": diagnosis.gain_z, "reasons": diagnosis.reasons,
+    }
+    return {key: json_safe(values[key]) for key in LABEL_SHIFT_PAYLOAD_KEYS}

@@ -21,7 +21,13 @@ read once; the summary's and the increment's per-row scores are computed once
 (:class:`calibration.TopLabelScores`), the profile's confidences as
 :func:`monitoring.confidence_profile` computes them.
 
-Memory is bounded by ``chunk_size`` rows, whatever the window. The numbers are those of the
+The same read gives the shift diagnosis what it needs of the window
+(:func:`monitoring.diagnose_check`): over every served row, the class priors' sums and a bounded
+uniform sample of the posteriors (:class:`calibration.ServedPriorStats`, ``prior_capacity``
+rows at most, merged chunk by chunk exactly as one summary of the whole window would be), and
+over the labelled rows the count of rows and of right ones per true class.
+
+Memory is bounded by ``chunk_size`` rows (and ``prior_capacity`` posteriors), whatever the window. The numbers are those of the
 three separate reads: the same counts, and sums equal to rounding (chunks hold served rows, not
 labelled ones, so the sums are added in another grouping).
 """
@@ -30,11 +36,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
-from calibration import TemperatureStats, TopLabelScores, check_n_bins, check_temperature
+from calibration import Interval, ServedPriorStats, TemperatureStats, TopLabelScores, check_n_bins, check_temperature
 
 from ._validation import as_utc, check_chunk_size, check_threshold, check_window
 from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
@@ -81,7 +88,10 @@ class WindowScan:
     served row of the window; ``arrived`` the temperature test's sums of the rows of the
     :class:`LabelArrivals` asked for (None when none were) and ``arrived_first_served`` the
     earliest serving time among them (None without any). ``served_rows`` rows of the window were
-    read, and ``outside_rows`` rows of the increment outside it.
+    read, and ``outside_rows`` rows of the increment outside it. ``served_priors`` the class
+    priors' sums and sample over every served row (None when not asked for, or no row was
+    served); ``class_rows`` and ``class_correct`` the labelled rows of the window per true class
+    and how many of them the model got right.
     """
 
     summary: WindowSummary | None
@@ -90,6 +100,9 @@ class WindowScan:
     arrived_first_served: datetime | None
     served_rows: int
     outside_rows: int
+    served_priors: ServedPriorStats | None = None
+    class_rows: NDArray[np.int64] | None = None
+    class_correct: NDArray[np.int64] | None = None
 
 
 def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
@@ -110,6 +123,8 @@ def scan_window(
     chunk_size: int = 50_000,
     arrivals: LabelArrivals | None = None,
     summarise: bool = True,
+    prior_capacity: int | None = None,
+    seed: int = 0,
 ) -> WindowScan:
     """Read a version's window once: its summary, its served rows' profile, and an increment.
 
@@ -134,6 +149,11 @@ def scan_window(
         increment.
     summarise : bool, default=True
         Summarise the window's labelled rows (False when the summary comes from elsewhere).
+    prior_capacity : int, optional
+        Collect the served rows' :class:`calibration.ServedPriorStats`, its sample at most this
+        many rows; None: not collected.
+    seed : int, default=0
+        Seeds the sample's keys (chunk i draws them from ``numpy.random.default_rng([seed, i])``).
 
     Returns
     -------
@@ -161,6 +181,9 @@ def scan_window(
     >>> scan = scan_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3), arrivals=arrivals)
     >>> scan.summary.n, scan.profile.n, scan.arrived.n, scan.arrived_first_served == t
     (2, 3, 2, True)
+    >>> scan = scan_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3), prior_capacity=2)
+    >>> scan.served_priors.n, scan.served_priors.sample.shape, scan.class_rows.tolist(), scan.class_correct.tolist()
+    (3, (2, 2), [2, 0], [1, 0])
     """
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
@@ -168,6 +191,8 @@ def scan_window(
     chunk_size = check_chunk_size(chunk_size)
     if threshold is not None:
         threshold = check_threshold(threshold)
+    if prior_capacity is not None:
+        prior_capacity = Interval(1, integer=True).check_count(prior_capacity, name="prior_capacity")
     if arrivals is not None and not arrivals.served_from <= start <= end <= arrivals.served_to:
         raise ValueError(
             f"the increment's served range [{arrivals.served_from.isoformat()}, {arrivals.served_to.isoformat()}) must "
@@ -180,12 +205,19 @@ def scan_window(
     arrived = None if arrivals is None else TemperatureStats.empty(temperature)
     first_served: datetime | None = None
     served = 0
+    priors: ServedPriorStats | None = None
+    classes = _ClassCounts(n_classes)
     since, until = (None, None) if arrivals is None else (arrivals.since, arrivals.until)
-    for chunk in log.iter_served(model_name, model_version, start, end, chunk_size=chunk_size, labelled_from=since,
-                                 labelled_to=until):
+    for index, chunk in enumerate(log.iter_served(model_name, model_version, start, end, chunk_size=chunk_size,
+                                                  labelled_from=since, labelled_to=until)):
         served += len(chunk)
         profile = profile + ConfidenceProfile.from_logits(chunk.logits, chunk.labels, temperature=temperature)
+        if prior_capacity is not None:
+            summed = ServedPriorStats.from_logits(chunk.logits, temperature=temperature, capacity=prior_capacity,
+                                                  seed=np.random.default_rng([seed, index]))
+            priors = summed if priors is None else priors + summed
         labelled = chunk.labels >= 0
+        classes.add(chunk.logits[labelled], chunk.labels[labelled])
         wanted = chunk.arrived & labelled if arrived is not None else None
         if not labelled.any() or (summary is None and (wanted is None or not wanted.any())):
             continue
@@ -213,8 +245,22 @@ def scan_window(
     return WindowScan(
         summary=None if summary is None else summary.summary(model_name, model_version, start, end),
         profile=profile, arrived=arrived, arrived_first_served=first_served, served_rows=served,
-        outside_rows=outside,
+        outside_rows=outside, served_priors=priors, class_rows=classes.rows, class_correct=classes.correct,
     )
+
+
+class _ClassCounts:
+    """The labelled rows per true class and the right ones among them, chunk by chunk."""
+
+    def __init__(self, n_classes: int) -> None:
+        self.rows = np.zeros(n_classes, dtype=np.int64)
+        self.correct = np.zeros(n_classes, dtype=np.int64)
+
+    def add(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.int64]) -> None:
+        if labels.shape[0]:
+            k = self.rows.shape[0]
+            self.rows += np.bincount(labels, minlength=k)
+            self.correct += np.bincount(labels[logits.argmax(axis=1) == labels], minlength=k)
 
 
 def _temperature_sums(chunk: LabelledChunk, temperature: float) -> TemperatureStats:

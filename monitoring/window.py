@@ -351,6 +351,20 @@ def summarise_window(
     >>> summary.gate.coverage, summary.gate.accepted_accuracy
     (0.6666666666666666, 1.0)
     """
+    accumulator, start, end, chunks = _labelled_read(log, model_name, model_version, temperature=temperature,
+                                                     start=start, end=end, n_bins=n_bins, threshold=threshold,
+                                                     chunk_size=chunk_size)
+    for chunk in chunks:
+        accumulator.add(chunk.logits, chunk.labels, chunk.groups, chunk.temperature)
+    return accumulator.summary(model_name, model_version, start, end)
+
+
+def _labelled_read(
+    log: LabelledSource, model_name: str, model_version: str, *, temperature: float, start: datetime, end: datetime,
+    n_bins: int, threshold: float | None, chunk_size: int,
+) -> tuple[_Accumulator, datetime, datetime, Iterable[LabelledChunk]]:
+    """A read of a version's labelled rows, its arguments checked: the empty summary, the window's
+    checked bounds and the chunks; LookupError when the version never logged."""
     temperature = check_temperature(temperature)
     n_bins = check_n_bins(n_bins)
     start, end = check_window(start, end)
@@ -359,10 +373,7 @@ def summarise_window(
         threshold = check_threshold(threshold)
     n_classes = _logged_classes(log, model_name, model_version)
     accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
-    chunks: Iterable[LabelledChunk] = log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
-    for chunk in chunks:
-        accumulator.add(chunk.logits, chunk.labels, chunk.groups, chunk.temperature)
-    return accumulator.summary(model_name, model_version, start, end)
+    return accumulator, start, end, log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
 
 
 def summarise_arrays(

@@ -173,6 +173,8 @@ class Check(_Serialisable):
     """False for a check written before policies were recorded: ``thresholds`` are the dashboard's settings."""
     insufficient_streak: int | None = None
     """The version's insufficient-data streak after this check, as the monitor counted it (None: not recorded)."""
+    shift_kind: str | None = None
+    """The check's shift diagnosis (label_shift, calibration_drift, ...); None: not diagnosed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +435,7 @@ def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settin
         # A check written before the policy was recorded: the dashboard's own settings stand in.
         thresholds=settings if record.policy is None else Thresholds.of(record.policy),
         thresholds_recorded=record.policy is not None, insufficient_streak=record.insufficient_streak,
+        shift_kind=record.shift_kind,
     )
 
 
@@ -812,6 +815,13 @@ def _drift(last: Check, limits: Thresholds, where: _Serving) -> Alert:
                        _numbers(last, limits), last)
 
 
+def _label_shift(last: Check, where: _Serving) -> Alert:
+    return where.alert("label_shift", last.window_end,
+                       "label shift: the class mix of the traffic moved, not the calibration (no temperature refit; "
+                       "a prior correction fits it)", {"shift_kind": last.shift_kind, "labelled_rows": last.labelled_rows,
+                                                       "temperature": last.temperature}, last)
+
+
 def _refused(refit: Refit, where: _Serving) -> Alert:
     return where.alert("refit_refused", refit.at, f"refit refused at step {refit.step or '?'}: {refit.reason}"
                        + (f" — ESCALATION: {refit.escalation}" if refit.escalation else ""),
@@ -854,6 +864,8 @@ def _alert(raised: Raised[Check, Refit], records: ServingRecords[Check, Refit], 
     assert raised.check is not None  # drift and a failed check are raised by a check
     if key == "drift":
         return _drift(raised.check, thresholds_of(raised.check, settings), where)
+    if key == "label_shift":
+        return _label_shift(raised.check, where)
     return _check_failed(raised.check, where)
 
 
@@ -866,6 +878,7 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
 
     * ``drift``: the version's latest check says drift (a version no alias points at any
       more was replaced — by a refit or by hand — and its drift is history);
+    * ``label_shift``: the version's latest check diagnosed a label shift;
     * ``refit_refused``: a refit of the version registered nothing, and no check of the
       version since says ok (the version still serves a miscalibrated scale);
     * ``insufficient_data``: the streak of insufficient-data checks the monitor keeps on the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Final
 from urllib.parse import quote
 
 from flows.dashboard.data import (
@@ -157,6 +158,21 @@ def _key() -> str:
     )
 
 
+# The shift diagnosis of a version's latest check, in a few words (calibration.ShiftDiagnosis's kinds).
+_SHIFT_WORDS: Final = {"no_change": "no change", "label_shift": "label shift (class mix moved)",
+                       "calibration_drift": "calibration drift", "accuracy_collapse": "accuracy collapse",
+                       "covariate_shift": "calibrated, traffic moved"}
+
+
+def _shift_cell(model: ModelState, version: str) -> str:
+    """The version's latest check's shift diagnosis, in words (— when none was diagnosed)."""
+    checks = [check for check in model.checks_of(version=version) if check.verdict != "failed"]
+    kind = checks[-1].shift_kind if checks else None
+    if kind is None:
+        return "<td>—</td>"
+    return f'<td class="shift" data-kind="{_e(kind)}">{_e(_SHIFT_WORDS.get(kind, kind))}</td>'
+
+
 def _version_table(model: ModelState, state: DashboardState) -> str:
     rows = []
     for index, v in enumerate(model.versions):
@@ -175,12 +191,13 @@ def _version_table(model: ModelState, state: DashboardState) -> str:
             f'<td class="num">{_num(v.baseline_ece)}</td><td class="num">{_num(v.baseline_nll)}</td>'
             f'<td class="num">{_num(v.gate_threshold)}</td><td>{_e(origin)}</td><td>{_e(_time(v.registered_at))}</td>'
             f'<td class="num">{"—" if served is None else f"{served.rows:,} / {served.labelled_rows:,}"}</td>'
-            f'<td>{_run_link(v.registration_run_id, v.registration_run_url, state)}'
+            f'{_shift_cell(model, v.version)}<td>{_run_link(v.registration_run_id, v.registration_run_url, state)}'
             f'{"" if v.problem is None else "<br><small>" + _e(v.problem) + "</small>"}</td></tr>'
         )
     return ('<table class="versions"><thead><tr><th>version</th><th>aliases now</th><th>T [interval]</th>'
             '<th>T served (latest logged)</th><th>baseline ECE</th><th>baseline NLL</th><th>gate threshold</th>'
-            '<th>origin</th><th>registered</th><th>rows / labelled (last window)</th><th>registration</th></tr>'
+            '<th>origin</th><th>registered</th><th>rows / labelled (last window)</th><th>shift (latest check)</th>'
+            '<th>registration</th></tr>'
             '</thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 

@@ -4,7 +4,7 @@ Which situations there are, the event or flow-run state that raises each and the
 key and name come from one table, :data:`flows.records.situations.SITUATIONS`, which the
 dashboard's alert list reads too; the notification texts are here.
 
-Four automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
+Five automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
 version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
 ``prefect.resource.id``), so two versions drifting in one check send two alerts:
 
@@ -14,6 +14,10 @@ version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``fo
     the MLflow run of the check (and its experiment). A refit of the version was requested by
     the same event; the alert says from when it reads the traffic (``refit_window_start``, the
     sequential rule's change point when its alarm found the drift, else the window's start).
+``thermostat: label shift``
+    on ``thermostat.calibration.label-shift`` (the check's shift diagnosis; instead of the drift
+    event, at most one per version per cool-down): the served rows' class priors against the
+    registration reference's, the prior test, whether labelled rows confirmed it; no refit.
 ``thermostat: refit refused``
     on ``thermostat.calibration.refit_failed``: the step that refused, the reason, the
     escalation ("needs retraining or a data fix") and the verification numbers.
@@ -158,7 +162,34 @@ DRIFT_BODY: Final = _NUMBER + (
     "{{ event.payload.refit_window_start | default(event.payload.window_start, true) }} to "
     "{{ event.payload.window_end }}{% if event.payload.refit_window_start and event.payload.refit_window_start != "
     "event.payload.window_start %} (the sequential rule's change point: the rows before it predate the drift)"
-    "{% endif %}; if the refit is refused, a 'refit refused' alert follows.\n" + _RUNS
+    "{% endif %}; if the refit is refused, a 'refit refused' alert follows.\n"
+    "{% if event.payload.shift_kind %}Shift diagnosis: {{ event.payload.shift_kind }} (fix: "
+    "{{ event.payload.shift_fix }}).\n{% endif %}" + _RUNS
+)
+
+LABEL_SHIFT_SUBJECT: Final = (
+    _NUMBER + "[thermostat] label shift: " + _SHORT
+    + " (class priors moved by {{ num(event.payload.prior_shift, '%.3f') }} TV, p={{ num(event.payload.p_value, "
+      "'%.3g') }}){% if not event.payload.confirmed %}, from unlabelled rows{% endif %}"
+)
+LABEL_SHIFT_BODY: Final = _NUMBER + (
+    "Label shift on " + _VERSION + ": the class mix of its traffic moved, not its calibration.\n"
+    "Class priors of {{ event.payload.served_n }} served rows (EM, {{ event.payload.em_iterations }} iterations"
+    "{% if not event.payload.em_converged %}, NOT converged{% endif %}) against the registration reference's "
+    "(n={{ event.payload.reference_n }}): total variation {{ num(event.payload.prior_shift, '%.3f') }} "
+    "[{{ num(event.payload.prior_shift_low, '%.3f') }}, {{ num(event.payload.prior_shift_high, '%.3f') }}], "
+    "chi-square {{ num(event.payload.statistic, '%.1f') }} on {{ event.payload.df }} df, p-value "
+    "{{ num(event.payload.p_value, '%.3g') }} (level {{ num(event.payload.level, '%.3g') }}).\n"
+    "Priors now: {% for p in event.payload.priors %}{{ num(p, '%.3f') }}{% if not loop.last %}, {% endif %}"
+    "{% endfor %} (reference: {% for p in event.payload.reference_priors %}{{ num(p, '%.3f') }}"
+    "{% if not loop.last %}, {% endif %}{% endfor %}).\n"
+    "{% if event.payload.confirmed %}Labelled rows ({{ event.payload.labelled_n }}) confirm it: at the re-weighted "
+    "posteriors the drift tests are quiet (at the deployed ones: {{ event.payload.tests_fired|join(', ') if "
+    "event.payload.tests_fired else 'none' }}).{% else %}Too few labelled rows yet: the next labelled check must "
+    "confirm it.{% endif %}\n"
+    "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "What happens now: no temperature refit (a T fitted to a class mix is the wrong fix and stays wrong when the "
+    "mix returns); the fix is a prior correction of this version ({{ event.payload.shift_fix }}).\n" + _RUNS
 )
 
 REFIT_FAILED_SUBJECT: Final = (
@@ -333,6 +364,9 @@ class AlertDefinition:
 _TEXTS: Final[Mapping[str, tuple[str, str, str]]] = {
     "drift": ("A serving model version's calibration drifted (the monitor's check): ECE, p-value, the test that "
               "fired, the MLflow run. A refit of the version was requested.", DRIFT_SUBJECT, DRIFT_BODY),
+    "label_shift": ("A serving version's traffic changed its class mix (the monitor's shift diagnosis): the priors, "
+                    "the reference's and the prior test. No temperature refit was requested.", LABEL_SHIFT_SUBJECT,
+                    LABEL_SHIFT_BODY),
     "refit_refused": ("A refit registered nothing (refused or not verified): the step, the reason and the "
                       "escalation.", REFIT_FAILED_SUBJECT, REFIT_FAILED_BODY),
     "insufficient_data": ("A serving version had too few labelled rows in several consecutive checks (the monitor "
@@ -574,10 +608,11 @@ def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) 
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eight automations that
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: nine automations that
 send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
+  thermostat.calibration.label-shift        the class mix moved (priors, prior test); no temperature refit
   thermostat.calibration.refit_failed       the refused step, reason and escalation
   thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
   thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled

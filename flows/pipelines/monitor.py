@@ -15,6 +15,13 @@ decides (:func:`monitoring.decide_drift`) and publishes:
   named in the tag ``thermostat.group_keys`` (:class:`flows.records.runs.GroupMetricKeys`);
 * a Prefect table artifact and a markdown artifact per check (keys
   ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
+* the **shift diagnosis** (:func:`monitoring.diagnose_check`): the served rows' class priors
+  (summed in the same pass, a bounded sample for EM) against the version's registered reference
+  priors, and, when they moved, the labelled rows read again at the re-weighted posteriors; the
+  report says which shift it was (no change, label shift, calibration drift, accuracy collapse
+  against the acceptance floor ``min_accuracy``, covariate shift) and the check's run is tagged
+  ``thermostat.shift_kind``. A label shift emits ``thermostat.calibration.label-shift`` instead of
+  the drift event (no temperature refit);
 * on a drift that recommends a refit, the event ``thermostat.calibration.drift``
   (:mod:`flows.orchestration.events`), which the ``refit`` deployment's trigger listens for; its payload's
   ``refit_window_start`` is where the refit reads from (the sequential rule's change point
@@ -94,10 +101,10 @@ from typing import Any, Final
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from calibration import TemperatureStats, json_safe
+from calibration import PriorEstimate, TemperatureStats, json_safe
 
 from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
-from flows.records.events import DRIFT_EVENT, CheckContext
+from flows.records.events import DRIFT_EVENT, LABEL_SHIFT_EVENT, CheckContext
 from flows.orchestration.events import emit, version_resource
 from flows.registry.adapter import REGISTRATION_TAG, MlflowRegistry
 from flows.orchestration.runtime import current_flow_run_id
@@ -118,18 +125,21 @@ from monitoring import (
     LabelArrivals,
     LabelledSource,
     PredictionLog,
+    ReweightedWindow,
     SequentialCheck,
     SequentialState,
     Verdict,
     WindowScan,
     WindowSummary,
     decide_drift,
+    diagnose_check,
     drift_markdown,
     drift_payload,
     drift_table_rows,
     group_metric_key,
     mask_url,
     reliability_figure,
+    reweight_window,
     scan_window,
     summarise_window,
     update_sequential,
@@ -288,7 +298,8 @@ def read_window(
         scan = scan_window(
             log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
             n_bins=version.n_bins, threshold=checked_threshold(version), chunk_size=settings.monitor_chunk_size,
-            arrivals=arrivals, summarise=summarise,
+            arrivals=arrivals, summarise=summarise, prior_capacity=settings.drift.prior_sample_capacity,
+            seed=settings.drift.seed,
         )
     except LookupError:
         return None
@@ -351,6 +362,30 @@ def decide(
     for reason in report.reasons:
         logger.info("%s %s", version.context, reason)
     return report
+
+
+@io_task(name="diagnose-shift")
+def diagnose(
+    report: DriftReport, version: RegisteredVersion, scan: WindowScan | None, source: LabelledSource,
+    settings: ThermostatSettings,
+) -> DriftReport:
+    """The check's shift diagnosis (:func:`monitoring.diagnose_check`): the served rows' priors from
+    ``scan`` against the version's reference priors; when they moved, the labelled rows read again
+    from ``source`` at the re-weighted posteriors; the accuracy floor is the acceptance's."""
+
+    def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
+        return reweight_window(
+            source, version.model_name, version.version, temperature=version.temperature, start=report.window_start,
+            end=report.window_end, priors=estimate.priors, reference_priors=estimate.reference_priors,
+            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size)
+
+    diagnosed = diagnose_check(
+        report, served=None if scan is None else scan.served_priors, reference=version.reference_priors,
+        class_rows=None if scan is None else scan.class_rows, class_correct=None if scan is None else scan.class_correct,
+        reweigh=reweigh, accuracy_floor=settings.min_accuracy)
+    if diagnosed.diagnosis is not None:
+        get_run_logger().info("%s shift diagnosis: %s", version.context, diagnosed.diagnosis.sentence())
+    return diagnosed
 
 
 def _opening(version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings) -> CheckRecord:
@@ -477,6 +512,9 @@ def _markdown(
         event = f"none: drift inside the cool-down (until {until})"
     elif report is not None and report.refit_recommended:
         event = "none: the event could not be sent (no Prefect API); the next check tries again"
+    elif report is not None and report.diagnosis is not None and report.diagnosis.kind == "label_shift":
+        event = (f"none for a refit: a label shift, not a calibration drift (`{LABEL_SHIFT_EVENT}` goes out instead, "
+                 "once per cool-down)")
     else:
         event = "none"
     return body + (
@@ -560,7 +598,8 @@ def _run_check(
     summary, scan, arrivals = _read(version, source=source, log=log, start=start, end=end, live=live,
                                     settings=settings)
     # None: the version never logged a prediction, an insufficient_data check of its own kind.
-    report = None if summary is None else decide(summary, version, settings, scan, arrivals)
+    report = None if summary is None else diagnose(decide(summary, version, settings, scan, arrivals), version, scan,
+                                                   source, settings)
     check = _opening(version, start, end, settings)
     run_id = run_url = None
     if report is not None:
@@ -572,7 +611,8 @@ def _run_check(
         # The check's record carries the streak after it, as the monitor counts it (the dashboard reads it).
         decided = check.decided(report.verdict, refit_recommended=report.refit_recommended,
                                 tests_fired=report.tests_fired, insufficient_streak=step.state.insufficient_streak,
-                                groups=(g.group for g in report.groups))
+                                groups=(g.group for g in report.groups),
+                                shift_kind=None if report.diagnosis is None else report.diagnosis.kind)
         record_check(registry, run_id, report, version, decided, settings)
         progress.verdict = report.verdict
         run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())

@@ -8,10 +8,17 @@ tested here without a server.
 
 The rules:
 
-* a drift outside the cool-down (``report.refit_recommended``) emits the drift event; once sent,
-  the cool-down starts (``last_drift_event_at``) and the sequential rule's state advances. An
+* a drift outside the cool-down (``report.refit_recommended``) emits the drift event, its payload
+  carrying the shift diagnosis's kind and fix (``shift_kind``, ``shift_fix``); once sent, the
+  cool-down starts (``last_drift_event_at``) and the sequential rule's state advances. An
   alarm whose event was not sent is not consumed: the next check folds the same rows in again
   and alarms again;
+* a check of the current window whose diagnosis is a **label shift** emits the label-shift event
+  instead (its report recommends no refit, whatever the tests at the deployed posteriors said: a
+  temperature refit fitted to a class mix is the wrong fix), at most once per ``policy.cooldown``
+  per version (``last_label_shift_at``); a calibration drift goes to the refit as before, an
+  accuracy collapse too (the refit escalates), a covariate shift emits nothing (the report says
+  "calibrated, but the traffic moved");
 * otherwise, on a check of the current window (``live``), a shift of the served confidences
   emits the confidence-shift event, at most once per ``policy.cooldown`` per version;
 * on a live check, ``insufficient_data`` extends the streak (any other verdict resets it); the
@@ -29,9 +36,16 @@ from datetime import datetime
 from typing import Any
 
 from calibration import json_safe
-from flows.records.events import CheckContext, ConfidenceShiftEvent, DriftEvent, EventPayload, InsufficientDataEvent
+from flows.records.events import (
+    CheckContext,
+    ConfidenceShiftEvent,
+    DriftEvent,
+    EventPayload,
+    InsufficientDataEvent,
+    LabelShiftEvent,
+)
 from flows.records.versions import MonitorState
-from monitoring import DriftPolicy, DriftReport, drift_payload
+from monitoring import DriftPolicy, DriftReport, drift_payload, label_shift_payload
 
 __all__ = ["MonitorStep", "PlannedEvent", "monitor_step"]
 
@@ -115,9 +129,23 @@ def monitor_step(
             and not shift_quiet):
         events.append(PlannedEvent(ConfidenceShiftEvent(warning.to_dict(), context),
                                    {"last_confidence_shift_at": now}))
+    label_shift = _label_shift(report, state, policy, now, live=live, context=context)
+    if label_shift is not None:
+        events.append(label_shift)
     if live and streak >= policy.insufficient_data_streak and streak % policy.insufficient_data_streak == 0:
         events.append(PlannedEvent(InsufficientDataEvent(
             context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,
             predicted_accuracy=None if warning is None else json_safe(warning.predicted_accuracy)), {}))
     return MonitorStep(events=tuple(events),
                        state=replace(state, insufficient_streak=streak, sequential=sequential))
+
+
+def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,
+                 context: CheckContext) -> PlannedEvent | None:
+    """The label-shift event of a live check diagnosed so, outside its cool-down; else None."""
+    if not live or report is None or report.diagnosis is None or report.diagnosis.kind != "label_shift":
+        return None
+    last = state.last_label_shift_at
+    if last is not None and now < last + policy.cooldown:
+        return None
+    return PlannedEvent(LabelShiftEvent(label_shift_payload(report), context), {"last_label_shift_at": now})

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 import monitoring
 from calibration import GateSweep, QualificationReport, json_safe
 from flows.pipelines.steps import GatedCheckpoint, RefitVerification
-from flows.records.versions import RefitProvenance, VersionRecord, binning_convention
+from flows.records.versions import RefitProvenance, VersionRecord, binning_convention, encode_reference_priors
 
 __all__ = [
     "log_context",
@@ -81,6 +81,7 @@ def version_record(
         reference_ece_estimator=gated.reference_ece.estimator, reference_ece=json_safe(gated.reference_ece.estimate),
         reference_ece_low=json_safe(gated.reference_ece.low), reference_ece_high=json_safe(gated.reference_ece.high),
         reference_confidence_profile=calibrated.confidence_profile.to_json(),
+        reference_prior_sums=encode_reference_priors(calibrated.reference_priors),
     )
     if origin is None or verification is None:
         return record

@@ -32,6 +32,7 @@ from calibration import (
     GateChoice,
     GateSweep,
     QualificationReport,
+    ReferencePriors,
     ScoredSet,
     TemperatureFit,
     TemperatureStats,
@@ -163,7 +164,9 @@ class CalibratedCheckpoint:
 
     ``reference`` holds the temperature test's sums over that calibration part at the fitted
     T: what the two-sample drift test needs of the reference (registered as tags);
-    ``confidence_profile`` its binned confidences at that T, the early warning's reference.
+    ``confidence_profile`` its binned confidences at that T, the early warning's reference;
+    ``reference_priors`` its class counts and posterior sums at that T, the shift diagnosis's
+    reference (:class:`calibration.ReferencePriors`).
     """
 
     accepted: AcceptedCheckpoint
@@ -175,6 +178,7 @@ class CalibratedCheckpoint:
     qualification: QualificationReport
     reference: TemperatureStats
     confidence_profile: ConfidenceProfile
+    reference_priors: ReferencePriors
 
     @property
     def temperature(self) -> float:
@@ -432,6 +436,7 @@ def _qualify_and_fit(
         qualification=qualification,
         reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
         confidence_profile=_profile(part, fit.temperature),
+        reference_priors=ReferencePriors.from_logits(part.logits, part.labels, temperature=fit.temperature),
     )
 
 

@@ -9,6 +9,13 @@ and in the templates to these declarations. Payloads are JSON-safe (NaN as None,
     The monitor found drift on a serving version and recommends a refit (outside the
     cool-down): the check's flat report (:data:`monitoring.DRIFT_PAYLOAD_KEYS`) and where the
     check's MLflow run is. The ``refit`` deployment's trigger listens for it.
+``thermostat.calibration.label-shift`` (:class:`LabelShiftEvent`)
+    The check's shift diagnosis is a label shift (the served rows' class priors moved, and at the
+    re-weighted posteriors the drift tests are quiet): no temperature refit is started; the
+    payload holds what a prior correction needs (EM's priors, the reference's, the prior test's
+    numbers) and whether labelled rows confirmed it (:data:`monitoring.LABEL_SHIFT_PAYLOAD_KEYS`).
+    Emitted instead of the drift event, at most once per version per cool-down, on checks of the
+    current window.
 ``thermostat.calibration.confidence_shift`` (:class:`ConfidenceShiftEvent`)
     The early warning: the served confidences moved away from the registration reference.
 ``thermostat.calibration.insufficient_data`` (:class:`InsufficientDataEvent`)
@@ -29,13 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from calibration import json_safe
-from monitoring import DRIFT_PAYLOAD_KEYS
+from monitoring import DRIFT_PAYLOAD_KEYS, LABEL_SHIFT_PAYLOAD_KEYS
 
 __all__ = [
     "CONFIDENCE_SHIFT_EVENT",
     "DRIFT_EVENT",
     "EVENT_PAYLOADS",
     "INSUFFICIENT_DATA_EVENT",
+    "LABEL_SHIFT_EVENT",
     "REFITTED_EVENT",
     "REFIT_FAILED_EVENT",
     "CheckContext",
@@ -43,6 +51,7 @@ __all__ = [
     "DriftEvent",
     "EventPayload",
     "InsufficientDataEvent",
+    "LabelShiftEvent",
     "RefitFailedEvent",
     "RefittedEvent",
     "VERIFICATION_KEYS",
@@ -51,6 +60,7 @@ __all__ = [
 DRIFT_EVENT: Final = "thermostat.calibration.drift"
 CONFIDENCE_SHIFT_EVENT: Final = "thermostat.calibration.confidence_shift"
 INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
+LABEL_SHIFT_EVENT: Final = "thermostat.calibration.label-shift"
 REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
 REFITTED_EVENT: Final = "thermostat.calibration.refitted"
 
@@ -125,6 +135,15 @@ class DriftEvent(EventPayload):
 
 
 @dataclass(frozen=True, slots=True)
+class LabelShiftEvent(EventPayload):
+    """A check diagnosed as a label shift: :func:`monitoring.label_shift_payload` and the check's context."""
+
+    EVENT: ClassVar[str] = LABEL_SHIFT_EVENT
+    diagnosis: Mapping[str, Any] = _flat(LABEL_SHIFT_PAYLOAD_KEYS)
+    context: CheckContext = _flat(CheckContext.KEYS)
+
+
+@dataclass(frozen=True, slots=True)
 class ConfidenceShiftEvent(EventPayload):
     """The early warning's event: :class:`monitoring.EarlyWarning`'s fields and the check's context."""
 
@@ -191,5 +210,6 @@ class RefittedEvent(EventPayload):
 #: Each event's payload type, by event name.
 EVENT_PAYLOADS: Final[Mapping[str, type[EventPayload]]] = {
     payload.EVENT: payload
-    for payload in (DriftEvent, ConfidenceShiftEvent, InsufficientDataEvent, RefitFailedEvent, RefittedEvent)
+    for payload in (DriftEvent, LabelShiftEvent, ConfidenceShiftEvent, InsufficientDataEvent, RefitFailedEvent,
+                    RefittedEvent)
 }

@@ -5,8 +5,8 @@ through :class:`CheckRecord`: the tags that say which check it is (``thermostat.
 ``thermostat.model_version``, ``thermostat.aliases``, the window, T, the checkpoint, the drift
 policy the check used as ``thermostat.policy``) when the run opens, the tags of its verdict
 (``thermostat.verdict``, ``thermostat.refit_recommended``, ``thermostat.tests_fired``, the
-insufficient-data streak after it as ``thermostat.insufficient_data_streak``) when it is
-recorded, and the metrics :func:`check_metric_names` declares, stamped with the window's end.
+insufficient-data streak after it as ``thermostat.insufficient_data_streak``, the shift
+diagnosis's kind as ``thermostat.shift_kind``) when it is recorded, and the metrics :func:`check_metric_names` declares, stamped with the window's end.
 Two more records live there, written through one typed value each way:
 
 * the tag :data:`PREFECT_FLOW_RUN_TAG` on a check's run (and a refit's): the Prefect flow run
@@ -52,7 +52,7 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from flows.records.stored import StoredRun
-from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time
+from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time, json_object_tag
 from monitoring import DriftPolicy, DriftReport, drift_metric_names, drift_metrics, group_metric_key
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "FAILED_VERDICT",
     "GROUP_KEYS_TAG",
     "POLICY_TAG",
+    "SHIFT_KIND_TAG",
     "VERDICT_TAG",
     "KIND_TAG",
     "PREFECT_FLOW_RUN_TAG",
@@ -89,6 +90,9 @@ FAILED_VERDICT: Final = "failed"
 CHECK_ERROR_TAG: Final = "thermostat.check_error"
 GROUP_KEYS_TAG: Final = "thermostat.group_keys"
 POLICY_TAG: Final = "thermostat.policy"
+SHIFT_KIND_TAG: Final = "thermostat.shift_kind"
+"""The kind of shift a check diagnosed (:class:`calibration.ShiftDiagnosis`: no_change, label_shift,
+calibration_drift, accuracy_collapse, covariate_shift); absent on a check that was not diagnosed."""
 """The drift policy a check decided with (:meth:`monitoring.DriftPolicy.to_dict` as JSON)."""
 # The tags every run of the monitoring experiment carries (a check's, a refit's).
 _MODEL_NAME: Final = "thermostat.model_name"
@@ -480,7 +484,8 @@ class CheckRecord:
     check: the model, version and aliases, the window, T and the checkpoint, the Prefect flow
     run, the drift ``policy``) and :meth:`verdict_tags` once the check decided (``verdict``,
     ``refit_recommended``, ``tests_fired``, ``insufficient_streak`` — the version's streak of
-    insufficient-data checks after this one, as the monitor counts it — and the group keys),
+    insufficient-data checks after this one, as the monitor counts it —, ``shift_kind`` and the
+    group keys),
     beside the metrics of :meth:`metrics_of`. A failure is :class:`CheckFailure`'s tags.
 
     Read back by :meth:`from_run`, which also keeps the run (``run``) and reads its failure and
@@ -521,6 +526,8 @@ class CheckRecord:
     tests_fired: tuple[str, ...] = ()
     insufficient_streak: int | None = None
     """The version's insufficient-data streak after this check; None for a check written before it was recorded."""
+    shift_kind: str | None = None
+    """The shift diagnosis's kind; None for a check not diagnosed (or written before diagnoses)."""
     group_keys: GroupMetricKeys = field(default_factory=lambda: GroupMetricKeys(names={}))
     failure: CheckFailure | None = None
     run: StoredRun | None = None
@@ -538,10 +545,11 @@ class CheckRecord:
                    prefect_flow_run_id=prefect_flow_run_id, policy=policy)
 
     def decided(self, verdict: str, *, refit_recommended: bool, tests_fired: Iterable[str],
-                insufficient_streak: int, groups: Iterable[str] = ()) -> CheckRecord:
-        """This check with its verdict, the streak after it and the groups it measured."""
+                insufficient_streak: int, groups: Iterable[str] = (), shift_kind: str | None = None) -> CheckRecord:
+        """This check with its verdict, the streak after it, the groups it measured and its shift's kind."""
         return replace(self, verdict=verdict, refit_recommended=refit_recommended, tests_fired=tuple(tests_fired),
-                       insufficient_streak=insufficient_streak, group_keys=GroupMetricKeys.of(groups))
+                       insufficient_streak=insufficient_streak, group_keys=GroupMetricKeys.of(groups),
+                       shift_kind=shift_kind)
 
     def opening_tags(self) -> dict[str, str]:
         """The tags that say which check a run is (no verdict: a run without one never reached its end)."""
@@ -564,6 +572,8 @@ class CheckRecord:
                 _TESTS_FIRED: ",".join(self.tests_fired) or _NONE}
         if self.insufficient_streak is not None:
             tags[INSUFFICIENT_STREAK_TAG] = str(self.insufficient_streak)
+        if self.shift_kind is not None:
+            tags[SHIFT_KIND_TAG] = self.shift_kind
         return tags | self.group_keys.to_tags()
 
     @staticmethod
@@ -602,7 +612,7 @@ class CheckRecord:
             verdict=FAILED_VERDICT if failure is not None else tags.get(VERDICT_TAG),
             refit_recommended=_bool_tag(tags.get(_REFIT_RECOMMENDED)), tests_fired=_names_tag(tags.get(_TESTS_FIRED)),
             insufficient_streak=None if streak is None else int(streak), group_keys=GroupMetricKeys.from_tags(tags),
-            failure=failure, run=run,
+            shift_kind=tags.get(SHIFT_KIND_TAG), failure=failure, run=run,
         )
 
     @staticmethod
@@ -615,12 +625,7 @@ class CheckRecord:
         text = tags.get(POLICY_TAG)
         if text is None:
             return None
-        try:
-            values = json.loads(text)
-        except ValueError as error:
-            raise ValueError(f"{where}: tag {POLICY_TAG!r} is not JSON ({error})") from None
-        if not isinstance(values, dict):
-            raise ValueError(f"{where}: tag {POLICY_TAG!r} is {text[:80]!r}; expected a JSON object of the drift policy")
+        values = json_object_tag(text, f"{where}: tag {POLICY_TAG!r}", "the drift policy")
         return DriftPolicy.from_dict(values, where=f"{where}: tag {POLICY_TAG!r}")
 
     def metric(self, name: CheckMetric) -> float | None:

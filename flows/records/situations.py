@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
-from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.records.events import (
+    CONFIDENCE_SHIFT_EVENT,
+    DRIFT_EVENT,
+    INSUFFICIENT_DATA_EVENT,
+    LABEL_SHIFT_EVENT,
+    REFIT_FAILED_EVENT,
+)
 
 __all__ = [
     "DASHBOARD_SITUATIONS",
@@ -53,15 +59,18 @@ FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
 # "Flow run encountered an exception: FileNotFoundError: ...").
 _EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 
-SituationKey = Literal["drift", "refit_refused", "insufficient_data", "confidence_shift", "refit_crashed",
-                       "check_failed"]
+SituationKey = Literal["drift", "label_shift", "refit_refused", "insufficient_data", "confidence_shift",
+                       "refit_crashed", "check_failed"]
 
 
 class _Check(Protocol):
-    """What a rule reads of a check: its verdict and the end of its window."""
+    """What a rule reads of a check: its verdict, its shift diagnosis's kind and the end of its window."""
 
     @property
     def verdict(self) -> str: ...
+
+    @property
+    def shift_kind(self) -> str | None: ...
 
     @property
     def window_end(self) -> datetime: ...
@@ -146,6 +155,23 @@ def _latest_says(verdict: str, key: SituationKey) -> Callable[[ServingRecords[An
     return recognise
 
 
+def _calibration_drift(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
+    latest = records.checks[-1] if records.checks else None
+    if latest is None or latest.verdict != "drift" or latest.shift_kind == "label_shift":
+        return []
+    return [Raised(situation("drift"), check=latest)]
+
+
+def _latest_diagnosed(kind: str, key: SituationKey) -> Callable[[ServingRecords[Any, Any]], list[Raised[Any, Any]]]:
+    """The rule of a situation ``key`` raised by the latest check of the version diagnosing ``kind``."""
+
+    def recognise(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
+        latest = records.checks[-1] if records.checks else None
+        return [] if latest is None or latest.shift_kind != kind else [Raised(situation(key), check=latest)]
+
+    return recognise
+
+
 def _refused(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
     return [Raised(situation("refit_refused"), refit=refit) for refit in records.refits
             if refit.status == "failed" and refit.alias in records.aliases
@@ -164,8 +190,16 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
     Situation(
         key="drift", title="calibration drift",
         raised_by=(Raiser("drift", "thermostat: calibration drift", DRIFT_EVENT),),
-        on_dashboard="the latest check of a version an alias points at now says drift",
-        recognise=_latest_says("drift", "drift"),
+        on_dashboard="the latest check of a version an alias points at now says drift, and its shift diagnosis is "
+                     "not a label shift (that one is the label shift's)",
+        recognise=_calibration_drift,
+    ),
+    Situation(
+        key="label_shift", title="label shift",
+        raised_by=(Raiser("label_shift", "thermostat: label shift", LABEL_SHIFT_EVENT),),
+        on_dashboard="the latest check of a version an alias points at now diagnosed a label shift (its class mix "
+                     "moved; no temperature refit)",
+        recognise=_latest_diagnosed("label_shift", "label_shift"),
     ),
     Situation(
         key="refit_refused", title="refit refused",
@@ -234,6 +268,7 @@ def open_situations(records: ServingRecords[C, R]) -> list[Raised[C, R]]:
     ... class Seen:
     ...     verdict: str
     ...     window_end: datetime
+    ...     shift_kind: str | None = None
     >>> checks = [Seen("insufficient_data", datetime(2026, 1, d, tzinfo=UTC)) for d in (1, 2, 3)]
     >>> records = ServingRecords(("champion",), checks, [], insufficient_streak=3, streak_length=3)
     >>> [(raised.situation.key, raised.check.window_end.day) for raised in open_situations(records)]

@@ -21,7 +21,8 @@ threshold and the evidence never change):
   (:class:`monitoring.SequentialState` as JSON);
 * ``thermostat.insufficient_data_streak``: how many checks in a row had too few labels;
 * ``thermostat.last_confidence_shift_at``: the time of the last early-warning event (its own
-  cool-down).
+  cool-down);
+* ``thermostat.last_label_shift_at``: the time of the last label-shift event (its own cool-down).
 
 No MLflow here: the flows read the tags through :class:`flows.registry.adapter.MlflowRegistry` and
 pass them in.
@@ -30,6 +31,7 @@ pass them in.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from calibration import PriorCorrection, TemperatureStats
+from calibration import PriorCorrection, ReferencePriors, TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "INSUFFICIENT_STREAK_TAG",
     "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
+    "LAST_LABEL_SHIFT_TAG",
     "PREVIOUS_ALIAS_VERSION_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
@@ -56,6 +59,8 @@ __all__ = [
     "VersionRecord",
     "aware_time",
     "binning_convention",
+    "encode_reference_priors",
+    "json_object_tag",
     "registered_version",
     "serving_versions",
     "version_context",
@@ -65,6 +70,7 @@ LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
 INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
 LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
+LAST_LABEL_SHIFT_TAG = "thermostat.last_label_shift_at"
 ALIAS_TAG = "thermostat.alias"
 PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
 
@@ -72,6 +78,8 @@ CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
 
 _NONE = "none"
+# MLflow keeps at most 100,000 characters of a model version's tag value.
+_VERSION_TAG_LIMIT = 100_000
 
 
 def binning_convention(n_bins: int, scheme: str) -> str:
@@ -202,6 +210,11 @@ class VersionRecord(_TaggedRecord):
       ``temperature_confidence_level``), the ECE test's reference.
     * ``reference_confidence_profile``: the calibration part's confidences at T, binned
       (:class:`monitoring.ConfidenceProfile` as JSON): the early warning's reference.
+    * ``reference_prior_sums``: the calibration part's class counts, sums of the calibrated
+      posteriors and of their outer products, and confusion matrix at T
+      (:class:`calibration.ReferencePriors` as JSON, :func:`encode_reference_priors`): the
+      reference of the shift diagnosis's prior test. None on a version registered before it was
+      stored (or whose K is too large for a tag): its checks diagnose no label shift, and say so.
 
     ``prior_correction`` (tag ``prior_correction``, :class:`calibration.PriorCorrection` as
     JSON; absent on a version without one): the class priors a label-shift fix re-weights the
@@ -265,6 +278,7 @@ class VersionRecord(_TaggedRecord):
     reference_ece_low: float | None = None
     reference_ece_high: float | None = None
     reference_confidence_profile: str | None = None
+    reference_prior_sums: str | None = None
     refit: RefitProvenance | None = None
     # A prior-corrected version (flows.pipelines.prior_correction): the served posteriors are
     # softmax(z / T) re-weighted by priors / reference_priors; None: served as softmax(z / T).
@@ -342,6 +356,20 @@ class VersionRecord(_TaggedRecord):
         return None if text is None else ConfidenceProfile.from_json(text)
 
     @property
+    def reference_priors(self) -> ReferencePriors | None:
+        """The prior test's reference sums at T, or None (registered before they were stored).
+
+        Raises
+        ------
+        ValueError
+            If the tag is not the JSON :func:`encode_reference_priors` writes.
+        """
+        text = self.reference_prior_sums
+        if text is None:
+            return None
+        return ReferencePriors.from_dict(json_object_tag(text, "tag 'reference_prior_sums'", "reference priors"))
+
+    @property
     def temperature_interval(self) -> tuple[float, float] | None:
         """The registered interval of T, or None (a legacy version)."""
         if self.temperature_low is None or self.temperature_high is None:
@@ -354,6 +382,39 @@ class VersionRecord(_TaggedRecord):
         if self.reference_ece_low is None or self.reference_ece_high is None:
             return None
         return self.reference_ece_low, self.reference_ece_high
+
+
+def json_object_tag(text: str, where: str, what: str) -> dict[str, Any]:
+    """The JSON object a tag holds, or a ValueError naming ``where`` and ``what`` it should hold.
+
+    >>> json_object_tag('{"n": 3}', "tag 't'", "a count")
+    {'n': 3}
+    >>> json_object_tag("[3]", "tag 't'", "a count")
+    Traceback (most recent call last):
+    ...
+    ValueError: tag 't' is '[3]'; expected a JSON object of a count
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{where} is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} is {text[:80]!r}; expected a JSON object of {what}")
+    return data
+
+
+def encode_reference_priors(priors: ReferencePriors) -> str | None:
+    """The tag ``reference_prior_sums`` of ``priors``: compact JSON, every float to its last digit;
+    None when it would not fit in an MLflow tag (K above about 60 classes: 2 K + 2 K² numbers).
+
+    >>> import numpy as np
+    >>> priors = ReferencePriors.from_logits(np.log([[0.8, 0.2], [0.3, 0.7]]), [0, 1], temperature=1.5)
+    >>> text = encode_reference_priors(priors)
+    >>> dataclasses.replace(VersionRecord.example(), reference_prior_sums=text).reference_priors.to_dict() == priors.to_dict()
+    True
+    """
+    text = json.dumps(priors.to_dict(), separators=(",", ":"), allow_nan=False)
+    return text if len(text) <= _VERSION_TAG_LIMIT else None
 
 
 # Fields only some versions carry (a refit's, a prior-corrected one's): not written as "none" on
@@ -411,8 +472,8 @@ class MonitorState:
     """What the monitor keeps on a version between checks, typed both ways (its tags:
     :meth:`to_tags`, :meth:`from_tags`; see the module docstring).
 
-    ``last_drift_event_at`` / ``last_confidence_shift_at``: when the last drift /
-    confidence-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
+    ``last_drift_event_at`` / ``last_confidence_shift_at`` / ``last_label_shift_at``: when the last
+    drift / confidence-shift / label-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
     state (None: no check of the current window yet); ``insufficient_streak``: consecutive
     ``insufficient_data`` checks of the current window.
 
@@ -430,14 +491,16 @@ class MonitorState:
     sequential: SequentialState | None = None
     insufficient_streak: int = 0
     last_confidence_shift_at: datetime | None = None
+    last_label_shift_at: datetime | None = None
 
     def to_tags(self) -> dict[str, str]:
         """The state as version tags (an unset time or state: no tag)."""
         tags = {INSUFFICIENT_STREAK_TAG: str(self.insufficient_streak)}
-        if self.last_drift_event_at is not None:
-            tags[LAST_DRIFT_EVENT_TAG] = self.last_drift_event_at.astimezone(UTC).isoformat()
-        if self.last_confidence_shift_at is not None:
-            tags[LAST_CONFIDENCE_SHIFT_TAG] = self.last_confidence_shift_at.astimezone(UTC).isoformat()
+        for tag, moment in ((LAST_DRIFT_EVENT_TAG, self.last_drift_event_at),
+                            (LAST_CONFIDENCE_SHIFT_TAG, self.last_confidence_shift_at),
+                            (LAST_LABEL_SHIFT_TAG, self.last_label_shift_at)):
+            if moment is not None:
+                tags[tag] = moment.astimezone(UTC).isoformat()
         if self.sequential is not None:
             tags[SEQUENTIAL_STATE_TAG] = self.sequential.to_json()
         return tags
@@ -464,12 +527,13 @@ class MonitorState:
             sequential = None if text is None else SequentialState.from_json(text)
         except ValueError as error:
             raise ValueError(f"{where}: tag {SEQUENTIAL_STATE_TAG!r}: {error}") from error
-        last, shift = tags.get(LAST_DRIFT_EVENT_TAG), tags.get(LAST_CONFIDENCE_SHIFT_TAG)
-        return cls(
-            last_drift_event_at=None if last is None else aware_time(last, where, LAST_DRIFT_EVENT_TAG),
-            sequential=sequential, insufficient_streak=int(streak),
-            last_confidence_shift_at=None if shift is None else aware_time(shift, where, LAST_CONFIDENCE_SHIFT_TAG),
-        )
+        def moment(tag: str) -> datetime | None:
+            text = tags.get(tag)
+            return None if text is None else aware_time(text, where, tag)
+
+        return cls(last_drift_event_at=moment(LAST_DRIFT_EVENT_TAG), sequential=sequential,
+                   insufficient_streak=int(streak), last_confidence_shift_at=moment(LAST_CONFIDENCE_SHIFT_TAG),
+                   last_label_shift_at=moment(LAST_LABEL_SHIFT_TAG))
 
 
 _Read = typing.TypeVar("_Read")
@@ -519,6 +583,7 @@ class RegisteredVersion:
     checkpoint_output = _FromRecord(lambda record: record.checkpoint_output)
     reference_stats = _FromRecord(lambda record: record.reference_stats)
     reference_profile = _FromRecord(lambda record: record.reference_profile)
+    reference_priors = _FromRecord(lambda record: record.reference_priors)
     temperature_interval = _FromRecord(lambda record: record.temperature_interval)
     n_bins = _FromRecord(lambda record: record.ece_n_bins)
     train_steps = _FromRecord(lambda record: record.train_steps)

@@ -299,6 +299,17 @@ def test_diagnosis_calibration_drift(reference: ReferencePriors) -> None:
     assert group.kind == "calibration_drift"
 
 
+def test_a_drift_found_on_labelled_rows_is_confirmed_without_a_reweighting(reference: ReferencePriors) -> None:
+    # A check re-weights only when the priors moved: with them unmoved it has no gain, and its
+    # calibration drift (or collapse) still rests on labelled rows, not on served rows alone.
+    plain = _evidence(reference, REFERENCE) | {"gain": None, "class_accuracy": None, "reweighted_tests_fired": None}
+    drift = diagnose_shift(**plain | {"tests_fired": ("temperature",)})  # type: ignore[arg-type]
+    collapse = diagnose_shift(**plain | {"accuracy": 0.2})  # type: ignore[arg-type]
+    assert (drift.kind, drift.confirmed, collapse.kind, collapse.confirmed) == (
+        "calibration_drift", True, "accuracy_collapse", True)
+    assert "to be confirmed" not in drift.sentence()
+
+
 def test_diagnosis_accuracy_collapse(reference: ReferencePriors) -> None:
     evidence = _evidence(reference, SHIFTED)
     low = diagnose_shift(**evidence | {"accuracy_floor": 0.9})  # type: ignore[arg-type]

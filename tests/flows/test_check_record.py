@@ -64,10 +64,11 @@ def test_a_check_round_trips_through_its_tags_and_keeps_its_policy_and_streak() 
     policy = DriftPolicy(ece_tolerance=0.05, insufficient_data_streak=4, cooldown=timedelta(hours=2))
     opened = CheckRecord.opening(VERSION, T0, T0 + timedelta(days=1), policy=policy, prefect_flow_run_id="flow-9")
     decided = opened.decided("drift", refit_recommended=True, tests_fired=("temperature", "ece"),
-                             insufficient_streak=0, groups=["web", "eu:west"])
+                             insufficient_streak=0, groups=["web", "eu:west"], shift_kind="calibration_drift")
     read = CheckRecord.from_run(_run(opened.opening_tags() | decided.verdict_tags()))
     assert read is not None and read.run is not None
     assert replace(read, run=None) == decided
+    assert decided.verdict_tags()["thermostat.shift_kind"] == read.shift_kind == "calibration_drift"
     assert read.policy == policy and read.insufficient_streak == 0 and read.prefect_flow_run_id == "flow-9"
     assert opened.opening_tags()[POLICY_TAG] == json.dumps(policy.to_dict(), sort_keys=True)
     assert "thermostat.verdict" not in opened.opening_tags(), "a run without a verdict never reached its end"
@@ -147,7 +148,7 @@ def test_the_automations_and_the_dashboard_read_one_table_of_situations() -> Non
     assert len({a.name for a in ALERTS}) == len(ALERTS)
     # The dashboard lists the situations it can recognise from the records, by their keys.
     assert ALERT_KINDS == tuple(s.key for s in DASHBOARD_SITUATIONS) == (
-        "drift", "refit_refused", "insufficient_data", "check_failed")
+        "drift", "label_shift", "refit_refused", "insufficient_data", "check_failed")
     assert all(s.on_dashboard for s in DASHBOARD_SITUATIONS)
     # One name for the refused refit: the automation's key is the dashboard's kind; the old key still reads.
     assert next(a for a in ALERTS if a.name == "thermostat: refit refused").key == "refit_refused"

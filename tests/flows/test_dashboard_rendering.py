@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import doctest
 import importlib
 from dataclasses import replace
@@ -212,7 +213,7 @@ def test_names_are_escaped_in_the_page_and_the_metrics() -> None:
     assert [s.value for s in families["thermostat_predicted_accuracy"].samples] == [0.88]
     assert [s.value for s in families["thermostat_cusum"].samples] == [7.5]
     assert {s.labels["kind"]: s.value for s in families["thermostat_open_alerts"].samples} == {
-        "drift": 1.0, "refit_refused": 0.0, "insufficient_data": 0.0, "check_failed": 0.0}
+        "drift": 1.0, "label_shift": 0.0, "refit_refused": 0.0, "insufficient_data": 0.0, "check_failed": 0.0}
     last = families["thermostat_last_check_timestamp_seconds"].samples[0].value
     assert last == (T0 + timedelta(minutes=30)).timestamp()
 
@@ -291,3 +292,21 @@ def test_a_model_that_cannot_be_read_is_named_and_the_others_drawn() -> None:
     assert html.count('class="chart ece-chart"') == 2, "the readable model is drawn"
     families = {f.name: f for f in text_string_to_metric_families(exposition(lambda: state).decode())}
     assert {s.labels["model"] for s in families["thermostat_open_alerts"].samples} == {"digits"}
+
+
+def test_the_version_card_shows_its_latest_checks_shift_diagnosis_and_a_label_shift_alerts() -> None:
+    label_shift = replace(_check("3", "champion", 40, "drift", 0.05), shift_kind="label_shift", refit_recommended=False)
+    drift = replace(_check("2", "challenger", 40, "drift", 0.48), shift_kind="calibration_drift")
+    model = _model([*STORY, label_shift, drift])
+    html = render_page(_state(model))
+    rows = {number: row for number, row in re.findall(
+        r'<tr class="version" data-model="digits" data-version="(\d)">(.*?)</tr>', html)}
+    assert '<td class="shift" data-kind="label_shift">label shift (class mix moved)</td>' in rows["3"]
+    assert '<td class="shift" data-kind="calibration_drift">calibration drift</td>' in rows["2"]
+    assert 'class="shift"' not in rows["1"]  # its checks were never diagnosed
+    assert "<th>shift (latest check)</th>" in html
+    alerts = alerts_for(model, THRESHOLDS)
+    # v3's latest check saw the tests fire but diagnosed a label shift: its alert is the label shift's, not drift's.
+    assert {kind for kind in _kinds(alerts) if kind[1] == "3"} == {("label_shift", "3", "champion")}
+    (shifted,) = [a for a in alerts if a.kind == "label_shift"]
+    assert shifted.title.startswith("label shift: the class mix of the traffic moved")

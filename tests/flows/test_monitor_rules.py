@@ -8,12 +8,22 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from calibration import TemperatureStats
+from calibration import (
+    PriorShiftTest,
+    ReferencePriors,
+    ReweightingGain,
+    ServedPriorStats,
+    TemperatureStats,
+    diagnose_shift,
+    prior_shift_test,
+)
 from flows.records.events import (
     CONFIDENCE_SHIFT_EVENT,
     DRIFT_EVENT,
     INSUFFICIENT_DATA_EVENT,
+    LABEL_SHIFT_EVENT,
     CheckContext,
+    LabelShiftEvent,
 )
 from flows.pipelines.monitor_rules import monitor_step
 from flows.records.versions import MonitorState
@@ -160,3 +170,58 @@ def test_the_policy_sets_the_streak_and_the_cool_down() -> None:
     report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
     recent = MonitorState(last_confidence_shift_at=NOW - HOUR)
     assert _events(monitor_step(report, recent, policy, NOW, live=True, context=CONTEXT)) == [CONFIDENCE_SHIFT_EVENT]
+
+
+def _moved_priors() -> PriorShiftTest:
+    """The prior test of a window where class 0 went from a fifth of the rows to half (p(x | y) kept)."""
+    logits, labels = _rows(20_000, seed=3)
+    reference = ReferencePriors.from_logits(logits[:6_000], labels[:6_000])
+    rest, y = logits[6_000:], labels[6_000:]
+    weights = np.where(y == 0, 0.5 / np.mean(y == 0), 0.5 / np.mean(y != 0))
+    chosen = np.random.default_rng(4).choice(y.shape[0], size=3_000, p=weights / weights.sum())
+    test = prior_shift_test(ServedPriorStats.from_logits(rest[chosen]), reference)
+    assert test.fired
+    return test
+
+
+def _diagnosed(report: DriftReport, reweighted_fired: tuple[str, ...]) -> DriftReport:
+    """``report`` with the diagnosis of moved priors and these tests at the re-weighted posteriors."""
+    test = _moved_priors()
+    diagnosis = diagnose_shift(priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired,
+                               gain=ReweightingGain(2_000, 60.0, 400.0), class_accuracy=None,
+                               accuracy=report.window.accuracy, accuracy_floor=0.1, confidence_shifted=False)
+    return replace(report, diagnosis=diagnosis, prior_test=test)
+
+
+def test_a_label_shift_emits_the_label_shift_event_and_no_drift_event() -> None:
+    # The temperature test fires at the deployed posteriors; at the re-weighted ones it is quiet.
+    report = _diagnosed(_report(temperature=2.0), reweighted_fired=())
+    assert report.verdict == "drift" and report.diagnosis is not None and report.diagnosis.kind == "label_shift"
+    assert not report.refit_recommended, "a temperature refit fitted to a class mix is the wrong fix"
+    step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert _events(step) == [LABEL_SHIFT_EVENT]
+    payload = step.events[0].payload.to_payload()
+    assert set(payload) == LabelShiftEvent.keys()
+    assert (payload["shift_kind"], payload["shift_fix"], payload["confirmed"], payload["fired"]) == (
+        "label_shift", "prior_correction", True, True)
+    assert payload["priors"][0] == pytest.approx(0.5, abs=0.05) and payload["reference_priors"][0] < 0.3
+    assert payload["p_value"] < 0.01 and payload["mlflow_run_id"] == "run1"
+    assert step.after(step.events).last_label_shift_at == NOW and step.after(()).last_label_shift_at is None
+    recent = MonitorState(last_label_shift_at=NOW - HOUR)
+    assert monitor_step(report, recent, DEFAULT_POLICY, NOW, live=True, context=CONTEXT).events == ()
+    assert monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=False, context=CONTEXT).events == ()
+
+
+def test_a_calibration_drift_emits_the_drift_event_with_its_kind() -> None:
+    # The priors moved too, but the temperature test still fires at the re-weighted posteriors.
+    report = _diagnosed(_report(temperature=2.0), reweighted_fired=("temperature",))
+    assert report.diagnosis is not None and report.diagnosis.kind == "calibration_drift" and report.refit_recommended
+    step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert _events(step) == [DRIFT_EVENT]
+    payload = step.events[0].payload.to_payload()
+    assert payload["shift_kind"] == "calibration_drift" and payload["shift_fix"] in (
+        "temperature_refit", "prior_correction_and_refit")
+    assert payload["diagnosis"]["kind"] == "calibration_drift"
+    # A check without a diagnosis (none ran) keeps the drift event, the kind left empty.
+    plain = monitor_step(_report(temperature=2.0), MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
+    assert plain.events[0].payload.to_payload()["shift_kind"] is None

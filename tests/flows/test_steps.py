@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration import ScoredSet
+from calibration import ReferencePriors, ScoredSet
 from flows.settings import ThermostatSettings
 from flows.pipelines.steps import (
     AcceptedCheckpoint,
@@ -64,6 +64,12 @@ def test_split_is_seeded_and_stratified(settings: ThermostatSettings) -> None:
     calibration_labels = holdout.labels[np.isin(holdout.ids, first.calibration_ids)]
     share = np.bincount(calibration_labels, minlength=4) / np.bincount(holdout.labels, minlength=4)
     assert np.allclose(share, settings.calibration_fraction, atol=0.02)
+    # The shift diagnosis's reference: the calibration part's class counts and posteriors at its T.
+    part = np.isin(holdout.ids, first.calibration_ids)
+    assert first.reference_priors.temperature == first.temperature
+    assert first.reference_priors.class_counts.tolist() == np.bincount(calibration_labels, minlength=4).tolist()
+    expected = ReferencePriors.from_logits(holdout.logits[part], holdout.labels[part], temperature=first.temperature)
+    assert np.allclose(first.reference_priors.posterior_sum, expected.posterior_sum, rtol=1e-12)
 
 
 def test_gate_result_built_on_another_checkpoints_fit_is_refused(settings: ThermostatSettings) -> None:

@@ -242,3 +242,26 @@ def test_a_reference_ece_of_another_estimator_is_never_compared() -> None:
     # A version with a debiased reference is compared as before.
     current = registered_version("digits", "1", VersionRecord.example().to_tags(), ["champion"])
     assert current.drift_reference.overall.ece_estimator == "debiased_l1"
+
+
+def test_the_reference_priors_round_trip_through_the_version_tags() -> None:
+    import numpy as np
+
+    from calibration import ReferencePriors
+    from flows.records.versions import encode_reference_priors
+
+    rng = np.random.default_rng(3)
+    logits, labels = rng.normal(size=(400, 10)) * 3.0, rng.integers(0, 10, size=400)
+    priors = ReferencePriors.from_logits(logits, labels, temperature=1.7)
+    record = dataclasses.replace(VersionRecord.example(), reference_prior_sums=encode_reference_priors(priors))
+    read = registered_version("digits", "1", record.to_tags()).reference_priors
+    assert VersionRecord.from_tags(record.to_tags()) == record
+    assert read is not None and read.to_dict() == priors.to_dict()  # every float to its last digit
+    assert np.array_equal(read.posterior_outer_sum, priors.posterior_outer_sum) and read.temperature == 1.7
+    # A version registered before they were stored has none (no diagnosis of priors), never an error.
+    assert registered_version("digits", "3", PREVIOUS_FORMAT).reference_priors is None
+    # A K too large for an MLflow tag (2 K + 2 K² numbers) is not registered, rather than refused by MLflow.
+    wide = ReferencePriors.from_logits(rng.normal(size=(200, 120)), rng.integers(0, 120, size=200))
+    assert encode_reference_priors(wide) is None
+    with pytest.raises(ValueError, match="reference priors"):
+        dataclasses.replace(VersionRecord.example(), reference_prior_sums='{"n": 3}').reference_priors

@@ -57,6 +57,8 @@ def test_the_monitor_reads_every_version_and_check_the_previous_main_wrote(previ
     assert versions["3"].registered_for is not None and versions["3"].registered_for.alias == "champion"
     assert versions["3"].registered_for.previous_version == "1"
     assert {n: v.monitor.insufficient_streak for n, v in versions.items()} == {"1": 0, "2": 3, "3": 3}
+    # Registered before the reference priors were stored: no diagnosis of priors, never an error.
+    assert all(v.reference_priors is None for v in versions.values())
     assert versions["2"].drift_reference.overall.ece_estimator == versions["2"].record.reference_ece_estimator
     runs = registry.runs(previous.monitoring_experiment_name)
     checks = [check for run in runs if (check := CheckRecord.from_run(run)) is not None]

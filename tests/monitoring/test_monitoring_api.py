@@ -15,6 +15,7 @@ MODULES = [
     "monitoring.export", "monitoring.log_writer", "monitoring.sequential", "monitoring.early_warning",
     "monitoring.policy", "monitoring.drift_tests", "monitoring.escalation", "monitoring.scan", "monitoring.retention",
     "monitoring.shift",
+    "monitoring.diagnosis",
 ]
 
 

@@ -1,0 +1,216 @@
+"""Which shift a check saw: the diagnosis on every check, from what its pass over the window read.
+
+A drift check answers "did the temperature move?"; traffic moves in other ways too, each with its
+own fix (:func:`calibration.diagnose_shift`: no change, label shift, calibration drift, accuracy
+collapse, covariate shift). :func:`diagnose_check` runs the diagnosis on a check's
+:class:`~monitoring.DriftReport`, in the order the core asks for:
+
+1. the **class priors of the served rows** (labelled or not), summed in the check's one pass over
+   the window (:func:`monitoring.scan_window`: :class:`calibration.ServedPriorStats`, a sample of
+   at most ``prior_sample_capacity`` posteriors), tested against the priors the version
+   registered (:class:`calibration.ReferencePriors`) at ``prior_shift_level``
+   (:func:`calibration.prior_shift_test`, EM's estimate with it);
+2. when the priors moved and the window has enough labelled rows (``min_window``): the
+   labelled rows **read again at the re-weighted posteriors** (:func:`reweight_window`, a second
+   read of the labelled rows only, in chunks): the drift tests on them (the same policy and
+   reference) and the re-weighting's NLL gain; and the per-class accuracies against the
+   reference's (:func:`calibration.class_accuracy_test`, from the first pass's counts);
+3. the labelled accuracy against the acceptance floor, and the early warning's test of the
+   served confidences.
+
+What cannot be told is said in the reasons, never an error: a version registered before its
+reference priors were stored (or with too many classes for a tag) gets no diagnosis of the
+priors, nor does a check whose served rows were not read (the window from the export without
+the SQL log) or too few (``prior_shift_min_rows``). The rest of the diagnosis (calibration drift,
+collapse, covariate shift) still runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from numpy.typing import ArrayLike
+
+from calibration import (
+    PriorEstimate,
+    PriorShiftTest,
+    ReferencePriors,
+    ReweightingGain,
+    ServedPriorStats,
+    ShiftDiagnosis,
+    class_accuracy_test,
+    diagnose_shift,
+    prior_corrected_logits,
+    prior_shift_test,
+    reweighting_gain,
+)
+
+from .drift import DriftReport, decide_drift
+from .window import LabelledSource, WindowSummary, _labelled_read
+
+__all__ = ["ReweightedWindow", "diagnose_check", "reweight_window"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReweightedWindow:
+    """A window's labelled rows read at the re-weighted posteriors: their ``summary`` (what the
+    drift tests read) and the re-weighting's NLL ``gain`` against the deployed posteriors."""
+
+    summary: WindowSummary
+    gain: ReweightingGain
+
+
+def reweight_window(
+    source: LabelledSource, model_name: str, model_version: str, *, temperature: float, start: datetime,
+    end: datetime, priors: ArrayLike, reference_priors: ArrayLike, n_bins: int = 15, threshold: float | None = None,
+    chunk_size: int = 50_000,
+) -> ReweightedWindow:
+    """Read a version's labelled rows of [start, end) again, re-weighted from ``reference_priors`` to ``priors``.
+
+    Each chunk's logits become :func:`calibration.prior_corrected_logits` (z + T log w) and are
+    summarised at ``temperature`` as :func:`monitoring.summarise_window` does; the NLL gain of the
+    re-weighting is summed in the same read. Memory is bounded by ``chunk_size``.
+
+    Raises
+    ------
+    LookupError
+        If no prediction of this version was ever logged.
+    ValueError
+        If an argument breaks its rule (the bounds, T, a prior that is not > 0).
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime, timedelta
+    >>> import numpy as np
+    >>> from monitoring import PredictionLog, log_predictions
+    >>> log = PredictionLog("sqlite://"); log.create()
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> _ = log_predictions(log, "m", "1", 1.0, np.zeros((4, 2)), ["a", "b", "c", "d"], time=t, labels=[0, 0, 0, 1])
+    >>> again = reweight_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1),
+    ...                         priors=[0.75, 0.25], reference_priors=[0.5, 0.5])
+    >>> again.summary.n, round(again.summary.overall.nll, 4), round(again.gain.mean, 4)  # NLL from log 2 to 0.5623
+    (4, 0.5623, 0.1308)
+    """
+    accumulator, start, end, chunks = _labelled_read(source, model_name, model_version, temperature=temperature,
+                                                     start=start, end=end, n_bins=n_bins, threshold=threshold,
+                                                     chunk_size=chunk_size)
+    temperature = accumulator.temperature
+    gain = ReweightingGain(0, 0.0, 0.0)
+    for chunk in chunks:
+        corrected = prior_corrected_logits(chunk.logits, temperature=temperature, priors=priors,
+                                           reference_priors=reference_priors)
+        accumulator.add(corrected, chunk.labels, chunk.groups, chunk.temperature)
+        gain = gain + reweighting_gain(chunk.logits, chunk.labels, temperature=temperature, priors=priors,
+                                       reference_priors=reference_priors)
+    return ReweightedWindow(accumulator.summary(model_name, model_version, start, end), gain)
+
+
+#: Reads a check's labelled rows again at EM's priors (the flow's closure over its source).
+Reweigh = Callable[[PriorEstimate], ReweightedWindow]
+
+
+def diagnose_check(
+    report: DriftReport, *, served: ServedPriorStats | None, reference: ReferencePriors | None,
+    class_rows: ArrayLike | None, class_correct: ArrayLike | None, reweigh: Reweigh, accuracy_floor: float,
+) -> DriftReport:
+    """The report with the shift diagnosis of its check (module docstring): ``diagnosis``,
+    ``prior_test`` and the reasons that say which shift it was and why.
+
+    Parameters
+    ----------
+    report : DriftReport
+        The check's decision, with its stream checks (the early warning's test is read).
+    served : ServedPriorStats or None
+        Every served row of the window at the deployed T (None: not read).
+    reference : ReferencePriors or None
+        The version's registered sums (None: registered before they were stored).
+    class_rows, class_correct : array of shape (n_classes,) or None
+        The window's labelled rows per true class, and the right ones among them.
+    reweigh : callable
+        Reads the labelled rows again at the priors of an estimate (:func:`reweight_window`);
+        called only when the priors moved and the window has ``min_window`` labelled rows.
+    accuracy_floor : float
+        Below it the model needs retraining (the acceptance floor).
+
+    Returns
+    -------
+    DriftReport
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> import numpy as np
+    >>> from monitoring import DriftReference, summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> report = decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),
+    ...                       DriftReference.of(0.0))
+    >>> diagnosed = diagnose_check(report, served=None, reference=None, class_rows=None, class_correct=None,
+    ...                            reweigh=lambda estimate: None, accuracy_floor=0.5)
+    >>> diagnosed.diagnosis.kind, diagnosed.reasons[-1][:40]
+    ('no_change', 'no diagnosis of the class priors: this v')
+    """
+    policy = report.policy
+    test, why_not = _prior_test(report, served, reference)
+    labelled = report.verdict != "insufficient_data"
+    reweighted_fired: tuple[str, ...] | None = None
+    gain = class_accuracy = None
+    if test is not None and test.fired and labelled and reference is not None:
+        again = reweigh(test.estimate)
+        reweighted_fired = decide_drift(again.summary, report.reference, policy).tests_fired
+        gain = again.gain
+        if class_rows is not None and class_correct is not None:
+            class_accuracy = class_accuracy_test(class_rows, class_correct, reference, level=policy.prior_shift_level)
+    warning = report.early_warning
+    diagnosis = diagnose_shift(
+        priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired, gain=gain,
+        class_accuracy=class_accuracy, accuracy=report.window.accuracy if labelled else math.nan,
+        accuracy_floor=accuracy_floor, confidence_shifted=warning is not None and warning.shifted,
+        level=policy.prior_shift_level,
+    )
+    return replace(report, diagnosis=diagnosis, prior_test=test,
+                   reasons=_with_diagnosis(report, diagnosis, why_not))
+
+
+def _prior_test(report: DriftReport, served: ServedPriorStats | None,
+                reference: ReferencePriors | None) -> tuple[PriorShiftTest | None, str | None]:
+    """The prior test of the window, or None and the sentence saying why it could not run."""
+    policy = report.policy
+    if reference is None:
+        return None, ("no diagnosis of the class priors: this version was registered without reference priors "
+                      "(before they were stored, or with too many classes for a tag)")
+    if served is None or served.n == 0:
+        return None, ("no diagnosis of the class priors: the window's served rows were not read (they come from "
+                      "the SQL prediction log)" if served is None else
+                      "no diagnosis of the class priors: no row was served in the window")
+    if served.n < policy.prior_min_rows:
+        return None, (f"the class priors are not tested: {served.n} served rows < {policy.prior_min_rows} "
+                      "(prior_shift_min_rows)")
+    if not math.isclose(served.temperature, reference.temperature, rel_tol=1e-9):
+        return None, (f"no diagnosis of the class priors: the reference priors were summed at T = "
+                      f"{reference.temperature:.6g}, not at the deployed T = {served.temperature:.6g}")
+    return prior_shift_test(served, reference, level=policy.prior_shift_level,
+                            confidence_level=policy.confidence_level, seed=policy.seed), None
+
+
+def _with_diagnosis(report: DriftReport, diagnosis: ShiftDiagnosis, why_not: str | None) -> tuple[str, ...]:
+    """The reasons with the diagnosis: first when it changes what happens (no refit, an
+    escalation, a moved traffic), else after the decided ones."""
+    headline = f"shift diagnosis: {diagnosis.sentence()}"
+    if diagnosis.kind == "label_shift" and report.drift_detected:
+        headline += " No temperature refit: the tests fire because the class mix moved, which a prior correction fits."
+    warning = report.early_warning
+    if diagnosis.kind == "covariate_shift":
+        predicted = math.nan if warning is None else warning.predicted_accuracy
+        headline = (f"calibrated, but the traffic moved: predicted accuracy "
+                    f"{'n/a' if not math.isfinite(predicted) else f'{predicted:.3f}'}. " + headline)
+    reasons = list(report.reasons)
+    if diagnosis.kind in ("label_shift", "covariate_shift", "accuracy_collapse"):
+        reasons.insert(0, headline)
+    else:
+        decided = len(report.tests_fired) if report.drift_detected else 0
+        reasons.insert(decided, headline)
+    return tuple(reasons + ([why_not] if why_not is not None else []))
+

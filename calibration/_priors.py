@@ -82,6 +82,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import chdtrc, logsumexp, ndtri
 
+from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult
 from ._softmax import log_softmax, softmax
 from ._validation import check_confidence_level, check_count, check_labels, check_logits, check_temperature
@@ -166,16 +167,17 @@ class ReferencePriors(JsonResult):
     confusion: NDArray[np.int64]
 
     @classmethod
-    def from_logits(cls, logits: ArrayLike, labels: ArrayLike, *, temperature: float = 1.0) -> ReferencePriors:
-        """The sums over ``logits`` (n_samples, n_classes) and ``labels`` at ``temperature``.
+    def from_logits(cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *,
+                    temperature: float = 1.0) -> ReferencePriors:
+        """The sums over ``logits`` (n_samples, n_classes) and ``labels`` at ``temperature``; a
+        validated :class:`calibration.ScoredSet` stands for both and is not checked again.
 
         Raises
         ------
         ValueError
             If the logits, labels or temperature break their rules.
         """
-        array = check_logits(logits)
-        y = check_labels(labels, array.shape[0], array.shape[1])
+        array, y = checked_data(logits, labels)
         temperature = check_temperature(temperature)
         k = array.shape[1]
         p = softmax(array, temperature)

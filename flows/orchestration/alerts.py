@@ -189,7 +189,8 @@ LABEL_SHIFT_BODY: Final = _NUMBER + (
     "confirm it.{% endif %}\n"
     "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
     "What happens now: no temperature refit (a T fitted to a class mix is the wrong fix and stays wrong when the "
-    "mix returns); the fix is a prior correction of this version ({{ event.payload.shift_fix }}).\n" + _RUNS
+    "mix returns); the fix is a prior correction of this version ({{ event.payload.shift_fix }}), which the "
+    "correct-priors deployment registers (T unchanged).\n" + _RUNS
 )
 
 REFIT_FAILED_SUBJECT: Final = (

@@ -436,7 +436,7 @@ def _qualify_and_fit(
         qualification=qualification,
         reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
         confidence_profile=_profile(part, fit.temperature),
-        reference_priors=ReferencePriors.from_logits(part.logits, part.labels, temperature=fit.temperature),
+        reference_priors=ReferencePriors.from_logits(part, temperature=fit.temperature),
     )
 
 

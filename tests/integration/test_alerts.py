@@ -46,6 +46,9 @@ RESOURCE = {"prefect.resource.id": "mlmodel.digits.v3", "prefect.resource.name":
 # --------------------------------------------------------------------------- a webhook receiver
 
 
+_ALERT = {alert.key: alert for alert in ALERTS}  # the alert definitions by situation
+
+
 class Receiver:
     """A webhook receiver on loopback: every POSTed JSON body, in arrival order."""
 
@@ -121,6 +124,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
 
     assert [(a.key, a.event, a.name) for a in ALERTS] == [
         ("drift", DRIFT_EVENT, "thermostat: calibration drift"),
+        ("label_shift", "thermostat.calibration.label-shift", "thermostat: label shift"),
         ("refit_refused", REFIT_FAILED_EVENT, "thermostat: refit refused"),  # keyed refit_failed before
         ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
         ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
@@ -157,7 +161,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
     assert triggers["monitor_failed"] == triggers["monitor_crashed"] == (
         {"prefect.resource.id": "prefect.flow-run.*"}, monitor_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * 8
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 9
 
 
 def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
@@ -229,7 +233,7 @@ def test_prefect_names_a_flow_run_that_raised_as_the_errored_alert_matches(prefe
 
 
 def test_templates_render_the_model_the_numbers_and_the_run() -> None:
-    drift, refit_failed, insufficient, *_ = ALERTS
+    drift, refit_failed, insufficient = _ALERT["drift"], _ALERT["refit_refused"], _ALERT["insufficient_data"]
     payload = {
         "verdict": "drift", "ece": 0.0812345, "ece_estimate": 0.0791, "ece_low": 0.061, "ece_high": 0.097,
         "baseline_ece": 0.021, "ece_tolerance": 0.02, "p_value": 1.234e-6, "p_threshold": 0.01, "n": 1200,
@@ -277,7 +281,7 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
 
 
 def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:
-    drift, refit_failed = ALERTS[0], ALERTS[1]
+    drift, refit_failed = _ALERT["drift"], _ALERT["refit_refused"]
     payload = {"mlflow_run_id": "0123abcd", "mlflow_experiment": "calibration-checks", "window_start": "S",
                "window_end": "E", "refit_window_start": "C"}
     body = _render(drift.body, DRIFT_EVENT, payload)
@@ -293,8 +297,27 @@ def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:
     assert "(experiment calibration-checks)" in _render(refit_failed.body, REFIT_FAILED_EVENT, payload)
 
 
+def test_the_label_shift_alert_renders_the_priors_and_what_happens_now() -> None:
+    from flows.records.events import LABEL_SHIFT_EVENT
+
+    alert = _ALERT["label_shift"]
+    payload = {"prior_shift": 0.2012, "p_value": 3.1e-9, "confirmed": True, "served_n": 2000, "em_iterations": 12,
+               "em_converged": True, "reference_n": 449, "prior_shift_low": 0.17, "prior_shift_high": 0.23,
+               "statistic": 88.4, "df": 9, "level": 0.01, "priors": [0.4, 0.6], "reference_priors": [0.5, 0.5],
+               "labelled_n": 1200, "tests_fired": ["temperature"], "shift_fix": "prior_correction",
+               "window_start": "s", "window_end": "e"}
+    subject = _render(alert.subject, LABEL_SHIFT_EVENT, payload)
+    assert subject == "[thermostat] label shift: digits v3 @champion (class priors moved by 0.201 TV, p=3.1e-09)"
+    body = _render(alert.body, LABEL_SHIFT_EVENT, payload)
+    for text in ("Priors now: 0.400, 0.600 (reference: 0.500, 0.500)", "Labelled rows (1200) confirm it",
+                 "at the deployed ones: temperature", "no temperature refit", "correct-priors deployment"):
+        assert text in body, (text, body)
+    unconfirmed = _render(alert.subject, LABEL_SHIFT_EVENT, payload | {"confirmed": False})
+    assert unconfirmed.endswith(", from unlabelled rows")
+
+
 def test_the_confidence_shift_notice_renders_the_early_warning() -> None:
-    shift = ALERTS[3]
+    shift = _ALERT["confidence_shift"]
     payload = {"predicted_accuracy": 0.8123, "predicted_accuracy_low": 0.79, "predicted_accuracy_high": 0.83,
                "n": 4000, "labelled": 120, "direction": "up", "p_value": 3.2e-7, "mean_confidence": 0.951,
                "reference_mean_confidence": 0.902, "window_start": "S", "window_end": "E",
@@ -317,7 +340,7 @@ def test_the_refit_crash_alert_names_the_flow_run_the_model_and_the_message() ->
 
     from prefect.server.schemas.core import FlowRun
 
-    crashed, errored = ALERTS[4], ALERTS[5]
+    crashed, errored = _ALERT["refit_crashed"], _ALERT["refit_errored"]
     event = _flow_run_event("Crashed", "Flow run infrastructure exited with non-zero status code -9.")
     resource = dict(event.resource)
     run = FlowRun(id=UUID(resource["prefect.resource.id"].rsplit(".", 1)[1]), flow_id=uuid4(), name="brave-fox",
@@ -344,7 +367,7 @@ def test_the_monitor_failure_alert_names_the_model_the_error_and_the_dashboard()
 
     from prefect.server.schemas.core import FlowRun
 
-    failed, crashed = ALERTS[6], ALERTS[7]
+    failed, crashed = _ALERT["monitor_failed"], _ALERT["monitor_crashed"]
     message = "Flow run encountered an exception: FileNotFoundError: the prediction log sqlite:///p.db does not exist"
     event = _flow_run_event("Failed", message, flow="monitor")
     resource = dict(event.resource)
@@ -456,7 +479,7 @@ def test_install_is_idempotent_and_takes_any_notification_block(
             block = client.read_block_document_by_name(DEFAULT_BLOCK_NAME, "custom-webhook")
             assert block.data["url"] == "http://127.0.0.1:9/second"  # the re-run updated the block too
             # A duplicate made by hand (e.g. `prefect automation create --from-file` run twice) is removed.
-            client.create_automation(ALERTS[0].automation(block.id))
+            client.create_automation(_ALERT["drift"].automation(block.id))
         # Any saved notification block: a Slack webhook, by name or TYPE/NAME.
         slack_id = SlackWebhook(url=SecretStr("https://hooks.slack.com/services/T000/B000/XXXX")).save(
             "ops", overwrite=True)

@@ -631,19 +631,24 @@ LABEL_SHIFT_PAYLOAD_KEYS: tuple[str, ...] = (
     "shift_fix", "confirmed", "fired", "p_value", "level", "statistic", "df", "prior_shift", "prior_shift_low",
     "prior_shift_high", "served_n", "reference_n", "confidence_level", "priors", "reference_priors", "priors_low",
     "priors_high", "em_rows", "em_iterations", "em_converged", "labelled_n", "accuracy", "tests_fired",
-    "reweighted_tests_fired", "gain", "gain_z", "reasons",
+    "reweighted_tests_fired", "gain", "gain_z", "reasons", "undo",
 )
 
 
-def label_shift_payload(report: DriftReport) -> dict[str, Any]:
+def label_shift_payload(report: DriftReport, *, undo: bool = False) -> dict[str, Any]:
     """A check diagnosed as a label shift, as a JSON-safe dict (:data:`LABEL_SHIFT_PAYLOAD_KEYS`):
     what a prior correction of the version needs (EM's priors and the reference's, the prior
     test) and whether labelled rows confirmed it.
 
+    ``undo``: the check of a prior-corrected version whose traffic is back at the reference's
+    priors (its prior test quiet): the same keys, ``undo`` true and ``shift_fix``
+    ``undo_prior_correction`` — the correction is removed.
+
     Raises
     ------
     ValueError
-        If the report was not diagnosed as a label shift (with its prior test).
+        If the report was not diagnosed as a label shift (with its prior test); with ``undo``, if
+        it has no prior test or its priors moved.
 
     Examples
     --------
@@ -659,13 +664,17 @@ def label_shift_payload(report: DriftReport) -> dict[str, Any]:
     ValueError: the check of  v was not diagnosed as a label shift (diagnosis: None)
     """
     diagnosis, test = report.diagnosis, report.prior_test
-    if diagnosis is None or test is None or diagnosis.kind != "label_shift":
-        raise ValueError(f"the check of {report.model_name} v{report.model_version} was not diagnosed as a label "
-                         f"shift (diagnosis: {None if diagnosis is None else diagnosis.kind})")
+    if diagnosis is None or test is None or (test.fired if undo else diagnosis.kind != "label_shift"):
+        raise ValueError(
+            f"the check of {report.model_name} v{report.model_version} cannot undo a prior correction: its "
+            "traffic's priors were not tested, or they moved" if undo else
+            f"the check of {report.model_name} v{report.model_version} was not diagnosed as a label shift "
+            f"(diagnosis: {None if diagnosis is None else diagnosis.kind})")
     values: dict[str, Any] = {
         "model_name": report.model_name, "model_version": report.model_version, "temperature": report.temperature,
         "window_start": report.window_start, "window_end": report.window_end, "checked_at": report.checked_at,
-        "shift_kind": diagnosis.kind, "shift_fix": diagnosis.fix, "confirmed": diagnosis.confirmed,
+        "shift_kind": diagnosis.kind, "shift_fix": "undo_prior_correction" if undo else diagnosis.fix,
+        "confirmed": diagnosis.confirmed, "undo": undo,
         **prior_test_numbers(test), "labelled_n": report.n, "accuracy": diagnosis.accuracy,
         "tests_fired": diagnosis.tests_fired, "reweighted_tests_fired": diagnosis.reweighted_tests_fired,
         "gain": diagnosis.gain, "gain_z": diagnosis.gain_z, "reasons": diagnosis.reasons,

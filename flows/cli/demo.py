@@ -18,7 +18,14 @@ B. noisy digits (Gaussian pixel noise): the champion is over-confident → ``dri
    of the same checkpoint; the challenger collapses under the noise → its refit is refused
    ("needs retraining or a data fix");
 C. fresh noisy traffic → the new champion version says ``ok``; the challenger still drifts,
-   inside its cool-down (no second event).
+   inside its cool-down (no second event);
+D. a campaign: digit 3 becomes 40 % of the requests, each digit looking as before → the check's
+   shift diagnosis says **label shift** (the class priors moved; at the re-weighted posteriors
+   the calibration tests are quiet) → no temperature refit: the ``correct-priors`` flow
+   (in-process here; deployed: the label-shift event's trigger) registers a prior-corrected
+   version of the same checkpoint, T unchanged;
+E. the campaign ends, the mix returns → the corrected version's check finds the priors back at
+   the reference's → the correction is taken off (a version without it).
 
 A second run reuses the checkpoints logged by the first (same files, same digest), so the
 pipeline's idempotency key matches and nothing new is registered. For the monitor story it
@@ -74,6 +81,9 @@ CHAMPION_ROWS = 1200
 CHALLENGER_ROWS = 600
 # Pixel noise (digits are 0..16) that makes the champion over-confident in a way one T mostly fixes.
 NOISE_SIGMA = 1.75
+# The label-shift episode: a campaign makes this digit this share of the requests.
+SHIFTED_DIGIT = 3
+SHIFTED_SHARE = 0.4
 # The router serves a phase in batches, each stamped with its own serving time, so that the
 # refit's split by time (older rows fit T, newer rows verify it) falls between real batches.
 BATCH_ROWS = 50
@@ -174,12 +184,21 @@ def train_checkpoint(
 
 
 def digits_traffic(
-    split: DigitsSplit, n: int, rng: np.random.Generator, *, noise_sigma: float = 0.0
+    split: DigitsSplit, n: int, rng: np.random.Generator, *, noise_sigma: float = 0.0,
+    class_share: tuple[int, float] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """``n`` requests drawn (with replacement) from the holdout digits, never from training;
     with ``noise_sigma`` > 0, Gaussian pixel noise of that standard deviation, clipped to the
-    pixel range [0, 16] ("noisy digits")."""
-    rows = split.holdout_index[rng.integers(0, split.holdout_index.shape[0], n)]
+    pixel range [0, 16] ("noisy digits"); with ``class_share`` (class, share), that class is
+    drawn as that share of the requests and the others in their own proportions (a label shift:
+    each class's digits look as before)."""
+    if class_share is None:
+        rows = split.holdout_index[rng.integers(0, split.holdout_index.shape[0], n)]
+    else:
+        chosen, share = class_share
+        held = split.labels[split.holdout_index]
+        weights = np.where(held == chosen, share / np.sum(held == chosen), (1.0 - share) / np.sum(held != chosen))
+        rows = split.holdout_index[rng.choice(held.shape[0], size=n, p=weights / weights.sum())]
     features = split.features[rows]
     if noise_sigma > 0:
         features = np.clip(features + rng.normal(scale=noise_sigma, size=features.shape), 0.0, 16.0)
@@ -327,7 +346,10 @@ def _check_line(check: VersionCheck) -> str:
     report = check.report
     if report is None:
         return f"{head}: insufficient_data (no prediction logged)"
-    verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else " (in cool-down: no event)"),
+    label_shift = report.diagnosis is not None and report.diagnosis.kind == "label_shift"
+    verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else
+                                   " at the deployed posteriors, a label shift: no refit" if label_shift else
+                                   " (in cool-down: no event)"),
                "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
     gate, window, policy = report.summary.gate, report.window, report.policy
     coverage = "n/a" if gate is None or gate.coverage != gate.coverage else f"{gate.coverage:.1%}"
@@ -355,6 +377,11 @@ def _check_line(check: VersionCheck) -> str:
     if sequential is not None:
         line += (f"; sequential CUSUM {sequential.upper:.1f} / {sequential.lower:.1f} of {sequential.threshold:g}"
                  + (" ALARM" if sequential.alarm else ""))
+    diagnosis = report.diagnosis
+    if diagnosis is not None and diagnosis.kind != "no_change":
+        moved = (f": class priors moved by {diagnosis.prior_shift:.3f} (total variation), p={diagnosis.prior_p_value:.2g}"
+                 if diagnosis.priors_moved else "")
+        line += f"\n      shift diagnosis: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')}){moved}"
     if check.event_id is not None:
         line += f"\n      event thermostat.calibration.drift emitted for mlmodel.{check.model_name}.v{check.version}"
     if report.in_cooldown and report.drift_detected and report.cooldown_until is not None:
@@ -385,7 +412,7 @@ def _refit_line(outcome: RefitOutcome) -> str:
 
 def _serve_phase(
     served: dict[str, ServedModel], log: PredictionLog, split: DigitsSplit, rng: np.random.Generator, *,
-    token: str, phase: str, noise_sigma: float,
+    token: str, phase: str, noise_sigma: float, class_share: tuple[int, float] | None = None,
 ) -> tuple[datetime, datetime]:
     """Serve one phase through the router (champion and challenger), then attach the labels.
 
@@ -393,7 +420,8 @@ def _serve_phase(
     """
     start = datetime.now(UTC)
     rows = {"champion": CHAMPION_ROWS, "challenger": CHALLENGER_ROWS}
-    traffic = {alias: digits_traffic(split, n, rng, noise_sigma=noise_sigma) for alias, n in rows.items()}
+    traffic = {alias: digits_traffic(split, n, rng, noise_sigma=noise_sigma, class_share=class_share)
+               for alias, n in rows.items()}
     # Batch by batch, the router alternates between the aliases; each batch is stamped with the
     # time it was served, so a phase spans real time and the rows of a window are ordered by it.
     for first in range(0, max(rows.values()), BATCH_ROWS):
@@ -444,7 +472,62 @@ def _monitor_story(
         served = _load_router(registry, Path(tmp) / "c")
         _serve_and_check(served, log, split, rng, settings, token=token, phase="C", noise_sigma=NOISE_SIGMA,
                          what="fresh noisy digits through the (new) champion — ")
+        _label_shift_episode(settings, registry, served, log, split, rng, token=token, workdir=Path(tmp))
     log.dispose()
+
+
+def _label_shift_episode(
+    settings: ThermostatSettings, registry: MlflowRegistry, served: dict[str, ServedModel], log: PredictionLog,
+    split: DigitsSplit, rng: np.random.Generator, *, token: str, workdir: Path,
+) -> None:
+    """Phases D and E: a campaign makes one digit 40 % of the requests (a label shift: a prior
+    correction, not a new T), then the mix returns (the correction is taken off)."""
+    shifted = (SHIFTED_DIGIT, SHIFTED_SHARE)
+    for phase, class_share, what in (
+        ("D", shifted, f"a campaign: digit {SHIFTED_DIGIT} is now {SHIFTED_SHARE:.0%} of the (noisy) requests — "),
+        ("E", None, "the campaign is over: the usual mix of noisy digits — "),
+    ):
+        checks = _serve_and_check(served, log, split, rng, settings, token=token, phase=phase,
+                                  noise_sigma=NOISE_SIGMA, what=what, class_share=class_share)
+        corrected = [_correct_priors(check, settings) for check in checks if check.aliases[:1] == ("champion",)]
+        if any(corrected):
+            served = _load_router(registry, workdir / phase.lower())
+
+
+def _correct_priors(check: VersionCheck, settings: ThermostatSettings) -> bool:
+    """Register the prior correction a check's label shift asks for — or take a correction off once
+    the mix is back — as the correct-priors deployment's trigger does on the label-shift event
+    (here in-process); print the outcome; whether a version was registered."""
+    from flows.pipelines.prior_correction import CorrectionFailed, correct_priors
+    from flows.records.events import LABEL_SHIFT_EVENT
+
+    report = check.report
+    if report is None or report.diagnosis is None or report.prior_test is None:
+        return False
+    in_force = check.prior_correction is not None
+    undo = in_force and not report.prior_test.fired
+    if report.diagnosis.kind != "label_shift" and not undo:
+        return False
+    estimate = report.prior_test.estimate
+    sent = LABEL_SHIFT_EVENT in dict(check.other_events)
+    print(f"  v{check.version} @champion: " + ("event thermostat.calibration.label-shift emitted" if sent else
+          "label-shift event inside the cool-down of an earlier run's, so the demo starts the correction by hand")
+          + (" (undo: the mix is back)" if undo else ""))
+    started = time.perf_counter()
+    try:
+        outcome = correct_priors(model_name=MODEL_NAME, model_version=check.version, alias="champion",
+                                 priors=[float(p) for p in estimate.priors],
+                                 reference_priors=[float(p) for p in estimate.reference_priors], undo=undo,
+                                 window_start=check.window_start, window_end=check.window_end, settings=settings)
+    except CorrectionFailed as refused:
+        outcome = refused.outcome
+    what = ("the correction taken off: served as softmax(z / T) again" if outcome.correction is None else
+            f"T unchanged, posteriors re-weighted to the traffic's priors (digit {SHIFTED_DIGIT}: "
+            f"{outcome.correction.reference_priors[SHIFTED_DIGIT]:.2f} -> {outcome.correction.priors[SHIFTED_DIGIT]:.2f})")
+    print(f"  prior correction of {MODEL_NAME} v{outcome.parent_version}: {outcome.status}"
+          + (f", version {outcome.new_version} @champion — {what}" if outcome.new_version else f" — {outcome.reason}")
+          + f"  ({time.perf_counter() - started:.1f} s)")
+    return outcome.new_version is not None
 
 
 def _replay_from(registry: MlflowRegistry, registered: dict[str, str]) -> None:
@@ -460,12 +543,14 @@ def _replay_from(registry: MlflowRegistry, registered: dict[str, str]) -> None:
 def _serve_and_check(
     served: dict[str, ServedModel], log: PredictionLog, split: DigitsSplit, rng: np.random.Generator,
     settings: ThermostatSettings, *, token: str, phase: str, noise_sigma: float, what: str,
+    class_share: tuple[int, float] | None = None,
 ) -> list[VersionCheck]:
     """Serve one phase's traffic, check the window it made and print the checks (``what``: the traffic, in words)."""
     from flows.pipelines.monitor import monitor
 
     started = time.perf_counter()
-    start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=noise_sigma)
+    start, end = _serve_phase(served, log, split, rng, token=token, phase=phase, noise_sigma=noise_sigma,
+                              class_share=class_share)
     # The window ends now (window_end not given): a check of the current window, which also
     # advances the sequential rule.
     checks = monitor(model_name=MODEL_NAME, window_start=start, settings=settings)

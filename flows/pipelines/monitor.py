@@ -101,7 +101,7 @@ from typing import Any, Final
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from calibration import PriorEstimate, TemperatureStats, json_safe
+from calibration import PriorCorrection, PriorEstimate, TemperatureStats, json_safe
 
 from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
 from flows.records.events import DRIFT_EVENT, LABEL_SHIFT_EVENT, CheckContext
@@ -164,7 +164,7 @@ class VersionCheck:
     ``insufficient_data`` and nothing is written to MLflow). ``event_id`` is set when a drift
     event was emitted, ``other_events`` names the other events emitted (confidence shift,
     insufficient-data streak) with their ids; ``insufficient_streak`` is the streak after this
-    check.
+    check; ``prior_correction`` the version's (None: it serves softmax(z / T)).
     """
 
     model_name: str
@@ -181,6 +181,7 @@ class VersionCheck:
     event_id: str | None
     other_events: tuple[tuple[str, str], ...] = ()
     insufficient_streak: int = 0
+    prior_correction: PriorCorrection | None = None  # the one the version serves (None: none)
 
     @property
     def refit_recommended(self) -> bool:
@@ -606,7 +607,8 @@ def _run_check(
         run_id = progress.run_id = open_check_run(registry, check, settings)
     context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
                            run_id)
-    step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context)
+    step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context,
+                        correction=version.record.prior_correction)
     if report is not None and run_id is not None:
         # The check's record carries the streak after it, as the monitor counts it (the dashboard reads it).
         decided = check.decided(report.verdict, refit_recommended=report.refit_recommended,
@@ -625,7 +627,7 @@ def _run_check(
         verdict="insufficient_data" if report is None else report.verdict,
         reasons=("no prediction of this version was ever logged",) if report is None else report.reasons,
         report=report, run_id=run_id, run_url=run_url, event_id=event_id, other_events=tuple(sent.items()),
-        insufficient_streak=step.state.insufficient_streak,
+        insufficient_streak=step.state.insufficient_streak, prior_correction=version.record.prior_correction,
     )
 
 

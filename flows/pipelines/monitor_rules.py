@@ -18,7 +18,11 @@ The rules:
   temperature refit fitted to a class mix is the wrong fix), at most once per ``policy.cooldown``
   per version (``last_label_shift_at``); a calibration drift goes to the refit as before, an
   accuracy collapse too (the refit escalates), a covariate shift emits nothing (the report says
-  "calibrated, but the traffic moved");
+  "calibrated, but the traffic moved"). On a **prior-corrected** version a label shift whose
+  estimate's intervals hold the correction's priors emits nothing (the correction fits), another
+  one emits the event with the new estimate, and a check whose prior test is quiet (the mix went
+  back to the reference's) emits it with ``undo`` true: the ``correct-priors`` deployment then
+  registers a version without the correction;
 * otherwise, on a check of the current window (``live``), a shift of the served confidences
   emits the confidence-shift event, at most once per ``policy.cooldown`` per version;
 * on a live check, ``insufficient_data`` extends the streak (any other verdict resets it); the
@@ -35,7 +39,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from calibration import json_safe
+import numpy as np
+
+from calibration import PriorCorrection, PriorShiftTest, json_safe
 from flows.records.events import (
     CheckContext,
     ConfidenceShiftEvent,
@@ -80,7 +86,7 @@ class MonitorStep:
 
 def monitor_step(
     report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,
-    context: CheckContext,
+    context: CheckContext, correction: PriorCorrection | None = None,
 ) -> MonitorStep:
     """The events and the new state after one check of one version (module docstring).
 
@@ -98,6 +104,9 @@ def monitor_step(
         A check of the current window (the schedule's); False for a backfill or re-check.
     context : CheckContext
         The aliases, window and MLflow run the events name.
+    correction : PriorCorrection or None
+        The prior correction the version serves (None: none): a label shift it already fits
+        emits nothing, and once the traffic's priors are back at the reference's it is undone.
 
     Examples
     --------
@@ -129,7 +138,7 @@ def monitor_step(
             and not shift_quiet):
         events.append(PlannedEvent(ConfidenceShiftEvent(warning.to_dict(), context),
                                    {"last_confidence_shift_at": now}))
-    label_shift = _label_shift(report, state, policy, now, live=live, context=context)
+    label_shift = _label_shift(report, state, policy, now, live=live, context=context, correction=correction)
     if label_shift is not None:
         events.append(label_shift)
     if live and streak >= policy.insufficient_data_streak and streak % policy.insufficient_data_streak == 0:
@@ -141,11 +150,28 @@ def monitor_step(
 
 
 def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,
-                 context: CheckContext) -> PlannedEvent | None:
-    """The label-shift event of a live check diagnosed so, outside its cool-down; else None."""
-    if not live or report is None or report.diagnosis is None or report.diagnosis.kind != "label_shift":
+                 context: CheckContext, correction: PriorCorrection | None) -> PlannedEvent | None:
+    """The label-shift event of a live check, outside its cool-down: a label shift the version's
+    correction (if any) does not already fit, or the undo of a correction whose mix went back; else None."""
+    if not live or report is None or report.diagnosis is None or report.prior_test is None:
+        return None
+    in_force = correction is not None and not correction.is_identity(tolerance=1e-9)
+    if report.diagnosis.kind == "label_shift":
+        if in_force and _still_fits(correction, report.prior_test):
+            return None
+        undo = False
+    elif in_force and not report.prior_test.fired:
+        undo = True
+    else:
         return None
     last = state.last_label_shift_at
     if last is not None and now < last + policy.cooldown:
         return None
-    return PlannedEvent(LabelShiftEvent(label_shift_payload(report), context), {"last_label_shift_at": now})
+    return PlannedEvent(LabelShiftEvent(label_shift_payload(report, undo=undo), context), {"last_label_shift_at": now})
+
+
+def _still_fits(correction: PriorCorrection | None, test: PriorShiftTest) -> bool:
+    """Every class prior of the correction in force inside the interval of the window's estimate."""
+    estimate = test.estimate
+    return correction is not None and bool(np.all((estimate.priors_low <= correction.priors)
+                                                  & (correction.priors <= estimate.priors_high)))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from calibration import (
+    PriorCorrection,
     PriorShiftTest,
     ReferencePriors,
     ReweightingGain,
@@ -184,9 +185,18 @@ def _moved_priors() -> PriorShiftTest:
     return test
 
 
-def _diagnosed(report: DriftReport, reweighted_fired: tuple[str, ...]) -> DriftReport:
-    """``report`` with the diagnosis of moved priors and these tests at the re-weighted posteriors."""
-    test = _moved_priors()
+def _unmoved_priors() -> PriorShiftTest:
+    """The prior test of a window drawn at the reference's own class mix."""
+    logits, labels = _rows(20_000, seed=3)
+    reference = ReferencePriors.from_logits(logits[:6_000], labels[:6_000])
+    test = prior_shift_test(ServedPriorStats.from_logits(logits[6_000:9_000]), reference)
+    assert not test.fired
+    return test
+
+
+def _diagnosed(report: DriftReport, reweighted_fired: tuple[str, ...], test: PriorShiftTest | None = None) -> DriftReport:
+    """``report`` with the diagnosis of ``test`` (default: moved priors) and these tests at the re-weighted posteriors."""
+    test = _moved_priors() if test is None else test
     diagnosis = diagnose_shift(priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired,
                                gain=ReweightingGain(2_000, 60.0, 400.0), class_accuracy=None,
                                accuracy=report.window.accuracy, accuracy_floor=0.1, confidence_shifted=False)
@@ -225,3 +235,31 @@ def test_a_calibration_drift_emits_the_drift_event_with_its_kind() -> None:
     # A check without a diagnosis (none ran) keeps the drift event, the kind left empty.
     plain = monitor_step(_report(temperature=2.0), MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
     assert plain.events[0].payload.to_payload()["shift_kind"] is None
+
+
+def test_a_prior_corrected_version_is_left_alone_while_its_correction_fits_and_undone_when_the_mix_returns() -> None:
+    shifted = _diagnosed(_report(temperature=2.0), reweighted_fired=())
+    assert shifted.prior_test is not None
+    estimate = shifted.prior_test.estimate
+    fits = PriorCorrection(estimate.priors, estimate.reference_priors)
+    # The correction in force lies inside the window's estimate: nothing to do, no event.
+    assert monitor_step(shifted, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT,
+                        correction=fits).events == ()
+    # A correction the estimate does not hold (another mix): the event with the new estimate.
+    other = PriorCorrection(estimate.reference_priors, estimate.priors)
+    step = monitor_step(shifted, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT, correction=other)
+    assert _events(step) == [LABEL_SHIFT_EVENT] and step.events[0].payload.to_payload()["undo"] is False
+    # The mix went back (the prior test is quiet): the correction is undone, once per cool-down.
+    back = _diagnosed(_report(), reweighted_fired=(), test=_unmoved_priors())
+    assert back.diagnosis is not None and back.diagnosis.kind != "label_shift"
+    step = monitor_step(back, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT, correction=fits)
+    assert _events(step) == [LABEL_SHIFT_EVENT]
+    payload = step.events[0].payload.to_payload()
+    assert payload["undo"] is True and payload["shift_fix"] == "undo_prior_correction" and payload["fired"] is False
+    assert step.after(step.events).last_label_shift_at == NOW
+    recent = MonitorState(last_label_shift_at=NOW - HOUR)
+    assert monitor_step(back, recent, DEFAULT_POLICY, NOW, live=True, context=CONTEXT, correction=fits).events == ()
+    # Without a correction in force the same quiet check emits nothing; a backfill never undoes.
+    assert monitor_step(back, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT).events == ()
+    assert monitor_step(back, MonitorState(), DEFAULT_POLICY, NOW, live=False, context=CONTEXT,
+                        correction=fits).events == ()

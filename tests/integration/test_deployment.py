@@ -7,7 +7,9 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from flows.registry.adapter import MlflowRegistry
@@ -146,3 +148,75 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     assert "thermostat.last_drift_event_at" in parent.tags
     # The trigger passed the drift's ids: the new version names the check, whose run names the refit.
     assert link is not None and link.status == "registered" and link.new_version == "2"
+
+
+def test_label_shift_gets_a_prior_corrected_version_and_the_returned_mix_takes_it_off(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path
+) -> None:
+    """Issue 22's story on the deployments: label-shifted traffic -> the monitor's diagnosis "label
+    shift" -> its event -> the correct-priors deployment (prefect.yaml's trigger) registers a
+    prior-corrected version, served as the re-weighted softmax -> the mix returns -> the next
+    check of that version undoes it: a version without the correction is served again. (The
+    temperature-shifted path to the refit is the test above.)"""
+    from scipy.special import softmax
+
+    from calibration import prior_corrected_log_probabilities
+    from flows.records.versions import registered_version
+    from monitoring import PredictionLog
+    from tests.integration.test_prior_correction import _load, _log, _probabilities, _traffic
+
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    state.mkdir()
+    shutil.copyfile(registered.db, state / "mlflow.db")
+    settings = ThermostatSettings(state_dir=state)
+    with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as log:
+        log.create()
+    registry = MlflowRegistry.from_settings(settings)
+    parent = _load(registry, "1", tmp_path)
+    temperature = parent.unwrap_python_model().temperature
+    features, labels = _traffic(registered, 0.4, 2000, seed=21)
+    _log(settings, parent, features, labels, tag="mix", version="1")
+    worker = deploy_all_and_start_worker(env, tmp_path)
+
+    def served_after_check(expected: str) -> Any:
+        from prefect.client.schemas.objects import FlowRun
+        from prefect.deployments import run_deployment
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=240)
+        assert isinstance(flow_run, FlowRun) and flow_run.state is not None and flow_run.state.is_completed(), (
+            f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}")
+        # The correction is registered by the automation, not by this test: wait for the alias.
+        deadline = time.monotonic() + 240
+        holder = registry.alias_holder("digits", "champion")
+        while (holder is None or str(holder.version) != expected) and time.monotonic() < deadline:
+            time.sleep(2)
+            holder = registry.alias_holder("digits", "champion")
+        assert holder is not None and str(holder.version) == expected, (tmp_path / "worker.log").read_text()[-6000:]
+        return registered_version("digits", expected, dict(holder.tags), ["champion"])
+
+    try:
+        corrected = served_after_check("2")
+        correction = corrected.record.prior_correction
+        assert correction is not None and corrected.temperature == temperature
+        assert corrected.checkpoint_digest == registered_version("digits", "1", dict(
+            registry.get_version("digits", "1").tags), []).checkpoint_digest
+        assert correction.priors[3] == pytest.approx(0.4, abs=0.07), correction
+        model = _load(registry, "2", tmp_path)
+        raw = model.unwrap_python_model().raw_logits(features[:200])
+        expected = np.exp(prior_corrected_log_probabilities(raw, temperature=temperature, priors=correction.priors,
+                                                            reference_priors=correction.reference_priors))
+        np.testing.assert_allclose(_probabilities(model, features[:200]), expected, rtol=0, atol=1e-12)
+
+        # The mix returns to the reference's: the next check of version 2 undoes the correction.
+        back, back_labels = _traffic(registered, None, 2000, seed=22)
+        _log(settings, model, back, back_labels, tag="back", version="2")
+        undone = served_after_check("3")
+        assert undone.record.prior_correction is None and undone.temperature == temperature
+        plain = _load(registry, "3", tmp_path)
+        raw = plain.unwrap_python_model().raw_logits(back[:200])
+        np.testing.assert_allclose(_probabilities(plain, back[:200]), softmax(raw / temperature, axis=1), rtol=0, atol=1e-12)
+    finally:
+        stop_process(worker, signal.SIGINT, 15)

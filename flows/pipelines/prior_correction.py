@@ -23,7 +23,8 @@ Steps, under the model's lock (like :func:`flows.pipelines.refit.refit`):
 4. **verify on labelled traffic** where there is enough: the newer part of the window's
    labelled rows (the older ``refit_fit_fraction`` is left out, as a refit leaves out its fitting
    rows) must have at least ``min_total`` rows. On them, the paired bootstrap of the per-row NLL
-   change (new version minus the parent, as each is served) must say ``improved``, else nothing is
+   change (new version minus the parent, as each is served) must say ``improved`` — for an undo,
+   must not say ``worse`` (the prior test already found the mix back) — else nothing is
    registered (``failed``); the gate threshold is re-swept on the new version's confidences there.
    With fewer labelled rows the version is registered **from unlabelled traffic**: the gate
    threshold is the parent's, and the tag ``thermostat.prior_correction.confirmed=false`` says the
@@ -101,7 +102,8 @@ class CorrectionVerification:
 
     ``confirmed``: there were at least ``min_total`` of them (``n``), the paired bootstrap
     (``bootstrap``) ran and the gate was re-swept (``gate``); ``passed``: not confirmed (nothing
-    to judge it by: registered from unlabelled traffic), or the bootstrap says ``improved``.
+    to judge it by: registered from unlabelled traffic), or the bootstrap says ``improved`` (an
+    undo: not ``worse``).
     """
 
     n: int
@@ -220,7 +222,9 @@ def verify_correction(
     predicted, confidence = top_label_confidence(after, temperature=temperature)
     gate = choose_threshold(confidence, predicted == newer.labels, target_accuracy=settings.gate_target_accuracy,
                             confidence_level=settings.gate_confidence_level)
-    passed = bootstrap.verdict == "improved"
+    # A correction must lower the NLL; taking one off (the prior test found the mix back at the
+    # reference's) only must not raise it: the labelled rows may not contradict the undo.
+    passed = bootstrap.verdict == "improved" if correction is not None else bootstrap.verdict != "worse"
     return CorrectionVerification(
         n=n, confirmed=True, passed=passed, bootstrap=bootstrap, gate=gate,
         summary=(f"verification {'passed' if passed else 'FAILED'} on the newer {n} labelled rows: NLL change "

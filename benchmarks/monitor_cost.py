@@ -19,7 +19,9 @@ Sections (``--only``, default all):
   ``mlflow server`` (artifacts proxied), Prefect's test server, the log on PostgreSQL (or
   SQLite); one scheduled run over all of them, twice (the first check of every version, then
   the next hour's): ``--fleet-mode fleet`` is one ``monitor_fleet`` run, ``per-model`` one
-  ``monitor`` run per model (the only way before the fleet flow). Reports wall and CPU time
+  ``monitor`` run per model (the only way before the fleet flow); ``--fleet-mode fleet per-model``
+  runs the second mode the hour after, on the same fleet; ``--profile PATH`` adds one cProfiled
+  run. Reports wall and CPU time
   (this process, and the MLflow and Prefect servers), SQL statements per version (SQLAlchemy's
   ``before_cursor_execute`` on every engine of the process), MLflow REST calls per version (by
   endpoint: ``requests.Session.request``, which MLflow's client uses for every call and every
@@ -532,7 +534,11 @@ def fleet_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         settings = ThermostatSettings(state_dir=folder / "state", tracking_uri=str(server), prediction_log_url=url,
                                       label_settle_time=timedelta(0))
         runs = []
-        for attempt in ("first", "next hour"):
+        # The first mode checks every version for the first time, then the next hour; a further
+        # mode on the same fleet runs the hour after (each version's check state already there).
+        plan = [(mode, attempt) for number, mode in enumerate(args.fleet_mode)
+                for attempt in (("first", "next hour") if number == 0 else ("next hour",))]
+        for mode, attempt in plan:
             counts.sql.clear(), counts.http.clear(), counts.prefect.clear()
             rows_before = _mlflow_rows(folder / "mlflow" / "mlflow.db")
             files_before = _folder_bytes(folder / "mlflow" / "artifacts")
@@ -541,7 +547,7 @@ def fleet_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             prefect_cpu = _process_cpu(prefect_pid) if prefect_pid else 0.0
             counts.on = True
             began, cpu = time.perf_counter(), cpu_seconds()
-            checks = _run_fleet(args.fleet_mode, fleet, settings)
+            checks = _run_fleet(mode, fleet, settings)
             seconds, cpu = time.perf_counter() - began, cpu_seconds() - cpu
             counts.on = False
             n_versions = len(checks)
@@ -549,7 +555,7 @@ def fleet_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             rows_after = _mlflow_rows(folder / "mlflow" / "mlflow.db")
             files_after = _folder_bytes(folder / "mlflow" / "artifacts")
             run = {
-                "run": attempt, "mode": args.fleet_mode, "backend": backend, "versions": n_versions,
+                "run": attempt, "mode": mode, "backend": backend, "versions": n_versions,
                 "rows_per_version": args.rows, "verdicts": dict(verdicts), "seconds": seconds, "cpu_seconds": cpu,
                 "mlflow_server_cpu_seconds": _process_cpu(server.process.pid) - mlflow_cpu,
                 "prefect_server_cpu_seconds": (_process_cpu(prefect_pid) - prefect_cpu) if prefect_pid else None,
@@ -565,10 +571,31 @@ def fleet_run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                 "mlflow_db_bytes_growth": (folder / "mlflow" / "mlflow.db").stat().st_size - db_before,
             }
             runs.append(run)
-            print(f"  {attempt}: {seconds:.1f} s wall, {cpu:.1f} s CPU, {run['sql_per_version']:.1f} SQL and "
+            print(f"  {mode}, {attempt}: {seconds:.1f} s wall, {cpu:.1f} s CPU, {run['sql_per_version']:.1f} SQL and "
                   f"{run['mlflow_http_per_version']:.1f} MLflow calls per version; verdicts {dict(verdicts)}",
                   flush=True)
+        if args.profile:
+            profiled(args.fleet_mode[0], fleet, settings, args.profile)
     return {"registered_seconds": registered, "filled_seconds": filled, "runs": runs}
+
+
+def profiled(mode: str, fleet: Fleet, settings: Any, path: Path) -> None:
+    """One more hourly run of the fleet under cProfile (not timed: the profiler slows it), its
+    statistics written to ``path`` and the top of them by cumulative time printed."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    began = time.perf_counter()
+    profile.enable()
+    try:
+        _run_fleet(mode, fleet, settings)
+    finally:
+        profile.disable()
+    print(f"  {mode}, profiled run: {time.perf_counter() - began:.1f} s wall under cProfile; statistics in {path}",
+          flush=True)
+    profile.dump_stats(path)
+    pstats.Stats(str(path)).sort_stats("cumulative").print_stats(40)
 
 
 def _run_fleet(mode: str, fleet: Fleet, settings: Any) -> list[Any]:
@@ -666,7 +693,12 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=50)
     parser.add_argument("--aliases", type=int, default=4, choices=range(1, 5))
     parser.add_argument("--rows", type=int, default=10_000, help="labelled rows per fleet version")
-    parser.add_argument("--fleet-mode", choices=("fleet", "per-model"), default="fleet")
+    parser.add_argument("--fleet-mode", choices=("fleet", "per-model"), nargs="+", default=["fleet"],
+                        help="one scheduled run over the fleet: one monitor_fleet run, or one monitor run per "
+                             "model; the first mode runs twice (first check, next hour), each further mode on the "
+                             "same fleet the hour after")
+    parser.add_argument("--profile", type=Path, help="after the timed fleet runs, one more under cProfile, its "
+                                                     "statistics written here")
     parser.add_argument("--fleet-backend", choices=("sqlite", "postgresql"), default="postgresql")
     parser.add_argument("--storage-rows", type=int, default=20_000)
     parser.add_argument("--out", type=Path, help="write the results as JSON")

@@ -354,6 +354,13 @@ class DriftReport:
 # --------------------------------------------------------------------------- the decision
 
 
+def _check_kinds(**values: tuple[object, type]) -> None:
+    """A TypeError naming the first argument that is not of its kind (``name=(value, kind)``)."""
+    for name, (value, kind) in values.items():
+        if not isinstance(value, kind):
+            raise TypeError(f"{name} must be a {kind.__name__}; got {type(value).__name__}")
+
+
 def decide_drift(
     summary: WindowSummary, reference: DriftReference, policy: DriftPolicy = DEFAULT_POLICY, *,
     last_drift_at: datetime | None = None, now: datetime | None = None,
@@ -400,10 +407,7 @@ def decide_drift(
     >>> decide_drift(window, DriftReference.of(0.02), DriftPolicy(min_window=5000)).verdict
     'insufficient_data'
     """
-    for value, kind, name in ((summary, WindowSummary, "summary"), (reference, DriftReference, "reference"),
-                              (policy, DriftPolicy, "policy")):
-        if not isinstance(value, kind):
-            raise TypeError(f"{name} must be a {kind.__name__}; got {type(value).__name__}")
+    _check_kinds(summary=(summary, WindowSummary), reference=(reference, DriftReference), policy=(policy, DriftPolicy))
     reference.check_temperature(summary.temperature)
     checked_at = summary.end if now is None else as_utc(now, name="now")
     last_event = None if last_drift_at is None else as_utc(last_drift_at, name="last_drift_at")

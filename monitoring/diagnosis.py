@@ -196,8 +196,9 @@ def _prior_test(report: DriftReport, served: ServedPriorStats | None,
 
 
 def _with_diagnosis(report: DriftReport, diagnosis: ShiftDiagnosis, why_not: str | None) -> tuple[str, ...]:
-    """The reasons with the diagnosis: first when it changes what happens (no refit, an
-    escalation, a moved traffic), else after the decided ones."""
+    """The reasons with the diagnosis: first when it changes what happens (no refit, a moved
+    traffic), else after the decided ones (an accuracy collapse's own reason, e.g. the collapsed
+    outputs', stays first)."""
     headline = f"shift diagnosis: {diagnosis.sentence()}"
     if diagnosis.kind == "label_shift" and report.drift_detected:
         headline += " No temperature refit: the tests fire because the class mix moved, which a prior correction fits."
@@ -207,7 +208,7 @@ def _with_diagnosis(report: DriftReport, diagnosis: ShiftDiagnosis, why_not: str
         headline = (f"calibrated, but the traffic moved: predicted accuracy "
                     f"{'n/a' if not math.isfinite(predicted) else f'{predicted:.3f}'}. " + headline)
     reasons = list(report.reasons)
-    if diagnosis.kind in ("label_shift", "covariate_shift", "accuracy_collapse"):
+    if diagnosis.kind in ("label_shift", "covariate_shift"):
         reasons.insert(0, headline)
     else:
         decided = len(report.tests_fired) if report.drift_detected else 0

@@ -25,7 +25,8 @@ D. a campaign: digit 3 becomes 40 % of the requests, each digit looking as befor
    (in-process here; deployed: the label-shift event's trigger) registers a prior-corrected
    version of the same checkpoint, T unchanged;
 E. the campaign ends, the mix returns → the corrected version's check finds the priors back at
-   the reference's → the correction is taken off (a version without it).
+   the reference's → the correction is taken off (a version without it);
+F. the usual traffic through that version → ``ok``.
 
 A second run reuses the checkpoints logged by the first (same files, same digest), so the
 pipeline's idempotency key matches and nothing new is registered. For the monitor story it
@@ -480,12 +481,14 @@ def _label_shift_episode(
     settings: ThermostatSettings, registry: MlflowRegistry, served: dict[str, ServedModel], log: PredictionLog,
     split: DigitsSplit, rng: np.random.Generator, *, token: str, workdir: Path,
 ) -> None:
-    """Phases D and E: a campaign makes one digit 40 % of the requests (a label shift: a prior
-    correction, not a new T), then the mix returns (the correction is taken off)."""
+    """Phases D, E and F: a campaign makes one digit 40 % of the requests (a label shift: a prior
+    correction, not a new T), then the mix returns (the correction is taken off), then the
+    version without it is checked."""
     shifted = (SHIFTED_DIGIT, SHIFTED_SHARE)
     for phase, class_share, what in (
         ("D", shifted, f"a campaign: digit {SHIFTED_DIGIT} is now {SHIFTED_SHARE:.0%} of the (noisy) requests — "),
         ("E", None, "the campaign is over: the usual mix of noisy digits — "),
+        ("F", None, "the usual mix through the champion as it now is — "),
     ):
         checks = _serve_and_check(served, log, split, rng, settings, token=token, phase=phase,
                                   noise_sigma=NOISE_SIGMA, what=what, class_share=class_share)

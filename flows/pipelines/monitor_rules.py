@@ -51,7 +51,7 @@ from flows.records.events import (
     LabelShiftEvent,
 )
 from flows.records.versions import MonitorState
-from monitoring import DriftPolicy, DriftReport, drift_payload, label_shift_payload
+from monitoring import DriftPolicy, DriftReport, SequentialState, drift_payload, label_shift_payload
 
 __all__ = ["MonitorStep", "PlannedEvent", "monitor_step"]
 
@@ -123,16 +123,8 @@ def monitor_step(
     if live:
         streak = streak + 1 if report is None or report.verdict == "insufficient_data" else 0
     warning = None if report is None else report.early_warning
-    events: list[PlannedEvent] = []
-    sequential = state.sequential
-    if report is not None and report.sequential is not None:
-        if report.refit_recommended:
-            events.append(PlannedEvent(DriftEvent(drift_payload(report), context),
-                                       {"last_drift_event_at": now, "sequential": report.sequential.state}))
-        else:
-            sequential = report.sequential.state
-    elif report is not None and report.refit_recommended:
-        events.append(PlannedEvent(DriftEvent(drift_payload(report), context), {"last_drift_event_at": now}))
+    drift, sequential = _drift_event(report, state, now, context)
+    events: list[PlannedEvent] = [] if drift is None else [drift]
     shift_quiet = state.last_confidence_shift_at is not None and now < state.last_confidence_shift_at + policy.cooldown
     if (report is not None and not report.refit_recommended and live and warning is not None and warning.shifted
             and not shift_quiet):
@@ -147,6 +139,18 @@ def monitor_step(
             predicted_accuracy=None if warning is None else json_safe(warning.predicted_accuracy)), {}))
     return MonitorStep(events=tuple(events),
                        state=replace(state, insufficient_streak=streak, sequential=sequential))
+
+
+def _drift_event(report: DriftReport | None, state: MonitorState, now: datetime, context: CheckContext
+                 ) -> tuple[PlannedEvent | None, SequentialState | None]:
+    """The drift event of a check that recommends a refit (it consumes a sequential alarm once
+    sent), and the sequential rule's state to keep when no event carries it."""
+    if report is None or not report.refit_recommended:
+        return None, state.sequential if report is None or report.sequential is None else report.sequential.state
+    on_sent: dict[str, Any] = {"last_drift_event_at": now}
+    if report.sequential is not None:
+        on_sent["sequential"] = report.sequential.state
+    return PlannedEvent(DriftEvent(drift_payload(report), context), on_sent), state.sequential
 
 
 def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,

@@ -544,8 +544,9 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
     try:
         installed = _install(env, "--webhook-url", receiver.url)
         assert [a["event"] for a in installed["automations"]] == [
-            DRIFT_EVENT, REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT, CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT,
-            FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_CRASHED_EVENT]
+            DRIFT_EVENT, "thermostat.calibration.label-shift", REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT,
+            CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT,
+            FLOW_RUN_CRASHED_EVENT]
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
         assert isinstance(flow_run, FlowRun)

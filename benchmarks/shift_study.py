@@ -541,7 +541,7 @@ def _read_saved(paths: list[Path]) -> dict[str, Any]:
                 into[part].update(result[part])
             into["seconds"] += result["seconds"]
             into["cpu_seconds"] += result["cpu_seconds"]
-    machines = sorted({run["machine"] for run in runs})
+    machines = list(dict.fromkeys(run["machine"] for run in runs))  # in the order run
     return {"windows": max(run["windows"] for run in runs), "seed": first["seed"], "machine": "; then ".join(machines),
             "complete": all(run["complete"] for run in runs),
             "results": {name: results[name] for name in FILES if name in results}

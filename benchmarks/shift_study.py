@@ -4,7 +4,12 @@ Usage::
 
     .venv/bin/python -m benchmarks.shift_study                          # 200 windows a cell, every file
     .venv/bin/python -m benchmarks.shift_study --windows 20 --files cifar10_wrn16-4_netcal
-    .venv/bin/python -m benchmarks.shift_study --jobs 2 --json shift.json  # files in 2 processes
+    .venv/bin/python -m benchmarks.shift_study --jobs 2 --json shift.json  # chunks of 25 windows in 2 processes
+    .venv/bin/python -m benchmarks.shift_study --from-json goals.json rest.json --json shift.json  # merge runs
+
+The full study (12 conditions x 3 sizes x 200 windows x 6 files) takes about 40 minutes of CPU;
+a condition draws the same rows whichever other conditions run, so it can be run in parts
+(``--conditions``) and the parts merged. ``--json`` is rewritten after every finished chunk.
 
 Method (docs/statistics.md states it with the results)
 ------------------------------------------------------
@@ -35,6 +40,9 @@ window index w (seeded by the file and w):
    re-weighting's NLL gain, the early warning's confidence test, the accuracy against a floor
    of half the reference's accuracy; then :func:`calibration.diagnose_shift`; BBSE on all the
    served rows beside EM;
+   at 2,000 rows, in the first 25 windows of a file, EM is cross-checked against the
+   ``abstention`` package's (Alexandari et al.'s code; ``pip install abstention==0.1.3.1``, in the
+   ``bench`` extra; the columns stay empty without it) on the same sample;
 4. at 2,000 rows, the **fixes** are scored on two fresh samples of 5,000 rows: the same
    condition (``E``) and the condition with the class mix back at the reference's (``R``; the
    logit factor kept): no fix, a temperature refit on the window, the prior correction (EM's
@@ -54,16 +62,18 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
+import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
+from scipy.special import softmax  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -100,6 +110,12 @@ EVALUATION_ROWS = 5_000
 REFERENCE_ROWS = 5_000
 SAMPLE_CAPACITY = 2_000
 PRIOR_LEVEL = 0.01
+#: The cells (at FIX_SIZE rows) where EM is cross-checked against the abstention package's.
+CROSS_CHECKED = ("no change", "label 20 %", "label 40 %", "label 60 %", "dirichlet")
+#: ... in the first this many windows of each file, at most this many EM steps (its EM computes
+#: the whole posterior matrix every step: ~1 ms at K = 100, and the weak 100-class model needs thousands).
+CROSS_CHECK_WINDOWS = 25
+CROSS_CHECK_STEPS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,20 +245,37 @@ def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
     return out
 
 
-def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[str, ...], seed: int) -> dict[str, Any]:
-    """Every cell of one file: diagnoses, estimation errors, fixes."""
+def independent_em(sample: NDArray[np.float64], reference_posteriors: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """The priors by the abstention package's EM (Alexandari et al.'s own code, the plain maximum
+    likelihood from the reference's mean posterior), stopped like ours (no prior moves by 1e-8, at
+    most CROSS_CHECK_STEPS steps); None when the package is not installed."""
+    try:
+        from abstention.label_shift import EMImbalanceAdapter  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    adapter = EMImbalanceAdapter(tolerance=1e-8, max_iterations=CROSS_CHECK_STEPS)(sample, reference_posteriors)
+    priors: NDArray[np.float64] = adapter.multipliers * reference_posteriors.mean(axis=0)
+    return priors
+
+
+def run_file(name: str, windows: range, sizes: tuple[int, ...], conditions: tuple[str, ...],
+             seed: int) -> dict[str, Any]:
+    """Every cell of one file for the windows ``windows``: per cell the diagnoses' counts and every
+    window's estimation errors and fix scores (:func:`merged` adds parts and averages)."""
     logits, labels = load(name)
     index = file_index(name)
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(KINDS, 0))
     errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     scores: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
-    started = time.monotonic()
-    for w in range(windows):
+    started, cpu = time.monotonic(), time.process_time()
+    for w in windows:
         rng = np.random.default_rng([seed, index, w])
         rows = rng.choice(labels.shape[0], size=REFERENCE_ROWS, replace=True)
         reference = reference_of(logits[rows], labels[rows])
+        reference_posteriors = softmax(logits[rows].astype(np.float64) / reference.temperature, axis=1)
         confidence = 1.0 / np.exp((logits - logits.max(axis=1, keepdims=True)) / reference.temperature).sum(axis=1)
-        for c, condition_name in enumerate(conditions):
+        for condition_name in conditions:
+            c = CONDITIONS.index(condition_name)  # a condition draws the same rows whatever else runs
             condition = condition_of(condition_name, labels, confidence, np.random.default_rng([seed, index, w, c]))
             for n in sizes:
                 cell = f"{condition_name} @{n}"
@@ -261,6 +294,15 @@ def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[
                 if n == FIX_SIZE and (condition_name.startswith("label") or condition_name == "dirichlet"):
                     counts_basis = estimate_priors_em(served, reference.priors, basis="class_counts")
                     errors[cell]["em_class_counts"].append(_tv(counts_basis.priors, truth))
+                if n == FIX_SIZE and condition_name in CROSS_CHECKED and w < CROSS_CHECK_WINDOWS:
+                    other = independent_em(served.sample, reference_posteriors)
+                    if other is not None:
+                        plain = estimate_priors_em(served, reference.priors, pseudo_rows=0,
+                                                   max_iterations=CROSS_CHECK_STEPS)
+                        errors[cell]["abstention"].append(_tv(other, truth))
+                        errors[cell]["em_cross_checked"].append(_tv(em.priors, truth))
+                        errors[cell]["em_vs_abstention"].append(_tv(em.priors, other))
+                        errors[cell]["em_ml_vs_abstention"].append(_tv(plain.priors, other))
                 if n == FIX_SIZE:
                     evaluation = [draw(condition, logits, labels, EVALUATION_ROWS, draws),
                                   draw(condition, logits, labels, EVALUATION_ROWS, draws, reference_mix=True)]
@@ -268,24 +310,63 @@ def run_file(name: str, windows: int, sizes: tuple[int, ...], conditions: tuple[
                     returned, _ = draw(condition, logits, labels, FIX_SIZE, draws, reference_mix=True)
                     for key, values in fixes(reference, window, y, found, evaluation, unfixed, returned, w).items():
                         scores[cell][key].append([v for pair in values for v in pair])
-        if (w + 1) % 10 == 0:
-            print(f"{name}: {w + 1}/{windows} windows, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return {"kinds": {cell: dict(v) for cell, v in kinds.items()},
+            "errors": {cell: {k: list(v) for k, v in e.items()} for cell, e in errors.items()},
+            "fixes": {cell: {k: list(v) for k, v in s.items()} for cell, s in scores.items()},
+            "seconds": time.monotonic() - started, "cpu_seconds": time.process_time() - cpu}
+
+
+def merged(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One file's parts (disjoint windows) as the JSON keeps them: counts added, per cell the
+    windows run, the errors and fix scores averaged over every window."""
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(KINDS, 0))
+    errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    scores: dict[str, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    for part in parts:
+        for cell, counts in part["kinds"].items():
+            for kind, count in counts.items():
+                kinds[cell][kind] += count
+        for cell, values in part["errors"].items():
+            for key, listed in values.items():
+                errors[cell][key] += listed
+        for cell, values in part["fixes"].items():
+            for key, listed in values.items():
+                scores[cell][key] += listed
+    return {"kinds": {cell: dict(v) for cell, v in kinds.items()},
+            "windows": {cell: sum(v.values()) for cell, v in kinds.items()},
             "errors": {cell: {k: float(np.mean(v)) for k, v in e.items()} for cell, e in errors.items()},
             "fixes": {cell: {k: np.mean(np.array(v), axis=0).tolist() for k, v in s.items()} for cell, s in scores.items()},
-            "seconds": time.monotonic() - started}
+            "seconds": sum(part["seconds"] for part in parts), "cpu_seconds": sum(part["cpu_seconds"] for part in parts)}
+
+
+def machine_line() -> str:
+    """CPUs, versions and the load average now."""
+    import numba
+    import scipy
+
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "?")
+    load = os.getloadavg()
+    return (f"{os.cpu_count()} CPUs ({model}); Python {platform.python_version()}, numpy {np.__version__}, "
+            f"scipy {scipy.__version__}, numba {numba.__version__}; load average {load[0]:.2f} / {load[1]:.2f} / "
+            f"{load[2]:.2f}")
 
 
 # --------------------------------------------------------------------------- tables
 
 
-def confusion_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions: tuple[str, ...],
-                       windows: int) -> str:
+def _windows_text(results: dict[str, Any], cells: list[str]) -> str:
+    """"200" when every file ran that many windows of every cell, else the range."""
+    counts = {results[f]["windows"].get(cell, 0) for f in results for cell in cells}
+    return f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}–{max(counts)}"
+
+
+def confusion_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions: tuple[str, ...]) -> str:
     files = list(results)
-    lines = [f"Share of windows given each diagnosis ({windows} windows a cell and file, {len(files)} files pooled; "
-             "**bold**: the expected diagnosis).", "",
-             "| condition | rows | " + " | ".join(k.replace("_", " ") for k in KINDS) + " |",
-             "| --- | --- |" + " --- |" * len(KINDS)]
+    lines = [f"Share of windows given each diagnosis ({len(files)} files pooled; \"windows\": a cell's windows per "
+             "file; **bold**: the expected diagnosis).", "",
+             "| condition | rows | windows | " + " | ".join(k.replace("_", " ") for k in KINDS) + " |",
+             "| --- | --- | --- |" + " --- |" * len(KINDS)]
     for condition in conditions:
         for n in sizes:
             cell = f"{condition} @{n}"
@@ -295,17 +376,20 @@ def confusion_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditio
                 share = sum(results[f]["kinds"][cell][kind] for f in files) / total
                 text = f"{share:.3f}"
                 shares.append(f"**{text}**" if kind == EXPECTED[condition] else text)
-            lines.append(f"| {condition} | {n:,} | " + " | ".join(shares) + " |")
+            lines.append(f"| {condition} | {n:,} | {_windows_text(results, [cell])} | " + " | ".join(shares) + " |")
     return "\n".join(lines)
 
 
+GOALS = (("label 40 % @2000", "label_shift", 0.90), ("x1.25 @2000", "calibration_drift", 0.95),
+         ("no change @500", "no_change", 0.97), ("no change @2000", "no_change", 0.97),
+         ("no change @10000", "no_change", 0.97))
+
+
 def goals_markdown(results: dict[str, Any]) -> str:
-    goals = (("label 40 % @2000", "label_shift", 0.90), ("x1.25 @2000", "calibration_drift", 0.95),
-             ("no change @500", "no_change", 0.97), ("no change @2000", "no_change", 0.97),
-             ("no change @10000", "no_change", 0.97))
     files = list(results)
-    lines = ["| cell | diagnosis | goal | " + " | ".join(files) + " |", "| --- | --- | --- |" + " --- |" * len(files)]
-    for cell, kind, goal in goals:
+    lines = ["| cell | diagnosis | goal | windows | " + " | ".join(files) + " |",
+             "| --- | --- | --- | --- |" + " --- |" * len(files)]
+    for cell, kind, goal in GOALS:
         if cell not in results[files[0]]["kinds"]:
             continue
         row = []
@@ -313,22 +397,36 @@ def goals_markdown(results: dict[str, Any]) -> str:
             counts = results[f]["kinds"][cell]
             share = counts[kind] / sum(counts.values())
             row.append(f"{share:.3f}" if share >= goal else f"**{share:.3f}**")
-        lines.append(f"| {cell.replace('@', '@ ')} | {kind.replace('_', ' ')} | ≥ {goal:.2f} | " + " | ".join(row) + " |")
+        lines.append(f"| {cell.replace('@', '@ ')} | {kind.replace('_', ' ')} | ≥ {goal:.2f} | "
+                     f"{_windows_text(results, [cell])} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
 def errors_markdown(results: dict[str, Any], sizes: tuple[int, ...], conditions: tuple[str, ...]) -> str:
-    lines = ["| file | condition | rows | EM | EM from class counts | BBSE | EM vs BBSE | EM iterations (mean) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """Per file, condition and size: the mean TV error of each estimate; at 2,000 rows, in the first
+    CROSS_CHECK_WINDOWS windows, also the abstention package's EM and its distance to ours (as the
+    monitor runs it, and as the same plain maximum likelihood stopped by the same rule)."""
+    lines = [f"EM, BBSE and EM from class counts: every window. At {FIX_SIZE:,} rows, the first {CROSS_CHECK_WINDOWS} "
+             "windows of a file: abstention's EM and ours on the same windows (error), and the distance between them: "
+             "ours as the monitor runs it (one pseudo-row), and ours as the same plain maximum likelihood, "
+             f"both stopped when no prior moves by 1e-8 or after {CROSS_CHECK_STEPS:,} steps.", "",
+             "| file | condition | rows | EM | EM from class counts | BBSE | EM vs BBSE | EM iterations (mean) | "
+             "abstention's EM | EM, same windows | EM vs abstention's | EM (no pseudo-row) vs abstention's |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def cell_text(e: dict[str, float], key: str, digits: str = ".4f") -> str:
+        return format(e[key], digits) if key in e else "-"
+
     for f, result in results.items():
         for condition in conditions:
             if not (condition.startswith("label") or condition in ("dirichlet", "no change")):
                 continue
             for n in sizes:
                 e = result["errors"][f"{condition} @{n}"]
-                counts = f"{e['em_class_counts']:.4f}" if "em_class_counts" in e else "-"
-                lines.append(f"| {f} | {condition} | {n:,} | {e['em']:.4f} | {counts} | {e['bbse']:.4f} | "
-                             f"{e['em_vs_bbse']:.4f} | {e['em_iterations']:.0f} |")
+                lines.append(f"| {f} | {condition} | {n:,} | {e['em']:.4f} | {cell_text(e, 'em_class_counts')} | "
+                             f"{e['bbse']:.4f} | {e['em_vs_bbse']:.4f} | {e['em_iterations']:.0f} | "
+                             f"{cell_text(e, 'abstention')} | {cell_text(e, 'em_cross_checked')} | "
+                             f"{cell_text(e, 'em_vs_abstention', '.1e')} | {cell_text(e, 'em_ml_vs_abstention', '.1e')} |")
     return "\n".join(lines)
 
 
@@ -373,10 +471,48 @@ def fixes_markdown(results: dict[str, Any], conditions: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def _run_one(arguments: tuple[str, int, tuple[int, ...], tuple[str, ...], int]) -> tuple[str, dict[str, Any]]:
+def _run_one(arguments: tuple[str, range, tuple[int, ...], tuple[str, ...], int]) -> tuple[str, dict[str, Any]]:
     compile_kernels()  # once per installation (minutes), then cached: the passes run about 2x faster
     name = arguments[0]
     return name, run_file(*arguments)
+
+
+def _work(files: list[str], windows: int, chunk: int, sizes: tuple[int, ...], conditions: tuple[str, ...],
+          seed: int) -> list[tuple[str, range, tuple[int, ...], tuple[str, ...], int]]:
+    """Chunks of windows, the 100-class files' first (they cost about three times as much): the
+    processes stay busy to the end and every finished chunk can be kept."""
+    ordered = sorted(files, key=lambda name: not name.startswith("cifar100"))
+    return [(name, range(start, min(start + chunk, windows)), sizes, conditions, seed)
+            for start in range(0, windows, chunk) for name in ordered]
+
+
+def _saved(parts: dict[str, list[dict[str, Any]]], files: list[str], args: argparse.Namespace,
+           machine: str, complete: bool) -> dict[str, Any]:
+    return {"windows": args.windows, "seed": args.seed, "machine": machine, "complete": complete,
+            "results": {name: merged(parts[name]) for name in files if parts[name]}}
+
+
+def _read_saved(paths: list[Path]) -> dict[str, Any]:
+    """Several --json files as one: per file, the cells of each (runs of other conditions) side by side."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    first = runs[0]
+    results: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        if run["seed"] != first["seed"]:
+            raise SystemExit(f"--from-json: the files were run with seeds {first['seed']} and {run['seed']}; "
+                             "merge only runs of one seed")
+        for name, result in run["results"].items():
+            into = results.setdefault(name, {"kinds": {}, "windows": {}, "errors": {}, "fixes": {}, "seconds": 0.0,
+                                             "cpu_seconds": 0.0})
+            for part in ("kinds", "windows", "errors", "fixes"):
+                into[part].update(result[part])
+            into["seconds"] += result["seconds"]
+            into["cpu_seconds"] += result["cpu_seconds"]
+    machines = list(dict.fromkeys(run["machine"] for run in runs))  # in the order run
+    return {"windows": max(run["windows"] for run in runs), "seed": first["seed"], "machine": "; then ".join(machines),
+            "complete": all(run["complete"] for run in runs),
+            "results": {name: results[name] for name in FILES if name in results}
+            | {name: r for name, r in results.items() if name not in FILES}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,33 +522,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="window sizes (default 500 2000 10000)")
     parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS, metavar="CONDITION")
     parser.add_argument("--seed", type=int, default=22, help="seed (default 22)")
-    parser.add_argument("--jobs", type=int, default=1, help="files run in this many processes (default 1)")
-    parser.add_argument("--json", type=Path, help="also write every number as JSON here")
-    parser.add_argument("--from-json", type=Path, help="print the tables of a --json file again (nothing is run)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    parser.add_argument("--chunk", type=int, default=25, help="windows a task (default 25)")
+    parser.add_argument("--json", type=Path, help="also write every number as JSON here (after every finished chunk; "
+                        "with --from-json: the merged files)")
+    parser.add_argument("--from-json", type=Path, nargs="+", help="print the tables of --json files again, "
+                        "merged (runs of other conditions or files); nothing is run")
     args = parser.parse_args(argv)
     sizes, conditions = tuple(args.sizes), tuple(args.conditions)
     if args.from_json is not None:
-        saved = json.loads(args.from_json.read_text())
-        results, args.windows = saved["results"], saved["windows"]
-        cells = next(iter(results.values()))["kinds"]
+        saved = _read_saved(args.from_json)
+        if args.json is not None:
+            args.json.write_text(json.dumps(saved, indent=1))
+        cells = next(iter(saved["results"].values()))["kinds"]
         sizes = tuple(n for n in sizes if any(cell.endswith(f"@{n}") for cell in cells))
         conditions = tuple(c for c in conditions if any(cell.startswith(f"{c} @") for cell in cells))
     else:
-        work = [(name, args.windows, sizes, conditions, args.seed) for name in args.files]
-        if args.jobs > 1:  # spawned: numba's threading layer does not survive a fork
-            with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                results = dict(pool.map(_run_one, work))
-        else:
-            results = dict(map(_run_one, work))
-        results = {name: results[name] for name in args.files}
-    if args.json is not None:
-        args.json.write_text(json.dumps({"windows": args.windows, "seed": args.seed, "results": results}, indent=1))
-    print("### Diagnoses\n\n" + confusion_markdown(results, sizes, conditions, args.windows))
+        machine = machine_line()
+        parts: dict[str, list[dict[str, Any]]] = {name: [] for name in args.files}
+        work = _work(args.files, args.windows, args.chunk, sizes, conditions, args.seed)
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            # spawned: numba's threading layer does not survive a fork
+            futures = [pool.submit(_run_one, task) for task in work]
+            for future in as_completed(futures):
+                name, part = future.result()
+                parts[name].append(part)
+                done = sum(len(v) for v in parts.values())
+                print(f"{name}: chunk done ({done}/{len(work)}), {part['cpu_seconds']:.0f} s CPU, "
+                      f"{part['seconds']:.0f} s", file=sys.stderr, flush=True)
+                if args.json is not None:
+                    args.json.write_text(json.dumps(_saved(parts, args.files, args, machine, done == len(work)), indent=1))
+        saved = _saved(parts, args.files, args, machine, True)
+    results = saved["results"]
+    print(f"Machine: {saved['machine']}. Seed {saved['seed']}; CPU seconds per file: "
+          + ", ".join(f"{n} {r['cpu_seconds']:.0f}" for n, r in results.items())
+          + f" (total {sum(r['cpu_seconds'] for r in results.values()) / 60:.0f} min)")
+    print("\n### Diagnoses\n\n" + confusion_markdown(results, sizes, conditions))
     print("\n### The issue's goals, per file (bold: below the goal)\n\n" + goals_markdown(results))
     print("\n### Prior-estimation error (total variation to the window's class frequencies)\n\n"
           + errors_markdown(results, sizes, conditions))
     print("\n### Fixes\n\n" + fixes_markdown(results, conditions))
-    print("\nSeconds per file: " + ", ".join(f"{n} {r['seconds']:.0f}" for n, r in results.items()))
     return 0
 
 

@@ -491,7 +491,7 @@ def _label_shift_episode(
         ("F", None, "the usual mix through the champion as it now is — "),
     ):
         checks = _serve_and_check(served, log, split, rng, settings, token=token, phase=phase,
-                                  noise_sigma=NOISE_SIGMA, what=what, class_share=class_share)
+                                  noise_sigma=NOISE_SIGMA, what=what, class_share=class_share, shown="champion")
         corrected = [_correct_priors(check, settings) for check in checks if check.aliases[:1] == ("champion",)]
         if any(corrected):
             served = _load_router(registry, workdir / phase.lower())
@@ -546,9 +546,10 @@ def _replay_from(registry: MlflowRegistry, registered: dict[str, str]) -> None:
 def _serve_and_check(
     served: dict[str, ServedModel], log: PredictionLog, split: DigitsSplit, rng: np.random.Generator,
     settings: ThermostatSettings, *, token: str, phase: str, noise_sigma: float, what: str,
-    class_share: tuple[int, float] | None = None,
+    class_share: tuple[int, float] | None = None, shown: str | None = None,
 ) -> list[VersionCheck]:
-    """Serve one phase's traffic, check the window it made and print the checks (``what``: the traffic, in words)."""
+    """Serve one phase's traffic, check the window it made and print the checks (``what``: the
+    traffic, in words; ``shown``: print only that alias's checks, the others' verdicts in a line)."""
     from flows.pipelines.monitor import monitor
 
     started = time.perf_counter()
@@ -560,7 +561,10 @@ def _serve_and_check(
     end = checks[0].window_end if checks else end
     print(f"\nphase {phase}: {what}check of [{start.isoformat(timespec='milliseconds')}, "
           f"{end.isoformat(timespec='milliseconds')})  ({time.perf_counter() - started:.1f} s)")
-    print("\n".join(_check_line(check) for check in checks))
+    print("\n".join(_check_line(check) for check in checks if shown is None or shown in check.aliases))
+    others = [f"v{c.version} @{c.aliases[0]}: {c.verdict}" for c in checks if shown is not None and shown not in c.aliases]
+    if others:
+        print(f"  (also checked, as before: {', '.join(others)})")
     return checks
 
 

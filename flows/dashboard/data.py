@@ -47,6 +47,7 @@ from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 
 from flows.orchestration.runtime import prefect_ui_url
+from flows.records.corrections import CorrectionProvenance
 from flows.records.runs import CheckRecord, RefitRecord, run_subject
 from flows.records.situations import DASHBOARD_SITUATIONS, Raised, ServingRecords, SituationKey, open_situations
 from flows.records.stored import StoredRun, StoredVersion
@@ -214,6 +215,9 @@ class VersionInfo(_Serialisable):
     insufficient_streak: int = 0
     """Consecutive insufficient-data checks of the version, as the monitor keeps the count on it
     (tag ``thermostat.insufficient_data_streak``; checks of a version that never logged count too)."""
+    derived_from: str | None = None
+    """The version a prior correction (or its undo) was made from: same checkpoint and T, no
+    registration diagram of its own (None: a fine-tune's or a refit's version)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +274,9 @@ class AliasView(_Serialisable):
     latest_check_run_id: str | None
     latest_reliability: Reliability | None
     registration_run_id: str | None
+    registration_version: str | None = None
+    """The version whose registration drew the diagram (a prior-corrected version shows the
+    diagram of the version it derives from); None: ``version``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,6 +498,17 @@ def _open_prediction_log(settings: ThermostatSettings, notes: list[str]) -> Pred
     return log
 
 
+def _diagram_version(info: VersionInfo | None, versions: Sequence[VersionInfo]) -> VersionInfo | None:
+    """The version whose registration run holds ``info``'s diagram: itself, or for a prior
+    correction (or its undo) the first version up its chain that was fitted (None: not found)."""
+    by_number = {v.version: v for v in versions}
+    seen: set[str] = set()
+    while info is not None and info.derived_from is not None and info.version not in seen:
+        seen.add(info.version)
+        info = by_number.get(info.derived_from)
+    return info
+
+
 def _version_info(
     model_name: str, version: StoredVersion, aliases: Mapping[str, str], registry: MlflowRegistry,
     mlflow_ui: str | None, served: ServedTraffic | None,
@@ -528,6 +546,7 @@ def _version_info(
         refit_of=None if record is None or record.refit is None else record.refit.parent_version,
         registration_run_id=run_id, registration_run_url=url, served=served, problem=problem,
         insufficient_streak=0 if registered is None else registered.monitor.insufficient_streak,
+        derived_from=None if (made := CorrectionProvenance.from_tags(version.tags)) is None else made.parent_version,
     )
 
 
@@ -603,12 +622,13 @@ def _alias_views(
             ordered.append(holder)
         under = [c for c in checks if alias in c.aliases]
         latest = under[-1] if under else None
-        holder_info = next((v for v in versions if v.version == holder), None)
+        holder_info = _diagram_version(next((v for v in versions if v.version == holder), None), versions)
         views.append(AliasView(
             alias=alias, version=holder, versions=tuple(ordered),
             latest_check_run_id=None if latest is None else latest.run_id,
             latest_reliability=None if latest is None else _latest_reliability(registry, latest.run_id, notes),
             registration_run_id=None if holder_info is None else holder_info.registration_run_id,
+            registration_version=None if holder_info is None else holder_info.version,
         ))
     return tuple(views)
 

@@ -361,11 +361,14 @@ def _reliability_panel(model: ModelState, view: AliasView) -> str:
     if view.registration_run_id is None:
         right = '<p class="none">no registration run</p>'
     else:
+        drawn = view.registration_version or view.version
         right = (f'<img class="registration-diagram" src="/artifacts/{quote(view.registration_run_id)}/'
-                 f'{REGISTRATION_DIAGRAM}" alt="reliability at registration of v{_e(view.version)}: before and after '
+                 f'{REGISTRATION_DIAGRAM}" alt="reliability at registration of v{_e(drawn)}: before and after '
                  f'T, on the evaluation part of the holdout">'
-                 f"<br><small>at registration of v{_e(view.version)} (evaluation part of the holdout; before → "
-                 "after T)</small>")
+                 f"<br><small>at registration of v{_e(drawn)} (evaluation part of the holdout; before → "
+                 "after T)" + ("" if drawn == view.version else
+                               f"; v{_e(view.version)} is a prior correction of it, same checkpoint and T")
+                 + "</small>")
     return (f'<figure class="panel reliability-pair"><div class="pair"><div>{left}</div><div>{right}</div></div>'
             "<figcaption>Reliability: accuracy per confidence bin (bars), mean confidence (black tick), counts in "
             "the bars; hatched bins are sparse (noise). Latest window (left) beside registration (right)."

@@ -162,7 +162,8 @@ def diagnose_check(
         reweighted_fired = decide_drift(again.summary, report.reference, policy).tests_fired
         gain = again.gain
         if class_rows is not None and class_correct is not None:
-            class_accuracy = class_accuracy_test(class_rows, class_correct, reference, level=policy.prior_shift_level)
+            class_accuracy = class_accuracy_test(class_rows, class_correct, reference, level=policy.prior_shift_level,
+                                                 seed=policy.seed)
     warning = report.early_warning
     diagnosis = diagnose_shift(
         priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired, gain=gain,

@@ -177,7 +177,7 @@ def diagnose_arrays(
                             reference_priors=estimate.reference_priors)
     k = window.shape[1]
     class_accuracy = class_accuracy_test(np.bincount(y, minlength=k), np.bincount(y[correct], minlength=k),
-                                         reference_priors, level=level)
+                                         reference_priors, level=level, seed=seed)
     reweighted_drift = None
     if prior_test.fired:
         corrected = prior_corrected_logits(window, temperature=temperature, priors=estimate.priors,

@@ -145,29 +145,13 @@ class Situation:
     former_keys: tuple[str, ...] = ()
 
 
-def _latest_says(verdict: str, key: SituationKey) -> Callable[[ServingRecords[Any, Any]], list[Raised[Any, Any]]]:
-    """The rule of a situation ``key`` raised by the latest check of the version saying ``verdict``."""
+def _latest_check(key: SituationKey, holds: Callable[[Any], bool]
+                  ) -> Callable[[ServingRecords[Any, Any]], list[Raised[Any, Any]]]:
+    """The rule of a situation ``key`` raised by the latest check of the version when ``holds`` of it."""
 
     def recognise(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
         latest = records.checks[-1] if records.checks else None
-        return [] if latest is None or latest.verdict != verdict else [Raised(situation(key), check=latest)]
-
-    return recognise
-
-
-def _calibration_drift(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
-    latest = records.checks[-1] if records.checks else None
-    if latest is None or latest.verdict != "drift" or latest.shift_kind == "label_shift":
-        return []
-    return [Raised(situation("drift"), check=latest)]
-
-
-def _latest_diagnosed(kind: str, key: SituationKey) -> Callable[[ServingRecords[Any, Any]], list[Raised[Any, Any]]]:
-    """The rule of a situation ``key`` raised by the latest check of the version diagnosing ``kind``."""
-
-    def recognise(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
-        latest = records.checks[-1] if records.checks else None
-        return [] if latest is None or latest.shift_kind != kind else [Raised(situation(key), check=latest)]
+        return [] if latest is None or not holds(latest) else [Raised(situation(key), check=latest)]
 
     return recognise
 
@@ -192,14 +176,14 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
         raised_by=(Raiser("drift", "thermostat: calibration drift", DRIFT_EVENT),),
         on_dashboard="the latest check of a version an alias points at now says drift, and its shift diagnosis is "
                      "not a label shift (that one is the label shift's)",
-        recognise=_calibration_drift,
+        recognise=_latest_check("drift", lambda check: check.verdict == "drift" and check.shift_kind != "label_shift"),
     ),
     Situation(
         key="label_shift", title="label shift",
         raised_by=(Raiser("label_shift", "thermostat: label shift", LABEL_SHIFT_EVENT),),
         on_dashboard="the latest check of a version an alias points at now diagnosed a label shift (its class mix "
                      "moved; no temperature refit)",
-        recognise=_latest_diagnosed("label_shift", "label_shift"),
+        recognise=_latest_check("label_shift", lambda check: check.shift_kind == "label_shift"),
     ),
     Situation(
         key="refit_refused", title="refit refused",
@@ -236,7 +220,7 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
             Raiser("monitor_crashed", "thermostat: monitor crashed", FLOW_RUN_CRASHED_EVENT, flow="monitor"),
         ),
         on_dashboard="the latest check of a serving version failed (its run ended FAILED): no verdict",
-        recognise=_latest_says("failed", "check_failed"),
+        recognise=_latest_check("check_failed", lambda check: check.verdict == "failed"),
     ),
 )
 """Every situation, in the order the automations are installed."""

@@ -101,6 +101,7 @@ if _typing.TYPE_CHECKING:
         ShiftDiagnosis,
         class_accuracy_test,
         diagnose_shift,
+        holm_levels,
         reweighting_gain,
     )
     from ._stats import CalibrationStats, ReliabilityTable
@@ -185,6 +186,7 @@ __all__ = [
     "fit_partitioned",
     "fit_temperature",
     "group_calibration",
+    "holm_levels",
     "is_partitioned_path",
     "json_safe",
     "log_normal_interval",
@@ -252,7 +254,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_serialise": ("JsonResult", "json_safe"),
     "_shift": (
         "ClassAccuracyTest", "ReweightingGain", "ShiftDiagnosis", "class_accuracy_test", "diagnose_shift",
-        "reweighting_gain"
+        "holm_levels", "reweighting_gain"
     ),
     "_stats": ("CalibrationStats", "ReliabilityTable"),
     "_temperature": (

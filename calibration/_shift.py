@@ -64,7 +64,7 @@ from ._softmax import label_log_probability
 from ._validation import check_confidence_level, check_labels, check_logits, check_temperature
 
 __all__ = ["ClassAccuracyTest", "ReweightingGain", "ShiftDiagnosis", "class_accuracy_test", "diagnose_shift",
-           "reweighting_gain"]
+           "holm_levels", "reweighting_gain"]
 
 ShiftKind = Literal["no_change", "label_shift", "calibration_drift", "accuracy_collapse", "covariate_shift"]
 Fix = Literal["none", "prior_correction", "temperature_refit", "prior_correction_and_refit", "escalate"]
@@ -124,6 +124,36 @@ def reweighting_gain(
                                                   reference_priors=reference_priors)
     gain = corrected[np.arange(y.shape[0]), y] - label_log_probability(array, y, temperature)
     return ReweightingGain(int(gain.shape[0]), float(gain.sum()), float(np.dot(gain, gain)))
+
+
+def holm_levels(p_values: Sequence[float], level: float) -> tuple[float, ...]:
+    """The level each of a family of tests is read at, by Holm's step-down at family-wise ``level``.
+
+    "No change" needs every test of the family quiet at once, so their false alarms add up; Holm
+    (1979) holds the chance that any of them fires on unchanged traffic to ``level``. Sorted by
+    p-value, the i-th smallest (from 0) is read at ``level / (m − i)`` while every smaller one
+    fired; from the first that does not, each is read at that one's level (so a test fires iff
+    its p-value is below its level). A NaN p-value is a test that did not run: it is left out of
+    m, and its level is NaN.
+
+    >>> holm_levels([0.004, 0.3], 0.01)  # the smaller at 0.01 / 2: it fires, the other is read at 0.01
+    (0.005, 0.01)
+    >>> holm_levels([0.008, 0.3], 0.01)  # 0.008 >= 0.005: neither fires (each read at 0.005)
+    (0.005, 0.005)
+    >>> holm_levels([0.008, math.nan], 0.01)  # one test ran: it has the whole level
+    (0.01, nan)
+    """
+    level = check_confidence_level(level, name="level")
+    values = [float(p) for p in p_values]
+    ran = sorted((p, i) for i, p in enumerate(values) if not math.isnan(p))
+    levels = [math.nan] * len(values)
+    stopped: float | None = None
+    for step, (p, i) in enumerate(ran):
+        at = level / (len(ran) - step) if stopped is None else stopped
+        levels[i] = at
+        if stopped is None and not p < at:
+            stopped = at
+    return tuple(levels)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ import typing as _typing
 # costs nothing and a name loads only its own module (and what that imports): a command that
 # needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
 if _typing.TYPE_CHECKING:
-    from .diagnosis import ReweightedWindow, diagnose_check, reweight_window
+    from .diagnosis import ReweightedWindow, diagnose_check, read_as_family, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
     from .drift_tests import (
         CollapsedOutputTest,
@@ -191,6 +191,7 @@ __all__ = [
     "policy_knobs",
     "prior_test_numbers",
     "prune_prediction_log",
+    "read_as_family",
     "redact_credentials",
     "reliability_figure",
     "retention_cutoff",
@@ -209,7 +210,7 @@ __all__ = [
 # Which module defines each name of __all__ (the imports above, for the run time;
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "diagnosis": ("ReweightedWindow", "diagnose_check", "reweight_window"),
+    "diagnosis": ("ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"),
     "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
     "drift_tests": (
         "CollapsedOutputTest", "DriftTest", "EceExcessTest", "ScopeEvidence", "ScopeReference",

@@ -8,15 +8,16 @@ collapse, covariate shift). :func:`diagnose_check` runs the diagnosis on a check
 1. the **class priors of the served rows** (labelled or not), summed in the check's one pass over
    the window (:func:`monitoring.scan_window`: :class:`calibration.ServedPriorStats`, a sample of
    at most ``prior_sample_capacity`` posteriors), tested against the priors the version
-   registered (:class:`calibration.ReferencePriors`) at ``prior_shift_level``
-   (:func:`calibration.prior_shift_test`, EM's estimate with it);
+   registered (:class:`calibration.ReferencePriors`) (:func:`calibration.prior_shift_test`, EM's
+   estimate with it), read with the early warning's test of the served confidences as one family
+   at ``diagnosis_level`` (:func:`read_as_family`: "no change" needs both quiet);
 2. when the priors moved and the window has enough labelled rows (``min_window``): the
    labelled rows **read again at the re-weighted posteriors** (:func:`reweight_window`, a second
    read of the labelled rows only, in chunks): the drift tests on them (the same policy and
    reference) and the re-weighting's NLL gain; and the per-class accuracies against the
    reference's (:func:`calibration.class_accuracy_test`, from the first pass's counts);
 3. the labelled accuracy against the acceptance floor, and the early warning's test of the
-   served confidences.
+   served confidences (at its Holm level of step 1).
 
 What cannot be told is said in the reasons, never an error: a version registered before its
 reference priors were stored (or with too many classes for a tag) gets no diagnosis of the
@@ -31,6 +32,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeVar
 
 from numpy.typing import ArrayLike
 
@@ -43,15 +45,49 @@ from calibration import (
     ShiftDiagnosis,
     class_accuracy_test,
     diagnose_shift,
+    holm_levels,
     prior_corrected_logits,
     prior_shift_test,
     reweighting_gain,
 )
 
 from .drift import DriftReport, decide_drift
+from .early_warning import EarlyWarning
 from .window import LabelledSource, WindowSummary, _labelled_read
 
-__all__ = ["ReweightedWindow", "diagnose_check", "reweight_window"]
+__all__ = ["ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"]
+
+
+_Test = TypeVar("_Test", PriorShiftTest, None)
+
+
+def read_as_family(test: _Test, warning: EarlyWarning | None, level: float) -> tuple[_Test, bool]:
+    """The prior test and the early warning's confidence test read as one family at ``level``.
+
+    A window is "no change" only when both are quiet, so each one's false alarms add to the
+    other's: read alone at 0.01 each they called 2–4 % of unchanged CIFAR windows a shift. Holm's
+    step-down (:func:`calibration.holm_levels`) holds the pair to ``level``: the smaller p-value
+    is read at ``level / 2`` and, if it fired, the other at ``level``; a test that did not run
+    leaves the whole level to the other.
+
+    Returns
+    -------
+    (PriorShiftTest or None, bool)
+        The prior test with its ``level`` and ``fired`` at its Holm level, and whether the
+        confidences moved at theirs (the early warning's own ``shifted``, an alert of its own at
+        ``confidence_shift_level``, is left as it is).
+
+    Examples
+    --------
+    >>> read_as_family(None, None, 0.01)
+    (None, False)
+    """
+    prior_p = test.p_value if test is not None else math.nan
+    confidence_p = warning.p_value if warning is not None and warning.tested else math.nan
+    prior_level, confidence_level = holm_levels([prior_p, confidence_p], level)
+    if test is not None and not math.isnan(prior_level):
+        test = replace(test, level=prior_level, fired=bool(test.df and test.p_value < prior_level))
+    return test, bool(confidence_p < confidence_level)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -153,7 +189,9 @@ def diagnose_check(
     ('no_change', 'no diagnosis of the class priors: this v')
     """
     policy = report.policy
+    warning = report.early_warning
     test, why_not = _prior_test(report, served, reference)
+    test, confidence_shifted = read_as_family(test, warning, policy.diagnosis_level)
     labelled = report.verdict != "insufficient_data"
     reweighted_fired: tuple[str, ...] | None = None
     gain = class_accuracy = None
@@ -164,12 +202,10 @@ def diagnose_check(
         if class_rows is not None and class_correct is not None:
             class_accuracy = class_accuracy_test(class_rows, class_correct, reference, level=policy.prior_shift_level,
                                                  seed=policy.seed)
-    warning = report.early_warning
     diagnosis = diagnose_shift(
         priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired, gain=gain,
         class_accuracy=class_accuracy, accuracy=report.window.accuracy if labelled else math.nan,
-        accuracy_floor=accuracy_floor, confidence_shifted=warning is not None and warning.shifted,
-        level=policy.prior_shift_level,
+        accuracy_floor=accuracy_floor, confidence_shifted=confidence_shifted, level=policy.prior_shift_level,
     )
     return replace(report, diagnosis=diagnosis, prior_test=test,
                    reasons=_with_diagnosis(report, diagnosis, why_not))
@@ -192,7 +228,7 @@ def _prior_test(report: DriftReport, served: ServedPriorStats | None,
     if not math.isclose(served.temperature, reference.temperature, rel_tol=1e-9):
         return None, (f"no diagnosis of the class priors: the reference priors were summed at T = "
                       f"{reference.temperature:.6g}, not at the deployed T = {served.temperature:.6g}")
-    return prior_shift_test(served, reference, level=policy.prior_shift_level,
+    return prior_shift_test(served, reference, level=policy.diagnosis_level,
                             confidence_level=policy.confidence_level, seed=policy.seed), None
 
 

@@ -155,10 +155,13 @@ class DriftPolicy:
         100, "confidence_shift_min_rows", "the early warning tests the served confidences only with this many rows "
         "in the window and in the reference", interval=Interval(2, integer=True))
     # The shift diagnosis (which shift a check saw: calibration.diagnose_shift).
+    diagnosis_level: float = _knob(
+        0.01, "diagnosis_level", "family-wise level of the shift diagnosis's \"no change\": the test of the served rows' "
+        "class priors against the version's reference and the test of their confidences share it (Holm), so unchanged "
+        "traffic is called a shift at most this often by them", interval=_PROBABILITY)
     prior_shift_level: float = _knob(
-        0.01, "prior_shift_level", "significance level of the shift diagnosis's tests: the served rows' class priors "
-        "against the version's reference, the labelled rows' per-class accuracies, the re-weighting's NLL gain",
-        interval=_PROBABILITY)
+        0.01, "prior_shift_level", "significance level of the shift diagnosis's tests once the class priors moved: the "
+        "labelled rows' per-class accuracies, the re-weighting's NLL gain", interval=_PROBABILITY)
     prior_min_rows: int = _knob(
         100, "prior_shift_min_rows", "the shift diagnosis tests the class priors only with this many served rows in "
         "the window", interval=Interval(2, integer=True))

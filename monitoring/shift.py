@@ -20,9 +20,10 @@ them, what :func:`calibration.diagnose_shift` decides from, on a window held in 
    (:func:`~monitoring.warn_before_labels`).
 
 The command line's ``thermostat diagnose`` and the study (``benchmarks/shift_study.py``) both
-call it, so the two cannot diverge. The policy's ``p_threshold`` is the level of the prior test,
-of the per-class accuracy test and of the re-weighting gain's tests as well as of the drift
-decision.
+call it, so the two cannot diverge. As on every check (:func:`monitoring.diagnose_check`), the
+prior test and the confidence test are read as one family at the policy's ``diagnosis_level``
+(:func:`monitoring.read_as_family`, Holm), the per-class accuracy test and the re-weighting
+gain's tests at its ``prior_shift_level``; ``p_threshold`` is the drift decision's.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from calibration import (
     reweighting_gain,
 )
 
+from .diagnosis import read_as_family
 from .drift import DriftReference, DriftReport, decide_drift
 from .early_warning import ConfidenceProfile, EarlyWarning, warn_before_labels
 from .policy import DEFAULT_POLICY, DriftPolicy
@@ -116,7 +118,8 @@ def diagnose_arrays(
     served_logits : array of shape (n_served, n_classes), optional
         The window's served rows, labelled or not (default: the labelled rows' ``logits``).
     policy : DriftPolicy, default=DEFAULT_POLICY
-        The drift decision's parameters; ``p_threshold`` is also the prior, per-class accuracy and gain tests' level.
+        The decisions' parameters: ``p_threshold`` the drift decision's level, ``diagnosis_level`` the
+        prior and confidence tests' (one family), ``prior_shift_level`` the per-class accuracy and gain tests'.
     n_bins : int, default=15
         Bins of the window's calibration statistics (the reference's ECE's binning).
     seed : int, default=0
@@ -163,10 +166,15 @@ def diagnose_arrays(
         raise ValueError(f"the window has {window.shape[1]} classes and the reference priors "
                          f"{reference_priors.n_classes}; both must score the same K classes")
     served_rows = window if served_logits is None else served_logits
-    level = policy.p_threshold
-    # 1. The served rows, labelled or not: their priors and the prior test.
+    level = policy.prior_shift_level
+    # 1. The served rows, labelled or not: their priors and the prior test, read with the served
+    # confidences' test as one family (step 3's early warning).
     served = ServedPriorStats.from_logits(served_rows, temperature=temperature, seed=seed)
-    prior_test = prior_shift_test(served, reference_priors, level=level, seed=seed)
+    warning = warn_before_labels(ConfidenceProfile.from_logits(served_rows, temperature=temperature),
+                                 reference_profile, policy=policy)
+    prior_test, confidence_shifted = read_as_family(
+        prior_shift_test(served, reference_priors, level=policy.diagnosis_level, seed=seed), warning,
+        policy.diagnosis_level)
     estimate = prior_test.estimate
     # 2. The labelled rows at the deployed posteriors and, if the priors moved, at the re-weighted ones.
     drift = decide_drift(summary, reference, policy)
@@ -184,14 +192,12 @@ def diagnose_arrays(
                                            reference_priors=estimate.reference_priors)
         reweighted_drift = decide_drift(summarise_arrays(corrected, y, temperature=temperature, start=_EPOCH,
                                                          end=_EPOCH, n_bins=n_bins), reference, policy)
-    # 3. The accuracy and the served confidences.
-    warning = warn_before_labels(ConfidenceProfile.from_logits(served_rows, temperature=temperature),
-                                 reference_profile, policy=policy)
+    # 3. The accuracy and the served confidences (tested in step 1).
     diagnosis = diagnose_shift(
         priors=prior_test, tests_fired=drift.tests_fired,
         reweighted_tests_fired=None if reweighted_drift is None else reweighted_drift.tests_fired, gain=gain,
         class_accuracy=class_accuracy, accuracy=float(correct.mean()), accuracy_floor=accuracy_floor,
-        confidence_shifted=warning.shifted, level=level,
+        confidence_shifted=confidence_shifted, level=level,
     )
     return ShiftCheck(diagnosis=diagnosis, served=served, prior_test=prior_test, drift=drift,
                       reweighted_drift=reweighted_drift, gain=gain, class_accuracy=class_accuracy, warning=warning)

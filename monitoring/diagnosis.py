@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import overload
 
 from numpy.typing import ArrayLike
 
@@ -58,10 +58,13 @@ from .window import LabelledSource, WindowSummary, _labelled_read
 __all__ = ["ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"]
 
 
-_Test = TypeVar("_Test", PriorShiftTest, None)
-
-
-def read_as_family(test: _Test, warning: EarlyWarning | None, level: float) -> tuple[_Test, bool]:
+@overload
+def read_as_family(test: PriorShiftTest, warning: EarlyWarning | None, level: float) -> tuple[PriorShiftTest, bool]: ...
+@overload
+def read_as_family(test: PriorShiftTest | None, warning: EarlyWarning | None,
+                   level: float) -> tuple[PriorShiftTest | None, bool]: ...
+def read_as_family(test: PriorShiftTest | None, warning: EarlyWarning | None,
+                   level: float) -> tuple[PriorShiftTest | None, bool]:
     """The prior test and the early warning's confidence test read as one family at ``level``.
 
     A window is "no change" only when both are quiet, so each one's false alarms add to the

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from calibration import ReferencePriors, TemperatureStats
-from monitoring import ConfidenceProfile, DriftReference, ShiftCheck, diagnose_arrays
+from calibration import ReferencePriors, TemperatureStats, holm_levels
+from monitoring import ConfidenceProfile, DriftPolicy, DriftReference, ShiftCheck, diagnose_arrays, read_as_family
 
 
 def _rows(priors: list[float], n: int, rng: np.random.Generator, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -50,3 +53,44 @@ def test_served_rows_alone_carry_the_prior_shift() -> None:
 def test_a_window_of_another_k_is_refused() -> None:
     with pytest.raises(ValueError, match="the window has 3 classes and the reference priors 4"):
         _check(_rows([1 / 3] * 3, 600, np.random.default_rng(3)))
+
+
+def test_unchanged_windows_are_no_change_at_the_family_level() -> None:
+    # "No change" needs the prior test and the confidence test quiet at once. 300 windows of 500
+    # rows from a calibrated model, each against its own reference of 2,000 rows (the level is over
+    # both samples), at diagnosis_level 0.1 (large, for the Monte Carlo error): the two tests read
+    # each at 0.1 called ~19 % of them a shift (one test's false alarms added to the other's); read
+    # as one Holm family, at most the level.
+    level, windows = 0.1, 300
+    policy = DriftPolicy(diagnosis_level=level, confidence_shift_level=level)
+    rng = np.random.default_rng(40)
+    shifts = apart = 0
+    for _ in range(windows):
+        logits, labels = _rows([0.25] * 4, 2_000, rng)
+        check = diagnose_arrays(*_rows([0.25] * 4, 500, rng), temperature=1.0, policy=policy,
+                                reference=DriftReference.of(0.01, ece_interval=(0.0, 0.02),
+                                                            temperature_stats=TemperatureStats.from_logits(logits, labels)),
+                                reference_priors=ReferencePriors.from_logits(logits, labels),
+                                reference_profile=ConfidenceProfile.from_logits(logits, labels), accuracy_floor=0.5)
+        shifts += check.diagnosis.kind != "no_change"
+        apart += check.prior_test.p_value < level or check.warning.shifted
+    assert shifts / windows <= level + 3 * math.sqrt(level * (1 - level) / windows), (shifts, apart)  # 0.152
+    assert apart > shifts, (shifts, apart)  # the separate reading: what the family level removes
+
+
+def test_the_family_reads_the_smaller_p_value_at_half_the_level() -> None:
+    assert holm_levels([0.004, 0.3], 0.01) == (0.005, 0.01)
+    assert holm_levels([0.3, 0.004], 0.01) == (0.01, 0.005)
+    assert holm_levels([0.004, 0.009], 0.01) == (0.005, 0.01)  # both fire
+    assert holm_levels([0.006, 0.009], 0.01) == (0.005, 0.005)  # neither: 0.006 >= 0.005
+    assert holm_levels([0.02, 0.001, 0.004], 0.01) == pytest.approx((0.01, 0.01 / 3, 0.005))  # the third read at 0.01
+    assert holm_levels([0.008, math.nan], 0.01) == (0.01, pytest.approx(math.nan, nan_ok=True))
+    check = _check(_rows([0.25] * 4, 2_000, np.random.default_rng(5)))
+    prior, warning = replace(check.prior_test, p_value=0.008), replace(check.warning, p_value=0.3, tested=True)
+    test, shifted = read_as_family(prior, warning, 0.01)
+    assert (test.fired, test.level, shifted) == (False, 0.005, False)  # alone at 0.01 it would fire
+    test, shifted = read_as_family(prior, replace(warning, p_value=0.004), 0.01)
+    assert (test.fired, test.level, shifted) == (True, 0.01, True)  # the confidences fired first: 0.01 is left
+    test, shifted = read_as_family(prior, replace(warning, tested=False, p_value=math.nan), 0.01)
+    assert (test.fired, test.level, shifted) == (True, 0.01, False)  # the only test run has the whole level
+    assert read_as_family(None, None, 0.01) == (None, False)

@@ -35,11 +35,11 @@ window index w (seeded by the file and w):
 
 3. the check on the window (all rows served and labelled), :func:`monitoring.diagnose_arrays`
    (what ``thermostat diagnose`` runs) with the default policy: the drift decision at the
-   deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows) and the
-   prior test (level 0.01), the decision again at the re-weighted posteriors and the
-   re-weighting's NLL gain, the early warning's confidence test, the accuracy against a floor
-   of half the reference's accuracy; then :func:`calibration.diagnose_shift`; BBSE on all the
-   served rows beside EM;
+   deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows), the
+   prior test and the early warning's confidence test (one family at level 0.01, Holm), the
+   decision again at the re-weighted posteriors and the re-weighting's NLL gain, the accuracy
+   against a floor of half the reference's accuracy; then :func:`calibration.diagnose_shift`;
+   BBSE on all the served rows beside EM;
    at 2,000 rows, in the first 25 windows of a file, EM is cross-checked against the
    ``abstention`` package's (Alexandari et al.'s code; ``pip install abstention==0.1.3.1``, in the
    ``bench`` extra; the columns stay empty without it) on the same sample;

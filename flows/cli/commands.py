@@ -826,7 +826,7 @@ def _diagnose_text(check: ShiftCheck, args: argparse.Namespace, reference_n: int
         f"{'converged' if estimate.converged else 'NOT converged'})"
         + ("" if len(classes) == move.shape[0] else f", the {_SHOWN_CLASSES} largest moves of {move.shape[0]}"),
         _table(["class", "reference", "estimated", f"{level} interval"], rows),
-        f"prior test: chi2 = {_number(test.statistic, 2)}, df {test.df}, p = {_p_text(test.p_value)} (level "
+        f"prior test: Hotelling T2 = {_number(test.statistic, 2)}, df {test.df}, p = {_p_text(test.p_value)} (level "
         f"{_p_text(test.level)}): {'MOVED' if test.fired else 'unchanged'}; total variation {_number(test.effect)} "
         f"[{_number(test.effect_low)}, {_number(test.effect_high)}]",
         "",

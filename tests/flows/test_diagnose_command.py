@@ -125,7 +125,7 @@ def test_the_text_report_says_the_kind_and_the_fix(files: Path, capsys: pytest.C
     code, out, err = run(capsys, "diagnose", files / "reference.npz", files / "label_shift.npz", "--temperature",
                          "1", *FAST)
     assert code == 1 and "thermostat: warning: shift found: label shift (fix: prior correction)" in err
-    assert "diagnosis: LABEL SHIFT; fix: prior correction" in out and "prior test: chi2 =" in out
+    assert "diagnosis: LABEL SHIFT; fix: prior correction" in out and "prior test: Hotelling T2 =" in out
     assert "at the re-weighted posteriors: none" in out and "reasons:" in out
 
 

@@ -42,7 +42,6 @@ class TopLabelScores:
 
     Examples
     --------
-    >>> import numpy as np
     >>> scores = TopLabelScores.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0])
     >>> scores.predictions.tolist(), scores.confidence.round(6).tolist(), scores.correct.tolist()
     ([1, 0, 1], [0.7, 0.9, 0.6], [True, True, False])
@@ -93,7 +92,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> scores = TopLabelScores.from_logits(np.log([[0.2, 0.8]]), [1], temperature=2.0)
         >>> scores.confidence.round(6).tolist(), scores.nll.round(6).tolist()
         ([0.666667], [0.405465])
@@ -120,7 +118,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).calibration_stats(n_bins=2).bin_count.tolist()
         [0, 1]
         """
@@ -131,7 +128,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).temperature_stats().n
         1
         """
@@ -187,7 +183,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> scores = TopLabelScores.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0])
         >>> first, second = scores.grouped_calibration_stats([1, 0, 1], 2, n_bins=3)
         >>> first.n, second.n, (first + second).n

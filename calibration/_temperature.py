@@ -144,7 +144,6 @@ class TemperatureStats(JsonResult):
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.2, 0.8], [0.9, 0.1], [0.3, 0.7]])
     >>> stats = TemperatureStats.from_logits(logits, [1, 0, 0])
     >>> stats.n, round(stats.gradient_sum, 6), round(stats.expected_errors, 6)
@@ -536,7 +535,6 @@ def temperature_test(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(4000, 5))
     >>> def labels_at(t):  # labels drawn from softmax(logits / t)
@@ -750,7 +748,6 @@ def minimal_detectable_shift(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(5000, 10))
     >>> p = np.exp(logits); p /= p.sum(axis=1, keepdims=True)

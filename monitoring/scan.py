@@ -205,7 +205,7 @@ def scan_window(
             summary.add_scores(scores, chunk.groups[labelled], chunk.temperature[labelled])
         if arrived is not None and wanted is not None and wanted.any():
             codes = np.where(chunk.arrived[labelled], 0, 1).astype(np.intp)
-            arrived = arrived + scores.grouped_temperature_stats(codes, 2)[0]
+            arrived = arrived + TemperatureStats.grouped(scores, codes, 2)[0]
             first_served = _earliest(first_served, chunk.time[wanted][0])
     outside = 0
     if arrivals is not None and arrived is not None:
@@ -243,4 +243,4 @@ class _ClassCounts:
 
 
 def _temperature_sums(chunk: LabelledChunk, temperature: float) -> TemperatureStats:
-    return TopLabelScores.from_logits(chunk.logits, chunk.labels, temperature=temperature).temperature_stats()
+    return TemperatureStats.from_logits(chunk.logits, chunk.labels, temperature=temperature)

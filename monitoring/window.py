@@ -310,7 +310,7 @@ class _Accumulator:
             self.groups[key] = self.groups[key] + part if key in self.groups else part
         self.n_ungrouped += per_code[ungrouped].n
         self.overall = reduce(add, per_code, self.overall)
-        sums = scores.grouped_temperature_stats(codes, ungrouped + 1)
+        sums = TemperatureStats.grouped(scores, codes, ungrouped + 1)
         for key, part_sums in zip(keys, sums[:ungrouped], strict=True):
             self.group_scores[key] = self.group_scores[key] + part_sums if key in self.group_scores else part_sums
         self.scores = reduce(add, sums, self.scores)

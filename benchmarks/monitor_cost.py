@@ -236,13 +236,14 @@ def fill_window(url: str, n_rows: int, n_classes: int, *, batch: int = 50_000) -
 
 def _three_reads(url: str, chunk_size: int) -> dict[str, Any]:
     """What a check read before: the summary, the sequential increment, the early warning's profile."""
-    from monitoring import NewlyLabelled, PredictionLog, confidence_profile, summarise_window
+    from monitoring import NewlyLabelled, PredictionLog, WindowQuery, confidence_profile, summarise_window
 
     with PredictionLog(url) as log:
-        summary = summarise_window(log, CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=CHECK_START,
-                                   end=CHECK_END, threshold=0.9, chunk_size=chunk_size)
-        increment = summarise_window(NewlyLabelled(log, since=CURSOR, until=UNTIL), CHECK_MODEL, CHECK_VERSION,
-                                     temperature=CHECK_T, start=EPOCH, end=CHECK_END,
+        query = WindowQuery(CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=CHECK_START, end=CHECK_END,
+                            threshold=0.9)
+        summary = summarise_window(log, query, chunk_size=chunk_size)
+        query = WindowQuery(CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=EPOCH, end=CHECK_END)
+        increment = summarise_window(NewlyLabelled(log, since=CURSOR, until=UNTIL), query,
                                      chunk_size=chunk_size).temperature_stats
         profile = confidence_profile(log, CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=CHECK_START,
                                      end=CHECK_END, chunk_size=chunk_size)
@@ -253,12 +254,13 @@ def _three_reads(url: str, chunk_size: int) -> dict[str, Any]:
 
 def _one_pass(url: str, chunk_size: int) -> dict[str, Any]:
     """The same three results from one pass over the window (and the late labels outside it)."""
-    from monitoring import LabelArrivals, PredictionLog, scan_window
+    from monitoring import LabelArrivals, PredictionLog, WindowQuery, scan_window
 
     arrivals = LabelArrivals(since=CURSOR, until=UNTIL, served_from=EPOCH, served_to=CHECK_END)
     with PredictionLog(url) as log:
-        scan = scan_window(log, CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=CHECK_START, end=CHECK_END,
-                           threshold=0.9, chunk_size=chunk_size, arrivals=arrivals)
+        query = WindowQuery(CHECK_MODEL, CHECK_VERSION, temperature=CHECK_T, start=CHECK_START, end=CHECK_END,
+                            threshold=0.9)
+        scan = scan_window(log, query, chunk_size=chunk_size, arrivals=arrivals)
     assert scan.summary is not None and scan.arrived is not None
     return {"n": scan.summary.n, "ece": scan.summary.overall.ece, "nll": scan.summary.overall.nll,
             "increment_n": scan.arrived.n, "increment_gradient_sum": scan.arrived.gradient_sum,

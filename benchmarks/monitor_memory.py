@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from monitoring import PredictionLog, log_predictions, summarise_window  # noqa: E402
+from monitoring import PredictionLog, WindowQuery, log_predictions, summarise_window  # noqa: E402
 
 MODEL, VERSION = "bench", "1"
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -105,8 +105,8 @@ def measure(path: Path, chunk_size: int, mode: str) -> dict[str, float]:
     log.count_labelled(MODEL, VERSION, START, START + WINDOW)  # open the pool
 
     def read() -> int:
-        summary = summarise_window(log, MODEL, VERSION, temperature=1.0, start=START, end=START + WINDOW,
-                                   threshold=0.9, chunk_size=chunk_size)  # fmt: skip
+        query = WindowQuery(MODEL, VERSION, temperature=1.0, start=START, end=START + WINDOW, threshold=0.9)
+        summary = summarise_window(log, query, chunk_size=chunk_size)
         return summary.n_chunks
 
     if mode == "tracemalloc":

@@ -337,7 +337,7 @@ def arl(runs: int, seed: int) -> str:
         logits, labels = load(name)
         temperature = fit_temperature(logits, labels).temperature
         scores = TopLabelScores.from_logits(logits, labels, temperature=temperature)
-        sums = scores.temperature_stats()
+        sums = TemperatureStats.from_scores(scores)
         kappa = sums.gradient_variance / (sums.curvature_sum / sums.n)
         g, c = scores.gradient - scores.gradient.mean(), scores.curvature
 

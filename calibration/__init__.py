@@ -4,6 +4,8 @@ numpy, scipy and pandas only (pandas to read and write tables): no MLflow, no Pr
 Everything outside this package uses the names below; the ``_*`` modules are private.
 The validators (:func:`check_logits`, :func:`check_temperature`, :func:`check_n_bins`) are
 public so that the packages built on this one refuse bad input with the same words.
+The docstrings' examples take ``import numpy as np`` and ``from datetime import UTC, datetime,
+timedelta`` as done (as NumPy's docstring standard takes ``np``).
 
 References
 ----------

@@ -43,7 +43,6 @@ class PriorCorrection(JsonResult):
     ([0.5, 0.5], [1.6, 0.4])
     >>> PriorCorrection.from_json(correction.to_json()) == correction
     True
-    >>> import numpy as np
     >>> np.exp(correction.log_probabilities([[0.0, 0.0]], temperature=2.0)).round(6).tolist()
     [[0.8, 0.2]]
     """

@@ -212,7 +212,6 @@ class ConfidenceHistogram:
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]])
     >>> whole = ConfidenceHistogram.from_logits(logits, [1, 0, 0], n_bins=3)
     >>> whole.count.tolist(), whole.correct.tolist()
@@ -641,7 +640,6 @@ def calibration_error_from_stats(
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]])
     >>> stats = CalibrationStats.from_logits(logits, [1, 0, 0], n_bins=3)
     >>> result = calibration_error_from_stats(stats, estimator="debiased_l2", n_resamples=200)

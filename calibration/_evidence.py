@@ -220,7 +220,6 @@ def paired_bootstrap_nll(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(1)
     >>> logits = 3.0 * rng.normal(size=(2000, 4))
     >>> true_probabilities = np.exp(logits / 2.0)  # the truth is twice as flat
@@ -297,7 +296,6 @@ def paired_bootstrap_nll_between(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from calibration import prior_corrected_logits
     >>> logits = np.zeros((400, 2)); labels = (np.arange(400) % 5 == 0).astype(int)  # class 1 is 20 %
     >>> moved = prior_corrected_logits(logits, temperature=1.0, priors=[0.8, 0.2], reference_priors=[0.5, 0.5])
@@ -372,7 +370,6 @@ def consistency_resampling_test(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(3)
     >>> logits = 3.0 * rng.normal(size=(2000, 4))
     >>> true_probabilities = np.exp(logits / 2.0)  # read at T = 1, the model is over-confident

@@ -154,7 +154,6 @@ def fit_temperature(
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.tile([np.log(9.0), 0.0], (10, 1))
     >>> labels = np.array([0] * 8 + [1] * 2)
     >>> fit = fit_temperature(logits, labels)

@@ -284,7 +284,6 @@ def choose_threshold(
 
     Examples
     --------
-    >>> import numpy as np
     >>> confidence = np.linspace(0.5, 1.0, 1000)
     >>> correct = np.random.default_rng(0).random(1000) < confidence  # perfectly calibrated
     >>> choice = choose_threshold(confidence, correct, target_accuracy=0.9)

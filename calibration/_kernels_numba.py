@@ -24,13 +24,20 @@ the reference the tests hold these to, at 1e-12 relative):
   gathers). numba's ``math.exp`` is a scalar libm call here (no SVML); the degree-13
   polynomial this replaces took 0.73 ns an exp on one core, this 0.63.
 - Two layouts. Rows of more than :data:`COLUMNS_MAX_CLASSES` logits are taken one at a
-  time: a loop forms ``d = z - max z <= 0`` in float64 and ``e = exp(beta * d)``, stores
-  both in row buffers and adds up Σe and Σe·d as it goes; a second loop over the buffers
-  adds the centred moments. Narrower rows are taken 64 at a time and transposed into a
-  column buffer, so that every loop runs down 64 rows at once, the rows' sums in arrays,
-  instead of along a row of 2 to 32 logits, whose loop set-up and scalar remainder cost
-  more than its body (the fit's pass, against the row layout: K = 2 2.5x faster, K = 8
-  1.6x, K = 16 1.2x, even at K = 32).
+  time: a loop puts ``d = z - max z <= 0`` in float64 into a row buffer, padded to a
+  multiple of 8 entries with a ``d`` whose exp is exactly 0 (:func:`_padded`: every sum
+  gets exactly 0 from the padding), so that the vector loops over the buffer never end in
+  their scalar remainder (one scalar iteration of the exp loop cost ~9 ns: at K = 100,
+  four of them were 13% of the fit's pass); a loop forms ``e = exp(beta * d)``, stores it
+  and adds up Σe and Σe·d as it goes; a second loop over the buffers adds the centred
+  moments. The evaluation's row loop does the same without storing e, and takes the
+  labels' exps 64 rows at a time in one vector loop (one scalar exp a row cost ~5 ns).
+  Narrower rows are taken 64 at a time and transposed into a column buffer, so that every
+  loop runs down 64 rows at once, the rows' sums in arrays, instead of along a row of 2 to
+  32 logits, whose loop set-up and scalar remainder cost more than its body (the fit's
+  pass, against the row layout: K = 2 2.5x faster, K = 8 1.6x, K = 16 1.2x, even at
+  K = 32); there the evaluation finds the first arg-max in its exp loop (the lowest
+  column whose d is 0), not in a loop of its own.
   ``d <= 0``, so ``exp(beta * d)`` never overflows, whatever the logits (±1e4 and beyond).
 - Sums along a row are running sums whose additions carry LLVM's ``reassoc`` flag and
   nothing else (:func:`_sum_add`, :func:`_sum_fma`), so that the vectoriser may split them
@@ -242,6 +249,33 @@ def exp_nonpositive(x):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 # -- The row layout (more than COLUMNS_MAX_CLASSES logits a row) ------------------------------
 
+# Row buffers are padded to a multiple of this many entries (the step of the vectorised loops:
+# four doubles, two at a time), so that no row ends in the loops' scalar remainder.
+_PAD_TO = 8
+# The padding's d: exp(scale * d) is exactly 0 for any scale >= 7.1e-148, so the padding adds
+# exactly 0 to every sum (e * d, and e * u^j with u = d - mean: u² stays below 1e301, finite).
+_PAD = -1e150
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _padded(k, scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The row buffers' length for rows of ``k`` logits at ``exp(scale * d)``: ``k`` rounded up to
+    a multiple of _PAD_TO, or ``k`` itself when ``scale`` is too small for the padding's exp to be 0."""
+    if scale * _PAD <= _EXP_FLOOR:
+        return k + (-k) % _PAD_TO
+    return k
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _row_shifted(row, k, kp, d):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """d[:k] = row - max(row) in float64 (each <= 0), d[k:kp] = _PAD; returns max(row)."""
+    top = _row_max(row, k)
+    for j in range(k):
+        d[j] = np.float64(row[j]) - top
+    for j in range(k, kp):
+        d[j] = _PAD
+    return top
+
 
 @njit(fastmath=False, cache=True, inline="always")
 def _row_max(row, k):  # type: ignore[no-untyped-def]  # pragma: no cover
@@ -280,9 +314,9 @@ def _powers(w, p, q, bits):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(fastmath=False, cache=True, inline="always")
-def _row_exp(row, top, scale, p, q, bits, d, e, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """d = row - top in float64 and e = exp(beta * d), stored, in one vectorised loop; returns
-    (Σ e, Σ e·d, Σ exp(d)).
+def _row_exp(scale, p, q, bits, d, e, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """e = exp(beta * d) of the row buffer d (see :func:`_row_shifted`), stored, in one vectorised
+    loop; returns (Σ e, Σ e·d, Σ exp(d)).
 
     ``bits`` (a literal at each call site) 0: ``scale`` is beta, and Σ exp(d) is not formed (0).
     1 to _POWER_MAX_BITS: beta = p / q, ``scale`` is 1 / q and max(p, q) has ``bits`` bits;
@@ -292,8 +326,7 @@ def _row_exp(row, top, scale, p, q, bits, d, e, k):  # type: ignore[no-untyped-d
     s1 = 0.0
     s_one = 0.0
     for j in range(k):
-        d_j = np.float64(row[j]) - top
-        d[j] = d_j
+        d_j = d[j]
         e_j = _exp(scale * d_j)
         if bits > 0:
             e_j, e1_j = _powers(e_j, p, q, bits)
@@ -320,7 +353,7 @@ def _nll_at_one_plan(mode, p, q):  # type: ignore[no-untyped-def]  # pragma: no 
 
 
 @njit(fastmath=False, cache=True, inline="always")
-def _ratio_exp(row, top, inverse_q, p, q, bits, d, e, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _ratio_exp(inverse_q, p, q, bits, d, e, k):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_row_exp` at beta = p / q, specialised on ``bits``, the bit count of max(p, q)
     (1 to _POWER_MAX_BITS).
 
@@ -328,14 +361,14 @@ def _ratio_exp(row, top, inverse_q, p, q, bits, d, e, k):  # type: ignore[no-unt
     copy has a fixed number of square-and-multiply steps, unrolled, and vectorises.
     """
     if bits == 1:
-        return _row_exp(row, top, inverse_q, p, q, 1, d, e, k)
+        return _row_exp(inverse_q, p, q, 1, d, e, k)
     elif bits == 2:
-        return _row_exp(row, top, inverse_q, p, q, 2, d, e, k)
+        return _row_exp(inverse_q, p, q, 2, d, e, k)
     elif bits == 3:
-        return _row_exp(row, top, inverse_q, p, q, 3, d, e, k)
+        return _row_exp(inverse_q, p, q, 3, d, e, k)
     elif bits == 4:
-        return _row_exp(row, top, inverse_q, p, q, 4, d, e, k)
-    return _row_exp(row, top, inverse_q, p, q, 5, d, e, k)
+        return _row_exp(inverse_q, p, q, 4, d, e, k)
+    return _row_exp(inverse_q, p, q, 5, d, e, k)
 
 
 @njit(fastmath=False, cache=True, inline="always")
@@ -379,15 +412,16 @@ def _fold_rows(stats, r, beta, with_one, totals):  # type: ignore[no-untyped-def
     (relative error ~16 ulp of the product: ~1e-16 of the sum).
     """
     for i in range(r):
-        s0 = stats[_S0, i]
-        mu2 = stats[_M2, i] / s0
-        mu3 = stats[_M3, i] / s0
-        mu4 = stats[_M4, i] / s0
+        # One division, four multiplications (four divisions cost ~2 ns a row).
+        inverse = 1.0 / stats[_S0, i]
+        mu2 = stats[_M2, i] * inverse
+        mu3 = stats[_M3, i] * inverse
+        mu4 = stats[_M4, i] * inverse
         stats[_M2, i] = mu2
         stats[_M3, i] = mu3
         stats[_M4, i] = mu4 - 3.0 * mu2 * mu2
-        stats[_M5, i] = stats[_M5, i] / s0 - 10.0 * mu3 * mu2
-        stats[_M6, i] = stats[_M6, i] / s0 - 15.0 * mu4 * mu2 - 10.0 * mu3 * mu3 + 30.0 * mu2 * mu2 * mu2
+        stats[_M5, i] = stats[_M5, i] * inverse - 10.0 * mu3 * mu2
+        stats[_M6, i] = stats[_M6, i] * inverse - 15.0 * mu4 * mu2 - 10.0 * mu3 * mu3 + 30.0 * mu2 * mu2 * mu2
     (nll, gradient, gradient_square, k2_sum, k3_sum, k4_sum, k5_sum, k6_sum, nll_one,
      lowest_label, product, product_one, in_product) = totals
     for i in range(r):
@@ -451,26 +485,26 @@ def _expansion_rows(logits, labels, start, stop, beta, mode, p, q):  # type: ign
     k = logits.shape[1]
     inverse_q = 1.0 / q
     with_one, bits, powers = _nll_at_one_plan(mode, p, q)
-    d = np.empty(k)
-    e = np.empty(k)
+    kp = _padded(k, inverse_q if powers else beta)
+    d = np.empty(kp)
+    e = np.empty(kp)
     stats = np.empty((_N_ROW_STATS, _COLUMN_ROWS))
     totals = _NEW_TOTALS
     for first in range(start, stop, _COLUMN_ROWS):
         r = min(stop, first + _COLUMN_ROWS) - first
         for i in range(r):
-            row = logits[first + i]
-            top = _row_max(row, k)
+            _row_shifted(logits[first + i], k, kp, d)
             if powers:
-                s0, s1, s_one = _ratio_exp(row, top, inverse_q, p, q, bits, d, e, k)
+                s0, s1, s_one = _ratio_exp(inverse_q, p, q, bits, d, e, kp)
             else:
-                s0, s1, s_one = _row_exp(row, top, beta, 1, 1, 0, d, e, k)
+                s0, s1, s_one = _row_exp(beta, 1, 1, 0, d, e, kp)
                 s_one = 1.0
                 if with_one:
                     s_one = 0.0
                     for j in range(k):
                         s_one = _sum_add(s_one, _exp(d[j]))
             mean = s1 / s0
-            m2, m3, m4, m5, m6 = _centred_sums(e, d, mean, k)
+            m2, m3, m4, m5, m6 = _centred_sums(e, d, mean, kp)
             stats[_S0, i] = s0
             stats[_S_ONE, i] = s_one
             stats[_MEAN, i] = mean
@@ -713,14 +747,15 @@ def _fold_bins(stats, r, beta, interior, count, correct_count, confidence_sum, v
 
 
 @njit(fastmath=False, cache=True, inline="always")
-def _row_exp_squares(row, top, beta, k):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """(Σ e, Σ e², first j with row[j] == top) with e = exp(beta * (row - top)): one vectorised
-    loop, nothing stored (the first arg-max, as ``argmax``: z - max z == 0 iff z == max z)."""
+def _row_exp_squares(d, beta, k):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """(Σ e, Σ e², first j with d[j] == 0) with e = exp(beta * d) of the row buffer d (see
+    :func:`_row_shifted`): one vectorised loop, nothing stored (the first arg-max, as ``argmax``:
+    z - max z == 0 iff z == max z; never a padding entry)."""
     s0 = 0.0
     squares = 0.0
     first = k
     for j in range(k):
-        d_j = np.float64(row[j]) - top
+        d_j = d[j]
         e_j = _exp(beta * d_j)
         s0 = _sum_add(s0, e_j)
         squares = _sum_fma(e_j, e_j, squares)
@@ -733,21 +768,23 @@ def _bin_rows(logits, labels, start, stop, beta, interior, count, correct, confi
     """Rows [start, stop) into the block's bins; returns their sums (see :func:`_fold_bins`).
     One row at a time (the row layout)."""
     k = logits.shape[1]
+    kp = _padded(k, beta)
+    d = np.empty(kp)
     stats = np.empty((_N_BIN_STATS, _COLUMN_ROWS))
     totals = (0.0, 0.0, 1.0, 0)
     for first in range(start, stop, _COLUMN_ROWS):
         r = min(stop, first + _COLUMN_ROWS) - first
         for i in range(r):
-            row = logits[first + i]
-            top = _row_max(row, k)
-            s0, squares, first_top = _row_exp_squares(row, top, beta, k)
+            _row_shifted(logits[first + i], k, kp, d)
+            s0, squares, first_top = _row_exp_squares(d, beta, kp)
             label = labels[first + i]
-            d_label = np.float64(row[label]) - top
             stats[_B_S0, i] = s0
             stats[_B_SQUARES, i] = squares
-            stats[_B_D_LABEL, i] = d_label
-            stats[_B_E_LABEL, i] = _exp(beta * d_label)
+            stats[_B_D_LABEL, i] = d[label]
             stats[_B_CORRECT, i] = 1.0 if first_top == label else 0.0
+        # The labels' exps for the r rows in one vectorised loop (a scalar exp a row cost ~5 ns).
+        for i in range(r):
+            stats[_B_E_LABEL, i] = _exp(beta * stats[_B_D_LABEL, i])
         totals = _fold_bins(stats, r, beta, interior, count, correct, confidence_sum, variance_sum, totals)
     return totals
 
@@ -770,13 +807,12 @@ def _bin_columns(logits, labels, start, stop, beta, interior, count, correct, co
             first_top[i] = k
             s0[i] = 0.0
             squares[i] = 0.0
-        # The first arg-max, as argmax (the last column equal to the maximum, from the right).
-        for j in range(k - 1, -1, -1):
-            for i in range(r):
-                first_top[i] = j if x[j * _COLUMN_ROWS + i] == top[i] else first_top[i]
+        # The first arg-max, as argmax (the lowest column whose d is 0), in the exp's loop.
         for j in range(k):
             for i in range(r):
-                e = _exp(beta * (x[j * _COLUMN_ROWS + i] - top[i]))
+                d = x[j * _COLUMN_ROWS + i] - top[i]
+                first_top[i] = min(first_top[i], j if d == 0.0 else k)
+                e = _exp(beta * d)
                 s0[i] += e
                 squares[i] = _fma(e, e, squares[i])
         for i in range(r):

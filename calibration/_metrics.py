@@ -132,7 +132,6 @@ def negative_log_likelihood(
 
     Examples
     --------
-    >>> import numpy as np
     >>> bool(abs(negative_log_likelihood(np.log([[0.25, 0.75]]), [1]) + np.log(0.75)) < 1e-12)
     True
     """

@@ -162,7 +162,6 @@ class ReferencePriors(JsonResult):
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
     >>> reference = ReferencePriors.from_logits(logits, [0, 1, 1, 1])
     >>> reference.priors.tolist(), reference.model_priors.round(3).tolist()
@@ -297,7 +296,6 @@ class ServedPriorStats:
 
         Examples
         --------
-        >>> import numpy as np
         >>> logits = np.random.default_rng(0).normal(size=(5000, 3))
         >>> whole = ServedPriorStats.from_logits(logits, capacity=100)
         >>> parts = (ServedPriorStats.from_logits(logits[:2000], capacity=100, seed=1)
@@ -449,7 +447,6 @@ def estimate_priors_em(
     priors (½, ½): so p(x₁ | y = 0) = 0.8 and p(x₁ | y = 1) = 0.2. A window where x₁ is 5 rows
     in 8 has 0.8 π' + 0.2 (1 − π') = 5 / 8, so π' = 17 / 24 = 0.708333:
 
-    >>> import numpy as np
     >>> logits = np.log([[0.8, 0.2]] * 2 + [[0.2, 0.8]] * 2)
     >>> reference = ReferencePriors.from_logits(logits, [0, 1, 0, 1])
     >>> window = np.log([[0.8, 0.2]] * 5 + [[0.2, 0.8]] * 3)
@@ -561,7 +558,6 @@ def estimate_priors_bbse(
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.8, 0.2]] * 4 + [[0.2, 0.8]] * 4)
     >>> reference = ReferencePriors.from_logits(logits, [0, 0, 0, 1, 1, 1, 1, 0])  # 3 of 4 right each
     >>> window = np.log([[0.8, 0.2]] * 5 + [[0.2, 0.8]] * 3)  # predicted 5:3
@@ -674,7 +670,6 @@ def prior_shift_test(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(1)
     >>> def rows(priors, n):  # a calibrated model: x | y ~ N(2 e_y, I), posteriors exact
     ...     y = rng.choice(3, size=n, p=priors); x = rng.normal(size=(n, 3)); x[np.arange(n), y] += 2.0
@@ -735,7 +730,6 @@ def prior_corrected_logits(
     Every tool that reads logits at T (the NLL, the ECE, the drift tests) reads the corrected
     model through these. See :func:`prior_corrected_log_probabilities`.
 
-    >>> import numpy as np
     >>> prior_corrected_logits([[0.0, 0.0]], temperature=2.0, priors=[0.8, 0.2], reference_priors=[0.5, 0.5]).round(4)
     array([[ 0.94  , -1.8326]])
     """
@@ -777,7 +771,6 @@ def prior_corrected_log_probabilities(
     --------
     Logits (0, 0) at any T give (½, ½); priors moved from (½, ½) to (0.8, 0.2) give (0.8, 0.2):
 
-    >>> import numpy as np
     >>> np.exp(prior_corrected_log_probabilities([[0.0, 0.0]], temperature=1.5, priors=[0.8, 0.2],
     ...                                          reference_priors=[0.5, 0.5])).round(6).tolist()
     [[0.8, 0.2]]

@@ -32,7 +32,6 @@ def calibrated_probabilities(logits: ArrayLike, *, temperature: float = 1.0) -> 
 
     Examples
     --------
-    >>> import numpy as np
     >>> calibrated_probabilities(np.log([[0.8, 0.2]]), temperature=np.log(4) / np.log(2)).round(6).tolist()
     [[0.666667, 0.333333]]
     """
@@ -66,7 +65,6 @@ def top_label_confidence(
 
     Examples
     --------
-    >>> import numpy as np
     >>> predictions, confidence = top_label_confidence(np.log([[0.1, 0.9], [0.6, 0.4]]), temperature=1.0)
     >>> predictions.tolist(), confidence.round(6).tolist()
     ([1, 0], [0.9, 0.6])

@@ -237,7 +237,6 @@ def qualify_calibration_set(
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [1.0, 0.0]] * 10)
     >>> labels = np.array([0, 1, 0, 1] * 10)
     >>> report = qualify_calibration_set(logits, labels, min_total=30, min_per_class=25)

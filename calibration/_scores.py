@@ -22,7 +22,6 @@ from numpy.typing import ArrayLike, NDArray
 from ._kernels import chunk_rows
 from ._stats import CalibrationStats, equal_width_bin_index
 from ._scored import ScoredSet, checked_data
-from ._temperature import TemperatureStats, score_rows
 from ._validation import check_n_bins, check_temperature
 
 __all__ = ["TopLabelScores"]
@@ -42,7 +41,6 @@ class TopLabelScores:
 
     Examples
     --------
-    >>> import numpy as np
     >>> scores = TopLabelScores.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0])
     >>> scores.predictions.tolist(), scores.confidence.round(6).tolist(), scores.correct.tolist()
     ([1, 0, 1], [0.7, 0.9, 0.6], [True, True, False])
@@ -93,7 +91,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> scores = TopLabelScores.from_logits(np.log([[0.2, 0.8]]), [1], temperature=2.0)
         >>> scores.confidence.round(6).tolist(), scores.nll.round(6).tolist()
         ([0.666667], [0.405465])
@@ -120,40 +117,10 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).calibration_stats(n_bins=2).bin_count.tolist()
         [0, 1]
         """
         return self.grouped_calibration_stats(np.zeros(self.n, dtype=np.intp), 1, n_bins=n_bins)[0]
-
-    def temperature_stats(self) -> TemperatureStats:
-        """The :class:`TemperatureStats` of all the rows (n, Σ gradient, Σ gradient², Σ curvature).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1]).temperature_stats().n
-        1
-        """
-        return TemperatureStats.from_rows(self.gradient, self.curvature, self.temperature, self.confidence)
-
-    def grouped_temperature_stats(self, group_codes: NDArray[np.intp], n_groups: int) -> tuple[TemperatureStats, ...]:
-        """One :class:`TemperatureStats` per group code in [0, n_groups) (codes trusted: see
-        :meth:`grouped_calibration_stats`, which checks them), from four ``bincount``s."""
-
-        def per_group(weights: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.bincount(group_codes, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
-
-        count = np.bincount(group_codes, minlength=n_groups)
-        gradient, square, curvature, errors = (
-            per_group(w) for w in (self.gradient, self.gradient**2, self.curvature, 1.0 - self.confidence)
-        )
-        return tuple(
-            TemperatureStats(temperature=self.temperature, n=int(count[g]), gradient_sum=float(gradient[g]),
-                             gradient_square_sum=float(square[g]), curvature_sum=float(curvature[g]),
-                             expected_errors=float(errors[g]))
-            for g in range(n_groups)
-        )
 
     def grouped_calibration_stats(
         self, group_codes: ArrayLike, n_groups: int, *, n_bins: int = 15
@@ -187,7 +154,6 @@ class TopLabelScores:
 
         Examples
         --------
-        >>> import numpy as np
         >>> scores = TopLabelScores.from_logits(np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0])
         >>> first, second = scores.grouped_calibration_stats([1, 0, 1], 2, n_bins=3)
         >>> first.n, second.n, (first + second).n
@@ -235,6 +201,19 @@ class TopLabelScores:
         )
 
 
+def _nll_derivatives(
+    d: NDArray[np.float64], e: NDArray[np.float64], s0: NDArray[np.float64], d_label: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-row g and h from a chunk's shifted logits ``d`` (row max 0), ``e = exp(β d)``, its
+    row sums ``s0`` and the label's ``d``: the quantities the top-label pass already holds."""
+    weighted = e * d
+    mean = weighted.sum(axis=1) / s0
+    # Var_p[d] = E_p[d²] − E_p[d]²: d <= 0 and the top class (d = 0) carries the most mass,
+    # so E_p[d]² never dwarfs the variance; clamp the rounding below 0.
+    second = np.einsum("ij,ij->i", weighted, d) / s0
+    return mean - d_label, np.maximum(second - mean * mean, 0.0)
+
+
 def _score_rows(
     logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], temperature: float
 ) -> TopLabelScores:
@@ -263,7 +242,7 @@ def _score_rows(
         predictions[start:stop] = chunk.argmax(axis=1)
         d_label = d[rows, chunk_labels]
         nll[start:stop] = np.log(s0) - beta * d_label
-        gradient[start:stop], curvature[start:stop] = score_rows(d, e, s0, d_label)
+        gradient[start:stop], curvature[start:stop] = _nll_derivatives(d, e, s0, d_label)
         # Brier: sum_k (p_k - [y = k])^2 = sum_k p_k^2 - 2 p_y + 1.
         brier[start:stop] = (e * e).sum(axis=1) / (s0 * s0) - 2.0 * (e[rows, chunk_labels] / s0) + 1.0
     return TopLabelScores(

@@ -214,7 +214,6 @@ def class_accuracy_test(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from calibration import ReferencePriors
     >>> logits = np.log([[0.9, 0.1]] * 800 + [[0.1, 0.9]] * 200 + [[0.1, 0.9]] * 800 + [[0.9, 0.1]] * 200)
     >>> reference = ReferencePriors.from_logits(logits, [0] * 1000 + [1] * 1000)  # 80 % right in each class

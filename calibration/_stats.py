@@ -148,7 +148,6 @@ class CalibrationStats:
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]])
     >>> stats = CalibrationStats.from_logits(logits, [1, 0, 0], n_bins=3)
     >>> round(stats.ece, 6), stats.n

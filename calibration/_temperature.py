@@ -98,6 +98,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr, ndtri
 
 from ._scored import ScoredSet
+from ._scores import TopLabelScores
 from ._serialise import JsonResult
 from ._validation import check_confidence_level, check_count, check_temperature
 
@@ -119,19 +120,6 @@ _DEFAULT_MARGIN = 0.05
 _DEFAULT_MIN_EXPECTED_ERRORS = 5.0
 
 
-def score_rows(
-    d: NDArray[np.float64], e: NDArray[np.float64], s0: NDArray[np.float64], d_label: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-row g and h from a chunk's shifted logits ``d`` (row max 0), ``e = exp(β d)``, its
-    row sums ``s0`` and the label's ``d``: the quantities the top-label pass already holds."""
-    weighted = e * d
-    mean = weighted.sum(axis=1) / s0
-    # Var_p[d] = E_p[d²] − E_p[d]²: d <= 0 and the top class (d = 0) carries the most mass,
-    # so E_p[d]² never dwarfs the variance; clamp the rounding below 0.
-    second = np.einsum("ij,ij->i", weighted, d) / s0
-    return mean - d_label, np.maximum(second - mean * mean, 0.0)
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class TemperatureStats(JsonResult):
     """Mergeable sums of the NLL's scores in 1/T over a set of rows, at one temperature.
@@ -144,7 +132,6 @@ class TemperatureStats(JsonResult):
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.2, 0.8], [0.9, 0.1], [0.3, 0.7]])
     >>> stats = TemperatureStats.from_logits(logits, [1, 0, 0])
     >>> stats.n, round(stats.gradient_sum, 6), round(stats.expected_errors, 6)
@@ -176,9 +163,41 @@ class TemperatureStats(JsonResult):
         ValueError
             If the logits, labels or temperature break their rules.
         """
-        from ._scores import TopLabelScores  # the one pass over the logits lives there
+        return cls.from_scores(TopLabelScores.from_logits(logits, labels, temperature=temperature))
 
-        return TopLabelScores.from_logits(logits, labels, temperature=temperature).temperature_stats()
+    @classmethod
+    def from_scores(cls, scores: TopLabelScores) -> TemperatureStats:
+        """The sums of every row of one pass (:class:`TopLabelScores`: its gradients, curvatures
+        and confidences).
+
+        Examples
+        --------
+        >>> TemperatureStats.from_scores(TopLabelScores.from_logits(np.log([[0.3, 0.7]]), [1])).n
+        1
+        """
+        return cls.from_rows(scores.gradient, scores.curvature, scores.temperature, scores.confidence)
+
+    @classmethod
+    def grouped(
+        cls, scores: TopLabelScores, group_codes: NDArray[np.intp], n_groups: int
+    ) -> tuple[TemperatureStats, ...]:
+        """One :class:`TemperatureStats` per group code in [0, n_groups) of one pass's rows (codes
+        trusted: see :meth:`TopLabelScores.grouped_calibration_stats`, which checks them), from four
+        ``bincount``s."""
+
+        def per_group(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.bincount(group_codes, weights=weights, minlength=n_groups).astype(np.float64, copy=False)
+
+        count = np.bincount(group_codes, minlength=n_groups)
+        gradient, square, curvature, errors = (
+            per_group(w) for w in (scores.gradient, scores.gradient**2, scores.curvature, 1.0 - scores.confidence)
+        )
+        return tuple(
+            cls(temperature=scores.temperature, n=int(count[g]), gradient_sum=float(gradient[g]),
+                gradient_square_sum=float(square[g]), curvature_sum=float(curvature[g]),
+                expected_errors=float(errors[g]))
+            for g in range(n_groups)
+        )
 
     @classmethod
     def from_rows(
@@ -536,7 +555,6 @@ def temperature_test(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(4000, 5))
     >>> def labels_at(t):  # labels drawn from softmax(logits / t)
@@ -750,7 +768,6 @@ def minimal_detectable_shift(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(5000, 10))
     >>> p = np.exp(logits); p /= p.sum(axis=1, keepdims=True)

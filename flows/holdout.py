@@ -315,7 +315,7 @@ def write_ids(path: str | os.PathLike[str], ids: ArrayLike) -> Path:
     Returns
     -------
     pathlib.Path
-        The file written.
+        The text file written, which :func:`read_ids` reads back as the same ids.
 
     Raises
     ------

@@ -1,5 +1,8 @@
 """Reading recent labelled traffic, windowing, the drift decision and its reports. No Prefect.
 
+The docstrings' examples take ``import numpy as np`` and ``from datetime import UTC, datetime,
+timedelta`` as done (as NumPy's docstring standard takes ``np``).
+
 The pieces, in the order a monitor uses them:
 
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
@@ -7,7 +10,8 @@ The pieces, in the order a monitor uses them:
   :class:`PredictionLogWriter` does it in batches from a background thread (the served
   pyfunc's logging: bounded queue, losses counted, never raised), :class:`SynchronousLogWriter`
   request by request in the caller's thread (in-process serving), with the same counts.
-* :func:`summarise_window` — a version's labelled traffic in a time window, read in chunks
+* :func:`summarise_window` — a version's labelled traffic in a time window (a :class:`WindowQuery`:
+  the version, the window, the T, bins and gate threshold, checked once), read in chunks
   from any :class:`LabelledSource`, merged into mergeable statistics overall and per group,
   plus the gate's counts; :func:`merge_summaries` adds up parts of one window.
 * :func:`export_prediction_log` — a version's log written to Parquet partitioned by UTC day,
@@ -114,7 +118,15 @@ if _typing.TYPE_CHECKING:
     from .sequential import SequentialCheck, SequentialState, update_sequential
     from .shift import ShiftCheck, diagnose_arrays
     from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
-    from .window import GateCounts, LabelledSource, WindowSummary, merge_summaries, summarise_arrays, summarise_window
+    from .window import (
+        GateCounts,
+        LabelledSource,
+        WindowQuery,
+        WindowSummary,
+        merge_summaries,
+        summarise_arrays,
+        summarise_window,
+    )
 
 
 __all__ = [
@@ -167,6 +179,7 @@ __all__ = [
     "Verdict",
     "VersionPruned",
     "WindowScan",
+    "WindowQuery",
     "WindowSummary",
     "confidence_profile",
     "configured_tests",
@@ -243,7 +256,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
     "window": (
-        "GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"
+        "GateCounts", "LabelledSource", "WindowQuery", "WindowSummary", "merge_summaries", "summarise_arrays",
+        "summarise_window"
     ),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

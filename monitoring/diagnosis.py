@@ -53,7 +53,7 @@ from calibration import (
 
 from .drift import DriftReport, decide_drift
 from .early_warning import EarlyWarning
-from .window import LabelledSource, WindowSummary, _labelled_read
+from .window import LabelledSource, WindowQuery, WindowSummary, _labelled_read
 
 __all__ = ["ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"]
 
@@ -103,14 +103,14 @@ class ReweightedWindow:
 
 
 def reweight_window(
-    source: LabelledSource, model_name: str, model_version: str, *, temperature: float, start: datetime,
-    end: datetime, priors: ArrayLike, reference_priors: ArrayLike, n_bins: int = 15, threshold: float | None = None,
+    source: LabelledSource, query: WindowQuery, *, priors: ArrayLike, reference_priors: ArrayLike,
     chunk_size: int = 50_000,
 ) -> ReweightedWindow:
-    """Read a version's labelled rows of [start, end) again, re-weighted from ``reference_priors`` to ``priors``.
+    """Read a version's labelled rows of the query's window again, re-weighted from
+    ``reference_priors`` to ``priors``.
 
     Each chunk's logits become :func:`calibration.prior_corrected_logits` (z + T log w) and are
-    summarised at ``temperature`` as :func:`monitoring.summarise_window` does; the NLL gain of the
+    summarised at the query's T as :func:`monitoring.summarise_window` does; the NLL gain of the
     re-weighting is summed in the same read. Memory is bounded by ``chunk_size``.
 
     Raises
@@ -118,25 +118,21 @@ def reweight_window(
     LookupError
         If no prediction of this version was ever logged.
     ValueError
-        If an argument breaks its rule (the bounds, T, a prior that is not > 0).
+        If a prior is not > 0 or ``chunk_size`` is not >= 1.
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
-    >>> import numpy as np
-    >>> from monitoring import PredictionLog, log_predictions
+    >>> from monitoring import PredictionLog, WindowQuery, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, np.zeros((4, 2)), ["a", "b", "c", "d"], time=t, labels=[0, 0, 0, 1])
-    >>> again = reweight_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1),
-    ...                         priors=[0.75, 0.25], reference_priors=[0.5, 0.5])
+    >>> query = WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1))
+    >>> again = reweight_window(log, query, priors=[0.75, 0.25], reference_priors=[0.5, 0.5])
     >>> again.summary.n, round(again.summary.overall.nll, 4), round(again.gain.mean, 4)  # NLL from log 2 to 0.5623
     (4, 0.5623, 0.1308)
     """
-    accumulator, start, end, chunks = _labelled_read(source, model_name, model_version, temperature=temperature,
-                                                     start=start, end=end, n_bins=n_bins, threshold=threshold,
-                                                     chunk_size=chunk_size)
-    temperature = accumulator.temperature
+    accumulator, chunks = _labelled_read(source, query, chunk_size)
+    temperature = query.temperature
     gain = ReweightingGain(0, 0.0, 0.0)
     for chunk in chunks:
         corrected = prior_corrected_logits(chunk.logits, temperature=temperature, priors=priors,
@@ -144,7 +140,7 @@ def reweight_window(
         accumulator.add(corrected, chunk.labels, chunk.groups, chunk.temperature)
         gain = gain + reweighting_gain(chunk.logits, chunk.labels, temperature=temperature, priors=priors,
                                        reference_priors=reference_priors)
-    return ReweightedWindow(accumulator.summary(model_name, model_version, start, end), gain)
+    return ReweightedWindow(accumulator.summary(), gain)
 
 
 #: Reads a check's labelled rows again at EM's priors (the flow's closure over its source).
@@ -180,8 +176,6 @@ def diagnose_check(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> report = decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),

@@ -392,8 +392,6 @@ def decide_drift(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftPolicy, summarise_arrays
     >>> rng = np.random.default_rng(0)
     >>> logits = 3.0 * rng.normal(size=(4000, 5))
@@ -540,8 +538,6 @@ def with_stream_checks(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
-    >>> import numpy as np
     >>> from calibration import TemperatureStats
     >>> from monitoring import SequentialState, summarise_arrays, update_sequential
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)

@@ -168,7 +168,6 @@ class ConfidenceProfile(JsonResult):
 
     Examples
     --------
-    >>> import numpy as np
     >>> logits = np.log([[0.3, 0.7], [0.9, 0.1], [0.45, 0.55]])
     >>> whole = ConfidenceProfile.from_logits(logits, [1, -1, 0])  # the second row has no label yet
     >>> whole.n, whole.labelled, whole.correct, round(whole.mean_confidence, 4)
@@ -420,7 +419,6 @@ def confidence_profile(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
     >>> from monitoring import PredictionLog, PredictionRecord
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
@@ -638,10 +636,7 @@ def _on_one_grid(
 
 
 def warn_before_labels(
-    window: ConfidenceProfile,
-    reference: ConfidenceProfile | None = None,
-    *,
-    policy: DriftPolicy = DEFAULT_POLICY,
+    window: ConfidenceProfile, reference: ConfidenceProfile | None = None, *, policy: DriftPolicy = DEFAULT_POLICY
 ) -> EarlyWarning:
     """Predict the window's accuracy from its confidences and test their distribution against the reference.
 
@@ -673,7 +668,6 @@ def warn_before_labels(
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> logits = 2.0 * rng.normal(size=(6000, 10))
     >>> labels = np.array([rng.choice(10, p=np.exp(z) / np.exp(z).sum()) for z in logits])

@@ -76,7 +76,6 @@ def diagnose_reliability_shape(table: ReliabilityTable, *, z: float = 3.0) -> Re
 
     Examples
     --------
-    >>> import numpy as np
     >>> from calibration import ReliabilityTable
     >>> edges = np.linspace(0, 1, 6)
     >>> count = np.array([0, 400, 400, 400, 400])

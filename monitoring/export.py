@@ -75,11 +75,11 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from numpy.typing import NDArray
 
-from calibration import LOCAL_ENGINE, Engine, JsonResult, ScoredSet, ScoredSetError, check_n_bins, check_temperature
+from calibration import LOCAL_ENGINE, Engine, JsonResult, ScoredSet, ScoredSetError
 
-from ._validation import as_utc, check_chunk_size, check_threshold, check_window
+from ._validation import as_utc, check_chunk_size, check_window
 from .prediction_log import LabelledChunk, LabelledFingerprint, PredictionLog
-from .window import WindowSummary, _Accumulator, merge_summaries
+from .window import WindowQuery, WindowSummary, _Accumulator, merge_summaries
 
 __all__ = [
     "ExportPartition",
@@ -337,13 +337,12 @@ def export_prediction_log(
     Examples
     --------
     >>> import tempfile
-    >>> from datetime import timedelta
+    >>> folder = tempfile.mkdtemp()
     >>> from monitoring import log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, 23, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], ["a", "b", "c"],
     ...                     time=[t, t, t + timedelta(hours=2)], labels=[0, 1, 1])
-    >>> folder = tempfile.mkdtemp()
     >>> result = export_prediction_log(log, "m", "1", folder, until=t + timedelta(days=1))
     >>> result.days_written, result.rows_written
     (('2026-01-01', '2026-01-02'), 3)
@@ -590,8 +589,7 @@ class PredictionLogExport:
     Examples
     --------
     >>> import tempfile
-    >>> from datetime import timedelta
-    >>> from monitoring import log_predictions, summarise_window
+    >>> from monitoring import WindowQuery, log_predictions, summarise_window
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0], [0.0, 1.0]], ["a", "b"], time=t, labels=[0, 0])
@@ -602,7 +600,7 @@ class PredictionLogExport:
     (2, None)
     >>> [chunk.request_ids.tolist() for chunk in export.iter_labelled("m", "1", t, t + timedelta(days=1), chunk_size=1)]
     [['a'], ['b']]
-    >>> summarise_window(export, "m", "1", temperature=1.0, start=t, end=t + timedelta(days=1)).n
+    >>> summarise_window(export, WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(days=1))).n
     2
     """
 
@@ -627,39 +625,13 @@ class PredictionLogExport:
         return _version_classes(files) if files else None
 
     def iter_labelled(
-        self,
-        model_name: str,
-        model_version: str,
-        start: datetime,
-        end: datetime,
-        *,
-        chunk_size: int = 50_000,
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
     ) -> Iterator[LabelledChunk]:
-        """Stream the labelled rows of a version served in [start, end), in (time, id) order.
-
-        The same chunks as :meth:`PredictionLog.iter_labelled` on the log that was exported:
-        exactly ``chunk_size`` rows each but the last. Each day file read is checked as a
-        whole for repeated ids, and every row read is checked (module docstring).
-
-        Parameters
-        ----------
-        model_name, model_version : str
-            The serving version.
-        start, end : datetime
-            Timezone-aware bounds of the half-open window [start, end).
-        chunk_size : int, default=50_000
-            Largest number of rows per chunk (>= 1).
-
-        Yields
-        ------
-        LabelledChunk
-            Non-empty chunks of at most ``chunk_size`` rows.
-
-        Raises
-        ------
-        ValueError
-            If a bound is naive, ``end < start`` or ``chunk_size < 1``;
-            :class:`~calibration.ScoredSetError` naming the file and row for a refused file.
+        """The :class:`~monitoring.LabelledSource` read: the same chunks as
+        :meth:`PredictionLog.iter_labelled` on the log that was exported (same arguments),
+        exactly ``chunk_size`` rows each but the last. Each day file read is checked as a whole
+        for repeated ids, and every row read is checked (module docstring); a refused file
+        raises :class:`~calibration.ScoredSetError` naming the file and the row.
         """
         start, end = check_window(start, end)
         chunk_size = check_chunk_size(chunk_size)
@@ -727,7 +699,6 @@ def export_partitions(
     Examples
     --------
     >>> import tempfile
-    >>> from datetime import timedelta
     >>> from monitoring import log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
@@ -757,18 +728,8 @@ def export_partitions(
     return partitions
 
 
-def summarise_partition(
-    partition: ExportPartition,
-    *,
-    model_name: str,
-    model_version: str,
-    temperature: float,
-    n_bins: int,
-    threshold: float | None,
-    start: datetime,
-    end: datetime,
-) -> WindowSummary:
-    """The :class:`~monitoring.WindowSummary` of a partition's rows served in [start, end).
+def summarise_partition(partition: ExportPartition, query: WindowQuery) -> WindowSummary:
+    """The :class:`~monitoring.WindowSummary` of a partition's rows in the query's window.
 
     A pure function of its arguments (it reads only the partition's row group), defined at
     module level so that engines can ship it to other processes.
@@ -782,27 +743,20 @@ def summarise_partition(
     Examples
     --------
     >>> import tempfile
-    >>> from datetime import timedelta
-    >>> from monitoring import log_predictions
+    >>> from monitoring import WindowQuery, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0]] * 3, list("abc"), time=t, labels=[0, 0, 1])
     >>> folder = tempfile.mkdtemp()
     >>> _ = export_prediction_log(log, "m", "1", folder, until=t + timedelta(days=1), row_group_size=2)
-    >>> window = dict(start=t, end=t + timedelta(days=1))
-    >>> [partition, last] = export_partitions(PredictionLogExport(folder), "m", "1", **window)
-    >>> summary = summarise_partition(last, model_name="m", model_version="1", temperature=1.0, n_bins=15,
-    ...                               threshold=None, **window)
+    >>> query = WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(days=1))
+    >>> [partition, last] = export_partitions(PredictionLogExport(folder), "m", "1", query.start, query.end)
+    >>> summary = summarise_partition(last, query)
     >>> summary.n, summary.overall.accuracy
     (1, 0.0)
     """
-    temperature = check_temperature(temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
     file = Path(partition.path)
-    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=partition.n_classes, threshold=threshold)
+    accumulator = _Accumulator(query, partition.n_classes)
     with _DayFile(file, partition.day, partition.n_classes, "its partition") as day_file:
         if day_file.stamp != (partition.file_size, partition.file_mtime_ns) or day_file.row_group_rows(
             partition.row_group
@@ -811,23 +765,15 @@ def summarise_partition(
                 f"{file}: changed after its partitions were listed (a concurrent export rewrote it?); list the "
                 "partitions again"
             )
-        chunk = _in_window(day_file.chunk(day_file.read_row_group(partition.row_group), partition.first_row), start, end)
+        rows = day_file.chunk(day_file.read_row_group(partition.row_group), partition.first_row)
+    chunk = _in_window(rows, query.start, query.end)
     if len(chunk):  # rows of the group outside the window are dropped
         accumulator.add(chunk.logits, chunk.labels, chunk.groups, chunk.temperature)
-    return accumulator.summary(model_name, model_version, start, end)
+    return accumulator.summary()
 
 
 def summarise_export(
-    export: PredictionLogExport,
-    model_name: str,
-    model_version: str,
-    *,
-    temperature: float,
-    start: datetime,
-    end: datetime,
-    n_bins: int = 15,
-    threshold: float | None = None,
-    engine: Engine = LOCAL_ENGINE,
+    export: PredictionLogExport, query: WindowQuery, *, engine: Engine = LOCAL_ENGINE
 ) -> WindowSummary:
     """:func:`~monitoring.summarise_window` of an export, one partition per task on ``engine``.
 
@@ -840,10 +786,8 @@ def summarise_export(
     ----------
     export : PredictionLogExport
         The export.
-    model_name, model_version : str
-        The serving version.
-    temperature, start, end, n_bins, threshold
-        As :func:`~monitoring.summarise_window`.
+    query : WindowQuery
+        The version, the window and what it is read at.
     engine : calibration.Engine, default LOCAL_ENGINE
         Where the partitions are summarised.
 
@@ -855,42 +799,32 @@ def summarise_export(
     ------
     LookupError
         If the export holds no day of this version.
-    ValueError
-        If an argument is out of range; :class:`~calibration.ScoredSetError` for a refused file.
+    calibration.ScoredSetError
+        For a refused file.
 
     Examples
     --------
     >>> import tempfile
-    >>> from datetime import timedelta
-    >>> from monitoring import log_predictions, summarise_window
+    >>> folder = tempfile.mkdtemp()
+    >>> from monitoring import WindowQuery, log_predictions, summarise_window
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0], [0.0, 1.0]] * 3, list("abcdef"), time=t,
     ...                     labels=[0, 1, 1, 1, 0, 0], groups=["x", None] * 3)
-    >>> folder = tempfile.mkdtemp()
     >>> _ = export_prediction_log(log, "m", "1", folder, until=t + timedelta(days=1), row_group_size=4)
-    >>> window = dict(temperature=1.0, start=t, end=t + timedelta(days=1), threshold=0.8)
-    >>> summary = summarise_export(PredictionLogExport(folder), "m", "1", **window)
+    >>> query = WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(days=1), threshold=0.8)
+    >>> summary = summarise_export(PredictionLogExport(folder), query)
     >>> summary.n, summary.n_ungrouped, summary.gate.accepted, summary.n_chunks
     (6, 3, 3, 2)
-    >>> summary.overall == summarise_window(log, "m", "1", **window).overall
+    >>> summary.overall == summarise_window(log, query).overall
     True
     """
-    temperature = check_temperature(temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
-    n_classes = export.n_classes(model_name, model_version)
+    n_classes = export.n_classes(query.model_name, query.model_version)
     if n_classes is None:
         raise LookupError(
-            f"no day of model {model_name!r} version {model_version!r} was exported to {export!r}; "
+            f"no day of model {query.model_name!r} version {query.model_version!r} was exported to {export!r}; "
             "check the name and version, and that `thermostat export` ran"
         )
-    partitions = export_partitions(export, model_name, model_version, start, end)
-    summarise = partial(
-        summarise_partition, model_name=model_name, model_version=model_version, temperature=temperature,
-        n_bins=n_bins, threshold=threshold, start=start, end=end,
-    )  # fmt: skip
-    empty = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
-    return merge_summaries([empty.summary(model_name, model_version, start, end), *engine.map(summarise, partitions)])
+    partitions = export_partitions(export, query.model_name, query.model_version, query.start, query.end)
+    empty = _Accumulator(query, n_classes).summary()
+    return merge_summaries([empty, *engine.map(partial(summarise_partition, query=query), partitions)])

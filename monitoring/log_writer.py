@@ -399,7 +399,6 @@ class SynchronousLogWriter:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from monitoring import PredictionLog
     >>> writer = SynchronousLogWriter("digits", "3", 1.5)
     >>> log = PredictionLog("sqlite://"); log.create()

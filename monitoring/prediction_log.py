@@ -276,20 +276,15 @@ class LabelAttachReport:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class LabelledChunk:
-    """One chunk of labelled rows of a version, in (time, id) order.
+class _ChunkRows:
+    """What every chunk read from the log holds per row, in (time, id) order: ``time`` UTC as
+    ``datetime64[us]``, ``logits`` the stored float32 values, ``labels``, ``groups`` (str or None)
+    and ``temperature``, the T in force when the row was served."""
 
-    ``logits`` are the stored float32 values; ``time`` is UTC as ``datetime64[us]``;
-    ``groups`` holds str or None per row; ``temperature`` is the T in force when served.
-    """
-
-    request_ids: NDArray[np.object_]
     time: NDArray[np.datetime64]
     logits: NDArray[np.float32]
     labels: NDArray[np.int64]
     groups: NDArray[np.object_]
-    predicted_class: NDArray[np.int64]
-    confidence: NDArray[np.float64]
     temperature: NDArray[np.float64]
 
     def __len__(self) -> int:
@@ -297,7 +292,18 @@ class LabelledChunk:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class ServedChunk:
+class LabelledChunk(_ChunkRows):
+    """One chunk of labelled rows of a version, in (time, id) order: the rows' ``time``,
+    ``logits``, ``labels``, ``groups`` and served ``temperature`` (as :class:`ServedChunk`), with
+    their ``request_ids`` and the ``predicted_class`` and ``confidence`` logged when served."""
+
+    request_ids: NDArray[np.object_]
+    predicted_class: NDArray[np.int64]
+    confidence: NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ServedChunk(_ChunkRows):
     """One chunk of a version's served rows, labelled or not, in (time, id) order.
 
     ``labels`` is -1 where no label was attached yet; ``temperature`` is the T in force when
@@ -306,15 +312,7 @@ class ServedChunk:
     labelling range the read asked for (every labelled row when it asked for none).
     """
 
-    time: NDArray[np.datetime64]
-    logits: NDArray[np.float32]
-    labels: NDArray[np.int64]
-    temperature: NDArray[np.float64]
-    groups: NDArray[np.object_]
     arrived: NDArray[np.bool_]
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
 
     @property
     def labelled(self) -> NDArray[np.bool_]:
@@ -620,7 +618,6 @@ class PredictionLog:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
     >>> log = PredictionLog("sqlite://")  # in memory
     >>> log.create()
     >>> t = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -736,7 +733,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> ok = PredictionRecord(t, "m", "1", "a", [1.0, 0.0], 0, 0.73, 1.0)
@@ -881,7 +877,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> _ = log.append([PredictionRecord(t, "m", "1", "a", [1.0, 0.0], 0, 0.73, 1.0)])
@@ -1038,7 +1033,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> import numpy as np
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> _ = log_predictions(log, "m", "1", 1.0, np.zeros((1, 3)), ["a"])
         >>> log.logged_versions()
@@ -1090,7 +1084,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime, timedelta
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"],
@@ -1124,7 +1117,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> log.count_labelled("m", "1", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC))
         0
@@ -1145,7 +1137,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime, timedelta
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> _ = log.append([PredictionRecord(t, "m", "1", "a", [1.0, 0.0], 0, 0.73, 1.0, label=0, labelled_at=t)])
@@ -1170,15 +1161,8 @@ class PredictionLog:
         )
 
     def iter_labelled(
-        self,
-        model_name: str,
-        model_version: str,
-        start: datetime,
-        end: datetime,
-        *,
-        chunk_size: int = 50_000,
-        labelled_from: datetime | None = None,
-        labelled_to: datetime | None = None,
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000,
+        labelled_from: datetime | None = None, labelled_to: datetime | None = None,
         order: Literal["served", "labelled"] = "served",
     ) -> Iterator[LabelledChunk]:
         """Stream the labelled rows of a version served in [start, end), in (time, id) order.
@@ -1220,7 +1204,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime, timedelta
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> rows = [PredictionRecord(t + timedelta(seconds=i), "m", "1", f"r{i}", [i, 0.0], 0, 0.5, 1.0, label=1)
@@ -1253,15 +1236,8 @@ class PredictionLog:
             yield _chunk_from_rows([(), *rest], model_name, model_version)
 
     def iter_served(
-        self,
-        model_name: str,
-        model_version: str,
-        start: datetime,
-        end: datetime,
-        *,
-        chunk_size: int = 50_000,
-        labelled_from: datetime | None = None,
-        labelled_to: datetime | None = None,
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000,
+        labelled_from: datetime | None = None, labelled_to: datetime | None = None,
     ) -> Iterator[ServedChunk]:
         """Stream **every** row of a version served in [start, end), labelled or not, in (time, id) order.
 
@@ -1274,7 +1250,6 @@ class PredictionLog:
 
         Examples
         --------
-        >>> from datetime import UTC, datetime, timedelta
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> rows = [PredictionRecord(t + timedelta(seconds=i), "m", "1", f"r{i}", [i, 0.0], 0, 0.5, 1.0,
@@ -1378,7 +1353,6 @@ class NewlyLabelled:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log.append([PredictionRecord(t, "m", "1", f"r{i}", [1.0, 0.0], 0, 0.73, 1.0) for i in range(3)])
@@ -1471,7 +1445,6 @@ def log_predictions(
 
     Examples
     --------
-    >>> import numpy as np
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> log_predictions(log, "m", "1", 2.0, np.array([[2.0, 0.0], [0.0, 1.0]]), ["a", "b"], groups="web")
     2

@@ -91,7 +91,6 @@ def reliability_figure(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from calibration import CalibrationStats
     >>> logits, labels = np.log([[0.3, 0.7], [0.9, 0.1], [0.4, 0.6]]), [1, 0, 0]
     >>> stats = CalibrationStats.from_logits(logits, labels, n_bins=5)
@@ -177,8 +176,6 @@ def drift_markdown(report: DriftReport) -> str:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, model_name="m",
@@ -371,8 +368,6 @@ def drift_table_rows(report: DriftReport) -> list[dict[str, Any]]:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a", "a", "b"])
@@ -477,8 +472,6 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t, groups=["a:b", "a:b", None])
@@ -547,8 +540,6 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     Examples
     --------
     >>> import json
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t)
@@ -606,7 +597,6 @@ def prior_test_numbers(test: PriorShiftTest) -> dict[str, Any]:
     """The prior test's numbers without EM's covariance (K × K): its verdict, statistic and
     effect, and EM's priors with their intervals, iterations and convergence.
 
-    >>> import numpy as np
     >>> from calibration import ReferencePriors, ServedPriorStats, prior_shift_test
     >>> logits = np.log([[0.8, 0.2]] * 40 + [[0.2, 0.8]] * 40)
     >>> reference = ReferencePriors.from_logits(logits, [0] * 32 + [1] * 8 + [1] * 32 + [0] * 8)
@@ -652,8 +642,6 @@ def label_shift_payload(report: DriftReport, *, undo: bool = False) -> dict[str,
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> from monitoring import DriftReference, decide_drift, summarise_arrays
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> report = decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),

@@ -41,12 +41,12 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration import Interval, ServedPriorStats, TemperatureStats, TopLabelScores, check_n_bins, check_temperature
+from calibration import Interval, ServedPriorStats, TemperatureStats, TopLabelScores
 
-from ._validation import as_utc, check_chunk_size, check_threshold, check_window
+from ._validation import as_utc, check_chunk_size
 from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
 from .prediction_log import LabelledChunk, PredictionLog
-from .window import WindowSummary, _Accumulator, _logged_classes
+from .window import WindowQuery, WindowSummary, _Accumulator, _logged_classes
 
 __all__ = ["LabelArrivals", "WindowScan", "scan_window"]
 
@@ -58,7 +58,6 @@ class LabelArrivals:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
     >>> LabelArrivals(None, datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC),
     ...               datetime(2026, 1, 2, tzinfo=UTC)).since is None
     True
@@ -112,14 +111,8 @@ def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
 
 def scan_window(
     log: PredictionLog,
-    model_name: str,
-    model_version: str,
+    query: WindowQuery,
     *,
-    temperature: float,
-    start: datetime,
-    end: datetime,
-    n_bins: int = 15,
-    threshold: float | None = None,
     chunk_size: int = 50_000,
     arrivals: LabelArrivals | None = None,
     summarise: bool = True,
@@ -132,16 +125,9 @@ def scan_window(
     ----------
     log : PredictionLog
         The SQL prediction log (the export has neither unlabelled rows nor label times).
-    model_name, model_version : str
-        The serving version.
-    temperature : float
-        The version's registered T (finite, > 0); every statistic is read at it.
-    start, end : datetime
-        Timezone-aware bounds of the window [start, end) on the serving time.
-    n_bins : int, default=15
-        Equal-width bins of the summary.
-    threshold : float, optional
-        The registered gate threshold (the summary's gate counts).
+    query : WindowQuery
+        The version, the window [start, end) on the serving time, and what it is read at (every
+        statistic at its T).
     chunk_size : int, default=50_000
         Rows per read; peak memory is proportional to it.
     arrivals : LabelArrivals, optional
@@ -164,33 +150,27 @@ def scan_window(
     LookupError
         If no prediction of this version was ever logged (as :func:`monitoring.summarise_window`).
     ValueError
-        If the bounds are naive or reversed, an argument is out of range, or the increment's
-        served range does not cover the window.
+        If an argument is out of range, or the increment's served range does not cover the window.
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
-    >>> import numpy as np
-    >>> from monitoring import PredictionLog, log_predictions
+    >>> from monitoring import WindowQuery, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
-    >>> logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
-    >>> _ = log_predictions(log, "m", "1", 1.0, logits, ["a", "b", "c"], time=t)
+    >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]], ["a", "b", "c"], time=t)
     >>> _ = log.attach_labels(["a", "b"], [0, 0], labelled_at=t + timedelta(hours=1))
     >>> arrivals = LabelArrivals(None, t + timedelta(hours=2), t, t + timedelta(hours=3))
-    >>> scan = scan_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3), arrivals=arrivals)
+    >>> query = WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3))
+    >>> scan = scan_window(log, query, arrivals=arrivals)
     >>> scan.summary.n, scan.profile.n, scan.arrived.n, scan.arrived_first_served == t
     (2, 3, 2, True)
-    >>> scan = scan_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=3), prior_capacity=2)
+    >>> scan = scan_window(log, query, prior_capacity=2)
     >>> scan.served_priors.n, scan.served_priors.sample.shape, scan.class_rows.tolist(), scan.class_correct.tolist()
     (3, (2, 2), [2, 0], [1, 0])
     """
-    temperature = check_temperature(temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
     chunk_size = check_chunk_size(chunk_size)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
+    model_name, model_version, temperature = query.model_name, query.model_version, query.temperature
+    start, end = query.start, query.end
     if prior_capacity is not None:
         prior_capacity = Interval(1, integer=True).check_count(prior_capacity, name="prior_capacity")
     if arrivals is not None and not arrivals.served_from <= start <= end <= arrivals.served_to:
@@ -198,9 +178,8 @@ def scan_window(
             f"the increment's served range [{arrivals.served_from.isoformat()}, {arrivals.served_to.isoformat()}) must "
             f"cover the window [{start.isoformat()}, {end.isoformat()}): its rows inside the window ride on the window's read"
         )
-    n_classes = _logged_classes(log, model_name, model_version)
-    summary = (_Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
-               if summarise else None)
+    n_classes = _logged_classes(log, query)
+    summary = _Accumulator(query, n_classes) if summarise else None
     profile = ConfidenceProfile.empty(temperature, CONFIDENCE_EDGES)
     arrived = None if arrivals is None else TemperatureStats.empty(temperature)
     first_served: datetime | None = None
@@ -226,7 +205,7 @@ def scan_window(
             summary.add_scores(scores, chunk.groups[labelled], chunk.temperature[labelled])
         if arrived is not None and wanted is not None and wanted.any():
             codes = np.where(chunk.arrived[labelled], 0, 1).astype(np.intp)
-            arrived = arrived + scores.grouped_temperature_stats(codes, 2)[0]
+            arrived = arrived + TemperatureStats.grouped(scores, codes, 2)[0]
             first_served = _earliest(first_served, chunk.time[wanted][0])
     outside = 0
     if arrivals is not None and arrived is not None:
@@ -243,7 +222,7 @@ def scan_window(
                 arrived = arrived + _temperature_sums(part, temperature)
                 first_served = _earliest(first_served, part.time.min())
     return WindowScan(
-        summary=None if summary is None else summary.summary(model_name, model_version, start, end),
+        summary=None if summary is None else summary.summary(),
         profile=profile, arrived=arrived, arrived_first_served=first_served, served_rows=served,
         outside_rows=outside, served_priors=priors, class_rows=classes.rows, class_correct=classes.correct,
     )
@@ -264,4 +243,4 @@ class _ClassCounts:
 
 
 def _temperature_sums(chunk: LabelledChunk, temperature: float) -> TemperatureStats:
-    return TopLabelScores.from_logits(chunk.logits, chunk.labels, temperature=temperature).temperature_stats()
+    return TemperatureStats.from_logits(chunk.logits, chunk.labels, temperature=temperature)

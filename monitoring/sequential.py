@@ -477,7 +477,6 @@ def update_sequential(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
     >>> from calibration import TemperatureStats
     >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
     >>> hour = timedelta(hours=1)

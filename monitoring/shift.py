@@ -139,7 +139,6 @@ def diagnose_arrays(
     A calibrated model (x | y ~ N(2 e_y, I), logits 2x give exact posteriors), its reference,
     and a window where class 0 makes 60 % of the traffic:
 
-    >>> import numpy as np
     >>> from calibration import ReferencePriors
     >>> from monitoring import DriftReference
     >>> rng = np.random.default_rng(0)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from functools import reduce
 from operator import add
@@ -49,7 +49,10 @@ from ._validation import as_utc, check_chunk_size, check_threshold, check_window
 if TYPE_CHECKING:  # the window reads the source it is given; it does not need the SQL layer to import
     from .prediction_log import LabelledChunk
 
-__all__ = ["GateCounts", "LabelledSource", "WindowSummary", "merge_summaries", "summarise_arrays", "summarise_window"]
+__all__ = [
+    "GateCounts", "LabelledSource", "WindowQuery", "WindowSummary", "merge_summaries", "summarise_arrays",
+    "summarise_window",
+]
 
 
 class LabelledSource(Protocol):
@@ -69,6 +72,64 @@ class LabelledSource(Protocol):
         """The version's labelled rows served in [start, end), in (time, id) order, in non-empty
         chunks of at most ``chunk_size`` rows."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class WindowQuery:
+    """Which window of which version a summary reads, and at what: its arguments checked once.
+
+    Every read of a window (:func:`summarise_window`, :func:`~monitoring.scan_window`,
+    :func:`~monitoring.summarise_export`, :func:`~monitoring.reweight_window`) takes one, so
+    the rules below are written here only.
+
+    Parameters
+    ----------
+    model_name, model_version : str
+        The serving version.
+    temperature : float
+        The version's registered T (finite, > 0); every statistic is read at it.
+    start, end : datetime
+        Timezone-aware bounds of the window [start, end) on the serving time (kept in UTC).
+    n_bins : int, default=15
+        Equal-width bins (m/M, (m+1)/M] on the top-label confidence; confidence 0 goes to the
+        first.
+    threshold : float, optional
+        The registered gate threshold; when given, coverage and accepted accuracy are counted.
+
+    Raises
+    ------
+    ValueError
+        If the bounds are naive or reversed, or an argument is out of range.
+
+    Examples
+    --------
+    >>> from datetime import timezone
+    >>> t = datetime(2026, 1, 1, 2, tzinfo=timezone(timedelta(hours=2)))
+    >>> query = WindowQuery("m", "1", temperature=1.5, start=t, end=t + timedelta(hours=1))
+    >>> query.start.isoformat(), query.n_bins, query.threshold
+    ('2026-01-01T00:00:00+00:00', 15, None)
+    >>> WindowQuery("m", "1", temperature=1.5, start=t, end=t - timedelta(hours=1))
+    Traceback (most recent call last):
+    ...
+    ValueError: the window ends (2025-12-31T23:00:00+00:00) before it starts (2026-01-01T00:00:00+00:00)
+    """
+
+    model_name: str
+    model_version: str
+    _: KW_ONLY
+    temperature: float
+    start: datetime
+    end: datetime
+    n_bins: int = 15
+    threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        start, end = check_window(self.start, self.end)
+        threshold = None if self.threshold is None else check_threshold(self.threshold)
+        checked = {"temperature": check_temperature(self.temperature), "n_bins": check_n_bins(self.n_bins),
+                   "start": start, "end": end, "threshold": threshold}
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +257,17 @@ class WindowSummary:
 class _Accumulator:
     """Merges chunks into a summary; holds only O(n_bins × n_groups) numbers."""
 
-    def __init__(self, *, temperature: float, n_bins: int, n_classes: int, threshold: float | None) -> None:
-        self.temperature = temperature
-        self.n_bins = n_bins
+    def __init__(self, query: WindowQuery, n_classes: int) -> None:
+        self.query = query
+        self.temperature = temperature = query.temperature
+        self.n_bins = n_bins = query.n_bins
         self.n_classes = n_classes
         self.overall = CalibrationStats.empty(n_bins=n_bins, temperature=temperature, n_classes=n_classes)
         self.groups: dict[str, CalibrationStats] = {}
         self.scores = TemperatureStats.empty(temperature)
         self.group_scores: dict[str, TemperatureStats] = {}
         self.n_ungrouped = 0
-        self.gate = None if threshold is None else GateCounts.empty(threshold)
+        self.gate = None if query.threshold is None else GateCounts.empty(query.threshold)
         self.served: set[float] = set()
         self.n_chunks = 0
 
@@ -248,7 +310,7 @@ class _Accumulator:
             self.groups[key] = self.groups[key] + part if key in self.groups else part
         self.n_ungrouped += per_code[ungrouped].n
         self.overall = reduce(add, per_code, self.overall)
-        sums = scores.grouped_temperature_stats(codes, ungrouped + 1)
+        sums = TemperatureStats.grouped(scores, codes, ungrouped + 1)
         for key, part_sums in zip(keys, sums[:ungrouped], strict=True):
             self.group_scores[key] = self.group_scores[key] + part_sums if key in self.group_scores else part_sums
         self.scores = reduce(add, sums, self.scores)
@@ -257,12 +319,13 @@ class _Accumulator:
                 scores.confidence, scores.correct, threshold=self.gate.threshold
             )
 
-    def summary(self, model_name: str, model_version: str, start: datetime, end: datetime) -> WindowSummary:
+    def summary(self) -> WindowSummary:
+        query = self.query
         return WindowSummary(
-            model_name=model_name,
-            model_version=model_version,
-            start=start,
-            end=end,
+            model_name=query.model_name,
+            model_version=query.model_version,
+            start=query.start,
+            end=query.end,
             temperature=self.temperature,
             n_bins=self.n_bins,
             n_classes=self.n_classes,
@@ -277,47 +340,27 @@ class _Accumulator:
         )
 
 
-def _logged_classes(log: LabelledSource, model_name: str, model_version: str) -> int:
-    """K of a version in ``log``; LookupError when it never logged (a typo in the name or version
-    would otherwise look like a quiet window forever)."""
-    n_classes = log.n_classes(model_name, model_version)
+def _logged_classes(log: LabelledSource, query: WindowQuery) -> int:
+    """K of the query's version in ``log``; LookupError when it never logged (a typo in the name or
+    version would otherwise look like a quiet window forever)."""
+    n_classes = log.n_classes(query.model_name, query.model_version)
     if n_classes is None:
         raise LookupError(
-            f"no prediction of model {model_name!r} version {model_version!r} was ever logged in {log!r}; "
-            "check the name and version (the monitor reads what the serving wrapper writes)"
+            f"no prediction of model {query.model_name!r} version {query.model_version!r} was ever logged in "
+            f"{log!r}; check the name and version (the monitor reads what the serving wrapper writes)"
         )
     return n_classes
 
 
-def summarise_window(
-    log: LabelledSource,
-    model_name: str,
-    model_version: str,
-    *,
-    temperature: float,
-    start: datetime,
-    end: datetime,
-    n_bins: int = 15,
-    threshold: float | None = None,
-    chunk_size: int = 50_000,
-) -> WindowSummary:
+def summarise_window(log: LabelledSource, query: WindowQuery, *, chunk_size: int = 50_000) -> WindowSummary:
     """Summarise a version's labelled traffic served in [start, end), reading it in chunks.
 
     Parameters
     ----------
     log : LabelledSource
         The prediction log, or a Parquet export of it.
-    model_name, model_version : str
-        The serving version.
-    temperature : float
-        The version's registered T (finite, > 0); every statistic is read at it.
-    start, end : datetime
-        Timezone-aware bounds of the window.
-    n_bins : int, default=15
-        Equal-width bins (m/M, (m+1)/M] on the top-label confidence; confidence 0 goes to the
-        first.
-    threshold : float, optional
-        The registered gate threshold; when given, coverage and accepted accuracy are counted.
+    query : WindowQuery
+        The version, the window, and the T, bins and gate threshold it is read at.
     chunk_size : int, default=50_000
         Rows per chunk read from the source; peak memory is proportional to it.
 
@@ -332,48 +375,38 @@ def summarise_window(
         If no prediction of this version was ever logged (a typo in the name or version would
         otherwise look like a quiet window forever).
     ValueError
-        If the bounds are naive or reversed, or an argument is out of range.
+        If ``chunk_size`` is not >= 1.
 
     Examples
     --------
-    >>> from datetime import UTC, datetime, timedelta
-    >>> import numpy as np
     >>> from monitoring import PredictionLog, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
     >>> _ = log_predictions(log, "m", "1", 1.0, logits, ["a", "b", "c"], groups=["x", "y", "x"],
     ...                     time=t, labels=[0, 0, 0])
-    >>> summary = summarise_window(log, "m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1),
-    ...                            threshold=0.8, chunk_size=2)
+    >>> query = WindowQuery("m", "1", temperature=1.0, start=t, end=t + timedelta(hours=1), threshold=0.8)
+    >>> summary = summarise_window(log, query, chunk_size=2)
     >>> summary.n, sorted(summary.groups), summary.n_chunks
     (3, ['x', 'y'], 2)
     >>> summary.gate.coverage, summary.gate.accepted_accuracy
     (0.6666666666666666, 1.0)
     """
-    accumulator, start, end, chunks = _labelled_read(log, model_name, model_version, temperature=temperature,
-                                                     start=start, end=end, n_bins=n_bins, threshold=threshold,
-                                                     chunk_size=chunk_size)
+    accumulator, chunks = _labelled_read(log, query, chunk_size)
     for chunk in chunks:
         accumulator.add(chunk.logits, chunk.labels, chunk.groups, chunk.temperature)
-    return accumulator.summary(model_name, model_version, start, end)
+    return accumulator.summary()
 
 
 def _labelled_read(
-    log: LabelledSource, model_name: str, model_version: str, *, temperature: float, start: datetime, end: datetime,
-    n_bins: int, threshold: float | None, chunk_size: int,
-) -> tuple[_Accumulator, datetime, datetime, Iterable[LabelledChunk]]:
-    """A read of a version's labelled rows, its arguments checked: the empty summary, the window's
-    checked bounds and the chunks; LookupError when the version never logged."""
-    temperature = check_temperature(temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
+    log: LabelledSource, query: WindowQuery, chunk_size: int
+) -> tuple[_Accumulator, Iterable[LabelledChunk]]:
+    """A read of the query's labelled rows: the empty summary and the chunks; LookupError when the
+    version never logged."""
     chunk_size = check_chunk_size(chunk_size)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
-    n_classes = _logged_classes(log, model_name, model_version)
-    accumulator = _Accumulator(temperature=temperature, n_bins=n_bins, n_classes=n_classes, threshold=threshold)
-    return accumulator, start, end, log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
+    accumulator = _Accumulator(query, _logged_classes(log, query))
+    chunks = log.iter_labelled(query.model_name, query.model_version, query.start, query.end, chunk_size=chunk_size)
+    return accumulator, chunks
 
 
 def summarise_arrays(
@@ -404,14 +437,13 @@ def summarise_arrays(
         Timezone-aware bounds the arrays stand for.
     groups : array of shape (n_samples,), optional
         Group of each row (str, or None for no group).
-    n_bins, threshold
-        As :func:`summarise_window`.
-    model_name, model_version : str, default=""
-        Labels for the reports.
+    n_bins, threshold, model_name, model_version
+        As :class:`WindowQuery` (the names default to "": labels for the reports).
 
     Returns
     -------
     WindowSummary
+        The same numbers as :func:`summarise_window` of these rows.
 
     Raises
     ------
@@ -420,8 +452,6 @@ def summarise_arrays(
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> s = summarise_arrays(np.log([[0.3, 0.7], [0.9, 0.1]]), [1, 0], temperature=1.0, start=t, end=t,
     ...                      groups=["a", None])
@@ -430,20 +460,16 @@ def summarise_arrays(
     """
     # The one check of the logits, labels and temperature, and the one pass over the logits.
     scores = TopLabelScores.from_logits(logits, labels, temperature=temperature)
-    n_bins = check_n_bins(n_bins)
-    start, end = check_window(start, end)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
+    query = WindowQuery(model_name, model_version, temperature=scores.temperature, start=start, end=end,
+                        n_bins=n_bins, threshold=threshold)
     group_array: NDArray[np.object_] | None = None
     if groups is not None:
         group_array = np.asarray(groups, dtype=object)
         if group_array.shape != (scores.n,):
             raise ValueError(f"groups must be 1-D with one entry per row ({scores.n}); got shape {group_array.shape}")
-    accumulator = _Accumulator(
-        temperature=scores.temperature, n_bins=n_bins, n_classes=scores.n_classes, threshold=threshold
-    )
+    accumulator = _Accumulator(query, scores.n_classes)
     accumulator.add_scores(scores, group_array, None)
-    return accumulator.summary(model_name, model_version, start, end)
+    return accumulator.summary()
 
 
 def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
@@ -471,8 +497,6 @@ def merge_summaries(parts: Sequence[WindowSummary]) -> WindowSummary:
 
     Examples
     --------
-    >>> from datetime import UTC, datetime
-    >>> import numpy as np
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> a = summarise_arrays(np.log([[0.3, 0.7]]), [1], temperature=1.0, start=t, end=t, groups=["x"])
     >>> b = summarise_arrays(np.log([[0.9, 0.1]]), [0], temperature=1.0, start=t, end=t, groups=[None])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import pkgutil
 
 import pytest
+
+from tests.support.examples import run_examples
 
 PACKAGES = ("calibration", "monitoring")
 MODULES = sorted(
@@ -18,6 +19,5 @@ MODULES = sorted(
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = run_examples(module_name)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module_name}"

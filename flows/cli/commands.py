@@ -653,12 +653,12 @@ def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPoli
     groups: dict[str, TemperatureStats] = {}
     if getattr(args, "groups", False) and reference.groups is not None:
         keys, codes = np.unique(reference.groups, return_inverse=True)
-        for key, sums in zip(keys.tolist(), scores.grouped_temperature_stats(codes.reshape(-1), len(keys))):
+        for key, sums in zip(keys.tolist(), TemperatureStats.grouped(scores, codes.reshape(-1), len(keys))):
             if sums.n >= policy.min_group_size:
                 groups[key] = sums
     ece = calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins), estimator=policy.ece_estimator,
                                        **resamples)
-    return DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=scores.temperature_stats(),
+    return DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=TemperatureStats.from_scores(scores),
                              group_temperature_stats=groups, ece_estimator=policy.ece_estimator, n_bins=args.bins)
 
 

@@ -343,6 +343,8 @@ def _run(settings: ThermostatSettings, log_path: Path) -> int:
 
 
 def _check_line(check: VersionCheck) -> str:
+    from flows.records.events import DRIFT_EVENT
+
     head = f"  {check.model_name} v{check.version} {' '.join('@' + a for a in check.aliases)} T={check.temperature:.4g}"
     report = check.report
     if report is None:
@@ -384,24 +386,25 @@ def _check_line(check: VersionCheck) -> str:
                  if diagnosis.priors_moved else "")
         line += f"\n      shift diagnosis: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')}){moved}"
     if check.event_id is not None:
-        line += f"\n      event thermostat.calibration.drift emitted for mlmodel.{check.model_name}.v{check.version}"
+        line += f"\n      event {DRIFT_EVENT} emitted for mlmodel.{check.model_name}.v{check.version}"
     if report.in_cooldown and report.drift_detected and report.cooldown_until is not None:
         line += f"\n      cool-down until {report.cooldown_until.isoformat(timespec='seconds')} (an earlier drift event)"
     return line + f"\n      MLflow run {check.run_id}"
 
 
 def _refit_line(outcome: RefitOutcome) -> str:
+    from flows.records.events import REFIT_FAILED_EVENT
+
     head = f"  refit of {outcome.model_name} v{outcome.parent_version} @{outcome.alias} (T={outcome.parent_temperature:.4g})"
-    if outcome.registration is not None:
-        r = outcome.registration
+    r = outcome.registration
+    if r is None:
+        emitted = "" if outcome.event_id is None else f"; event {REFIT_FAILED_EVENT} emitted"
+        text = f"{head}: {outcome.status.upper()} — nothing registered{emitted}"
+    else:
         threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
         text = (f"{head}: {outcome.status.upper()} -> version {r.version}, T = {r.temperature:.4f}"
                 f"{_interval_shown(outcome.interval)}, gate threshold "
                 f"{threshold}, same checkpoint digest {r.checkpoint_digest[:12]}")
-    else:
-        text = f"{head}: {outcome.status.upper()} — nothing registered"
-        if outcome.event_id is not None:
-            text += "; event thermostat.calibration.refit_failed emitted"
     if outcome.verification is not None:
         text += f"\n      {outcome.verification.summary}"
     reason = outcome.reason if len(outcome.reason) < 400 else outcome.reason[:400] + " ..."
@@ -513,7 +516,7 @@ def _correct_priors(check: VersionCheck, settings: ThermostatSettings) -> bool:
         return False
     estimate = report.prior_test.estimate
     sent = LABEL_SHIFT_EVENT in dict(check.other_events)
-    print(f"  v{check.version} @champion: " + ("event thermostat.calibration.label-shift emitted" if sent else
+    print(f"  v{check.version} @champion: " + (f"event {LABEL_SHIFT_EVENT} emitted" if sent else
           "label-shift event inside the cool-down of an earlier run's, so the demo starts the correction by hand")
           + (" (undo: the mix is back)" if undo else ""))
     started = time.perf_counter()

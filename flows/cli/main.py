@@ -260,27 +260,29 @@ def _priors(sub: argparse.ArgumentParser, reference_help: str) -> None:
     sub.add_argument("--reference-priors", metavar="P", help=reference_help)
 
 
-def _fit(sub: argparse.ArgumentParser) -> None:
+def _partitioned(sub: argparse.ArgumentParser, command: str, reference_priors_help: str) -> None:
+    """What fit and evaluate share: DATA (partitioned or not), the command's setting options, the
+    binning scheme, the priors and the engine."""
     sub.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
-    add_options(sub, "fit")
+    add_options(sub, command)
     _scheme(sub)
-    _priors(sub, "with --priors: the priors the calibrated posteriors are taken to be for, in --priors' format "
-                 "(default: DATA's label frequencies); T is fitted as without --priors, the correction applied "
-                 "after the fit")
+    _priors(sub, reference_priors_help)
     _engine(sub)
+
+
+def _fit(sub: argparse.ArgumentParser) -> None:
+    _partitioned(sub, "fit", "with --priors: the priors the calibrated posteriors are taken to be for, in --priors' "
+                             "format (default: DATA's label frequencies); T is fitted as without --priors, the "
+                             "correction applied after the fit")
 
 
 def _evaluate(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("data", metavar="DATA", help=_PARTITIONED_HELP)
+    _partitioned(sub, "evaluate", "required with --priors: the priors T was fitted for (e.g. the calibration set's "
+                                  "label frequencies, or diagnose's reference_priors), in --priors' format; DATA's own "
+                                  "label frequencies are not used, as DATA is usually the shifted traffic")
     sub.add_argument("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
-    add_options(sub, "evaluate")
-    _scheme(sub)
     sub.add_argument("--by-group", action="store_true", help="per-group ECE and their count-weighted mean")
     _estimators(sub, "also estimate the calibration error with a 95%% interval; needs the set in memory")
-    _priors(sub, "required with --priors: the priors T was fitted for (e.g. the calibration set's label "
-                 "frequencies, or diagnose's reference_priors), in --priors' format; DATA's own label frequencies "
-                 "are not used, as DATA is usually the shifted traffic")
-    _engine(sub)
 
 
 def _sweep(sub: argparse.ArgumentParser) -> None:

@@ -19,15 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from calibration import (
-    DEFAULT_BOOTSTRAP_RESAMPLES,
-    DEFAULT_BOUNDS,
-    DEFAULT_CONFIDENCE_LEVEL,
-    DEFAULT_MAX_TV_DISTANCE,
-    DEFAULT_MIN_PER_CLASS,
-    DEFAULT_MIN_TOTAL,
-    DEFAULT_N_BINS,
-)
+import calibration
 from flows.defaults import DEFAULT_MIN_ACCURACY
 from monitoring import policy_knobs
 
@@ -67,9 +59,9 @@ def _policy_option(name: str, flag: str | None = None, help: str | None = None) 
                          int if knob.kind == "count" else float)
 
 
-_BINS: Final = SettingOption("--bins", "n_bins", DEFAULT_N_BINS, "number of ECE bins", int, "M")
-_LOWER: Final = SettingOption("--lower", "bounds_lower", DEFAULT_BOUNDS[0], "lowest T searched", float)
-_UPPER: Final = SettingOption("--upper", "bounds_upper", DEFAULT_BOUNDS[1], "highest T searched", float)
+_BINS: Final = SettingOption("--bins", "n_bins", calibration.DEFAULT_N_BINS, "number of ECE bins", int, "M")
+_LOWER: Final = SettingOption("--lower", "bounds_lower", calibration.DEFAULT_BOUNDS[0], "lowest T searched", float)
+_UPPER: Final = SettingOption("--upper", "bounds_upper", calibration.DEFAULT_BOUNDS[1], "highest T searched", float)
 _MIN_COUNT: Final = _policy_option("min_bin_count", "--min-count", "bins with fewer examples are sparse")
 
 # Where the drift command's meaning differs from the monitor's words in the policy.
@@ -87,19 +79,21 @@ _DRIFT: Final = (
 COMMAND_OPTIONS: Final[dict[str, tuple[SettingOption, ...]]] = {
     "fit": (_LOWER, _UPPER, _BINS),
     "evaluate": (_BINS, _MIN_COUNT),
-    "sweep": (SettingOption("--confidence-level", "gate_confidence_level", DEFAULT_CONFIDENCE_LEVEL,
+    "sweep": (SettingOption("--confidence-level", "gate_confidence_level", calibration.DEFAULT_CONFIDENCE_LEVEL,
                             "Wilson interval level", float),),
     "qualify": (
-        SettingOption("--min-total", "min_total", DEFAULT_MIN_TOTAL, "minimum examples", int),
-        SettingOption("--min-per-class", "min_per_class", DEFAULT_MIN_PER_CLASS, "minimum examples per class", int),
-        SettingOption("--max-tv", "max_tv_distance", DEFAULT_MAX_TV_DISTANCE,
+        SettingOption("--min-total", "min_total", calibration.DEFAULT_MIN_TOTAL, "minimum examples", int),
+        SettingOption("--min-per-class", "min_per_class", calibration.DEFAULT_MIN_PER_CLASS,
+                      "minimum examples per class", int),
+        SettingOption("--max-tv", "max_tv_distance", calibration.DEFAULT_MAX_TV_DISTANCE,
                       "maximum total-variation distance of class proportions to --reference", float),
     ),
     "compare": (
         _LOWER, _UPPER, _BINS,
-        SettingOption("--resamples", "bootstrap_resamples", DEFAULT_BOOTSTRAP_RESAMPLES, "bootstrap resamples", int),
-        SettingOption("--confidence-level", "bootstrap_confidence_level", DEFAULT_CONFIDENCE_LEVEL, "interval level",
-                      float),
+        SettingOption("--resamples", "bootstrap_resamples", calibration.DEFAULT_BOOTSTRAP_RESAMPLES,
+                      "bootstrap resamples", int),
+        SettingOption("--confidence-level", "bootstrap_confidence_level", calibration.DEFAULT_CONFIDENCE_LEVEL,
+                      "interval level", float),
         _policy_option("seed", help="bootstrap seed"),
     ),
     "drift": _DRIFT,

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +28,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.orchestration.engines import WorkerWatch, dask_task_runner
 from flows.settings import ThermostatSettings
-from monitoring import PredictionLogExport, WindowSummary, summarise_export
+from monitoring import PredictionLogExport, WindowQuery, WindowSummary, summarise_export
 
 __all__ = ["TaskEngine", "summarise_export_on_dask"]
 
@@ -72,22 +71,15 @@ class TaskEngine:
 
 
 @flow(name="summarise-export")
-def _summarise_export(
-    export_path: Path, model_name: str, model_version: str, temperature: float, start: datetime, end: datetime,
-    n_bins: int, threshold: float | None, n_workers: int, timeout: float,
-) -> WindowSummary:
+def _summarise_export(export_path: Path, query: WindowQuery, n_workers: int, timeout: float) -> WindowSummary:
     export = PredictionLogExport(export_path)
-    summary = summarise_export(export, model_name, model_version, temperature=temperature, start=start, end=end,
-                               n_bins=n_bins, threshold=threshold, engine=TaskEngine(n_workers, timeout))
-    get_run_logger().info("%s v%s: %d labelled rows from %d partition(s) of %s on Dask", model_name, model_version,
-                          summary.n, summary.n_chunks, export_path)
+    summary = summarise_export(export, query, engine=TaskEngine(n_workers, timeout))
+    get_run_logger().info("%s v%s: %d labelled rows from %d partition(s) of %s on Dask", query.model_name,
+                          query.model_version, summary.n, summary.n_chunks, export_path)
     return summary
 
 
-def summarise_export_on_dask(
-    settings: ThermostatSettings, model_name: str, model_version: str, *, temperature: float, start: datetime,
-    end: datetime, n_bins: int, threshold: float | None,
-) -> WindowSummary | None:
+def summarise_export_on_dask(settings: ThermostatSettings, query: WindowQuery) -> WindowSummary | None:
     """The window's summary from the export, computed on Dask; None when the version has no
     exported row (never logged, or not exported yet).
 
@@ -95,12 +87,11 @@ def summarise_export_on_dask(
     """
     if settings.export_path is None:
         raise ValueError("the Dask engine reads the export: set THERMOSTAT_EXPORT_PATH")
-    if PredictionLogExport(settings.export_path).n_classes(model_name, model_version) is None:
+    if PredictionLogExport(settings.export_path).n_classes(query.model_name, query.model_version) is None:
         return None
     runner = dask_task_runner(settings.dask_address, settings.dask_workers)
     # DaskTaskRunner is a TaskRunner of PrefectDaskFutures; Prefect's annotation is invariant.
     summary: WindowSummary = _summarise_export.with_options(task_runner=runner)(  # type: ignore[arg-type]
-        settings.export_path, model_name, model_version, temperature, start, end, n_bins, threshold,
-        settings.dask_workers, settings.dask_timeout,
+        settings.export_path, query, settings.dask_workers, settings.dask_timeout,
     )
     return summary

@@ -129,6 +129,7 @@ from monitoring import (
     SequentialCheck,
     SequentialState,
     Verdict,
+    WindowQuery,
     WindowScan,
     WindowSummary,
     decide_drift,
@@ -226,6 +227,13 @@ def checked_threshold(version: RegisteredVersion) -> float | None:
     return None if version.record.prior_correction is not None else version.gate_threshold
 
 
+def window_query(version: RegisteredVersion, start: datetime, end: datetime) -> WindowQuery:
+    """What a check reads of ``version``'s window [start, end): its registered T and bins, and the
+    gate threshold of :func:`checked_threshold`."""
+    return WindowQuery(version.model_name, version.version, temperature=version.temperature, start=start, end=end,
+                       n_bins=version.n_bins, threshold=checked_threshold(version))
+
+
 @io_task(name="summarise-window")
 def summarise(
     source: LabelledSource, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
@@ -233,10 +241,7 @@ def summarise(
     """The window's statistics at the registered T from the Parquet export, read in chunks; None
     if the version never logged."""
     try:
-        summary = summarise_window(
-            source, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-            n_bins=version.n_bins, threshold=checked_threshold(version), chunk_size=settings.monitor_chunk_size,
-        )
+        summary = summarise_window(source, window_query(version, start, end), chunk_size=settings.monitor_chunk_size)
     except LookupError:
         get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, source)
         return None
@@ -249,10 +254,7 @@ def summarise_on_dask(
     version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
 ) -> WindowSummary | None:
     """The window's statistics from the export, one Prefect task per partition on Dask."""
-    summary = summarise_export_on_dask(
-        settings, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-        n_bins=version.n_bins, threshold=checked_threshold(version),
-    )
+    summary = summarise_export_on_dask(settings, window_query(version, start, end))
     if summary is None:
         get_run_logger().warning("%s no row of this version in the export at %s", version.context,
                                  settings.export_path)
@@ -297,10 +299,8 @@ def read_window(
     window. None when the log holds no row of this version."""
     try:
         scan = scan_window(
-            log, version.model_name, version.version, temperature=version.temperature, start=start, end=end,
-            n_bins=version.n_bins, threshold=checked_threshold(version), chunk_size=settings.monitor_chunk_size,
-            arrivals=arrivals, summarise=summarise, prior_capacity=settings.drift.prior_sample_capacity,
-            seed=settings.drift.seed,
+            log, window_query(version, start, end), chunk_size=settings.monitor_chunk_size, arrivals=arrivals,
+            summarise=summarise, prior_capacity=settings.drift.prior_sample_capacity, seed=settings.drift.seed,
         )
     except LookupError:
         return None
@@ -376,9 +376,8 @@ def diagnose(
 
     def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
         return reweight_window(
-            source, version.model_name, version.version, temperature=version.temperature, start=report.window_start,
-            end=report.window_end, priors=estimate.priors, reference_priors=estimate.reference_priors,
-            n_bins=version.n_bins, threshold=version.gate_threshold, chunk_size=settings.monitor_chunk_size)
+            source, window_query(version, report.window_start, report.window_end), priors=estimate.priors,
+            reference_priors=estimate.reference_priors, chunk_size=settings.monitor_chunk_size)
 
     diagnosed = diagnose_check(
         report, served=None if scan is None else scan.served_priors, reference=version.reference_priors,

@@ -39,30 +39,18 @@ from calibration import json_safe
 from monitoring import DRIFT_PAYLOAD_KEYS, LABEL_SHIFT_PAYLOAD_KEYS
 
 __all__ = [
-    "CONFIDENCE_SHIFT_EVENT",
-    "DRIFT_EVENT",
-    "EVENT_PAYLOADS",
-    "INSUFFICIENT_DATA_EVENT",
-    "LABEL_SHIFT_EVENT",
-    "REFITTED_EVENT",
-    "REFIT_FAILED_EVENT",
-    "CheckContext",
-    "ConfidenceShiftEvent",
-    "DriftEvent",
-    "EventPayload",
-    "InsufficientDataEvent",
-    "LabelShiftEvent",
-    "RefitFailedEvent",
-    "RefittedEvent",
-    "VERIFICATION_KEYS",
+    "CONFIDENCE_SHIFT_EVENT", "DRIFT_EVENT", "EVENT_PAYLOADS", "INSUFFICIENT_DATA_EVENT", "LABEL_SHIFT_EVENT",
+    "REFITTED_EVENT", "REFIT_FAILED_EVENT", "CheckContext", "ConfidenceShiftEvent", "DriftEvent", "EventPayload",
+    "InsufficientDataEvent", "LabelShiftEvent", "RefitFailedEvent", "RefittedEvent", "VERIFICATION_KEYS",
 ]
 
-DRIFT_EVENT: Final = "thermostat.calibration.drift"
-CONFIDENCE_SHIFT_EVENT: Final = "thermostat.calibration.confidence_shift"
-INSUFFICIENT_DATA_EVENT: Final = "thermostat.calibration.insufficient_data"
-LABEL_SHIFT_EVENT: Final = "thermostat.calibration.label-shift"
-REFIT_FAILED_EVENT: Final = "thermostat.calibration.refit_failed"
-REFITTED_EVENT: Final = "thermostat.calibration.refitted"
+_EVENT_PREFIX: Final = "thermostat.calibration."
+DRIFT_EVENT: Final = _EVENT_PREFIX + "drift"
+CONFIDENCE_SHIFT_EVENT: Final = _EVENT_PREFIX + "confidence_shift"
+INSUFFICIENT_DATA_EVENT: Final = _EVENT_PREFIX + "insufficient_data"
+LABEL_SHIFT_EVENT: Final = _EVENT_PREFIX + "label-shift"
+REFIT_FAILED_EVENT: Final = _EVENT_PREFIX + "refit_failed"
+REFITTED_EVENT: Final = _EVENT_PREFIX + "refitted"
 
 #: The keys of a refit's verification in its events (:func:`flows.pipelines.refit` writes them from a
 #: :class:`flows.pipelines.steps.RefitVerification`); absent when the refit was refused before verifying.

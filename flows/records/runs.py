@@ -56,27 +56,10 @@ from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, a
 from monitoring import DriftPolicy, DriftReport, drift_metric_names, drift_metrics, group_metric_key
 
 __all__ = [
-    "CHECK_ERROR_TAG",
-    "CHECK_KIND",
-    "FAILED_VERDICT",
-    "GROUP_KEYS_TAG",
-    "POLICY_TAG",
-    "SHIFT_KIND_TAG",
-    "VERDICT_TAG",
-    "KIND_TAG",
-    "PREFECT_FLOW_RUN_TAG",
-    "REFIT_KIND",
-    "VERSION_DRIFT_TAG_PREFIX",
-    "CheckFailure",
-    "CheckMetric",
-    "CheckRecord",
-    "DriftCause",
-    "GroupMetricKeys",
-    "RefitLink",
-    "RefitRecord",
-    "check_metric_names",
-    "model_slug",
-    "run_subject",
+    "CHECK_ERROR_TAG", "CHECK_KIND", "FAILED_VERDICT", "GROUP_KEYS_TAG", "POLICY_TAG", "SHIFT_KIND_TAG",
+    "VERDICT_TAG", "KIND_TAG", "PREFECT_FLOW_RUN_TAG", "REFIT_KIND", "VERSION_DRIFT_TAG_PREFIX", "CheckFailure",
+    "CheckMetric", "CheckRecord", "DriftCause", "GroupMetricKeys", "RefitLink", "RefitRecord", "check_metric_names",
+    "model_slug", "run_subject",
 ]
 
 PREFECT_FLOW_RUN_TAG: Final = "thermostat.prefect_flow_run_id"
@@ -100,6 +83,7 @@ _MODEL_VERSION: Final = "thermostat.model_version"
 _ALIASES: Final = "thermostat.aliases"
 _WINDOW_START: Final = "thermostat.window_start"
 _WINDOW_END: Final = "thermostat.window_end"
+"""With ``_WINDOW_START``, the window [start, end) the run read, ISO 8601 in UTC."""
 # A check's own.
 _REFIT_RECOMMENDED: Final = "thermostat.refit_recommended"
 _TESTS_FIRED: Final = "thermostat.tests_fired"

@@ -576,20 +576,20 @@ class RegisteredVersion:
         return self.monitor.last_drift_event_at
 
     # What the record holds, read through the version: ``version.temperature`` is ``version.record.temperature``.
+    # What a check reads the traffic at:
     temperature = _FromRecord(lambda record: record.temperature)
+    """The registered T: every check reads the version's traffic at it."""
     gate_threshold = _FromRecord(lambda record: record.gate_threshold)
-    checkpoint_uri = _FromRecord(lambda record: record.checkpoint_uri)
-    checkpoint_digest = _FromRecord(lambda record: record.checkpoint_digest)
-    checkpoint_output = _FromRecord(lambda record: record.checkpoint_output)
+    temperature_interval = _FromRecord(lambda record: record.temperature_interval)
+    n_bins = _FromRecord(lambda record: record.ece_n_bins)
+    """The ECE binning registered with the version (``ece_n_bins``): its checks bin the same way."""
+    baseline_ece = _FromRecord(lambda record: record.holdout_ece_after)
+    """The registration baseline: the ECE after calibration on the held-out evaluation part."""
+    # What the traffic is compared with:
     reference_stats = _FromRecord(lambda record: record.reference_stats)
     reference_profile = _FromRecord(lambda record: record.reference_profile)
     reference_priors = _FromRecord(lambda record: record.reference_priors)
-    temperature_interval = _FromRecord(lambda record: record.temperature_interval)
-    n_bins = _FromRecord(lambda record: record.ece_n_bins)
-    train_steps = _FromRecord(lambda record: record.train_steps)
-    train_data_version = _FromRecord(lambda record: record.train_data_version)
-    baseline_ece = _FromRecord(lambda record: record.holdout_ece_after)
-    """The registration baseline: the ECE after calibration on the held-out evaluation part."""
+    """The class counts and posterior sums the shift diagnosis compares the served rows with."""
 
     @property
     def drift_reference(self) -> DriftReference:
@@ -617,6 +617,14 @@ class RegisteredVersion:
     @property
     def context(self) -> str:
         return version_context(self.model_name, self.version, self.aliases, self.checkpoint_uri, self.temperature)
+
+    # Which checkpoint, trained how:
+    checkpoint_uri = _FromRecord(lambda record: record.checkpoint_uri)
+    checkpoint_digest = _FromRecord(lambda record: record.checkpoint_digest)
+    """The digest of the checkpoint's files when registered: a refit refuses files that differ."""
+    checkpoint_output = _FromRecord(lambda record: record.checkpoint_output)
+    train_steps = _FromRecord(lambda record: record.train_steps)
+    train_data_version = _FromRecord(lambda record: record.train_data_version)
 
 
 def version_context(

@@ -101,14 +101,16 @@ def test_zero_gives_exactly_one_and_nan_stays_nan() -> None:
 @njit(fastmath=False)
 def _row_loops(row, d, e):  # type: ignore[no-untyped-def]
     k = row.shape[0]
-    s0, s1, _ = kernels._row_exp(row, 0.0, 0.4, 1, 1, 0, d, e, k)
+    kernels._row_shifted(row, k, k, d)
+    s0, s1, _ = kernels._row_exp(0.4, 1, 1, 0, d, e, k)
     a, b, c, f, g = kernels._centred_sums(e, d, s1 / s0, k)
     return s0 + a + b + c + f + g
 
 
 @njit(fastmath=False)
 def _ratio_loop(row, d, e):  # type: ignore[no-untyped-def]
-    s0, s1, s_one = kernels._row_exp(row, 0.0, 0.2, 2, 5, 3, d, e, row.shape[0])
+    kernels._row_shifted(row, row.shape[0], row.shape[0], d)
+    s0, s1, s_one = kernels._row_exp(0.2, 2, 5, 3, d, e, row.shape[0])
     return s0 + s1 + s_one
 
 
@@ -119,8 +121,9 @@ def _column_loops(x, e, top, sums):  # type: ignore[no-untyped-def]
 
 
 @njit(fastmath=False)
-def _evaluation_loop(row):  # type: ignore[no-untyped-def]
-    return kernels._row_exp_squares(row, 0.0, 0.4, row.shape[0])
+def _evaluation_loop(row, d):  # type: ignore[no-untyped-def]
+    kernels._row_shifted(row, row.shape[0], row.shape[0], d)
+    return kernels._row_exp_squares(d, 0.4, row.shape[0])
 
 
 def _assembly(function: Any, *arguments: Any) -> str:
@@ -144,7 +147,7 @@ def test_the_loops_that_call_the_exp_are_vector_code_without_calls() -> None:
         "row exp and moments": _assembly(_row_loops, row, d, e),
         "ratio powers": _assembly(_ratio_loop, row, d, e),
         "columns": _assembly(_column_loops, column, np.empty_like(column), np.zeros(64), np.zeros((8, 64))),
-        "evaluation": _assembly(_evaluation_loop, row),
+        "evaluation": _assembly(_evaluation_loop, row, d),
     }
     for name, listing in listings.items():
         # Packed fused multiply-adds on 256- or 512-bit registers: the exp's polynomial, vectorised.

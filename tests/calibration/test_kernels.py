@@ -246,6 +246,30 @@ def test_both_layouts_match_the_reference_on_either_side_of_the_switch(k: int) -
                 _assert_calibration_equal(got, calibration_sums(logits, labels, beta, n_bins, compiled=False))
 
 
+def test_padded_row_buffers_match_the_reference_for_every_padding_length() -> None:
+    # The row layout pads its buffers to a multiple of 8 with a d whose exp is exactly 0:
+    # K = 33..40 gives every padding length (7 down to 0), in the fit's pass and the
+    # evaluation's; at an inverse temperature too small for that exp to be 0 (1e-149: the
+    # padding's exp would be exp(-10)) the buffers are not padded. Extreme rows (a spread of
+    # 1e100, whose centred terms reach 1e200) stay finite beside the padding.
+    rng = np.random.default_rng(17)
+    n = 64 * 3 + 5
+    for k in range(COLUMNS_MAX_CLASSES + 1, COLUMNS_MAX_CLASSES + 9):
+        for dtype in (np.float32, np.float64):
+            logits, labels = _logits(rng, n, k, dtype), _labels(rng, n, k)
+            logits[:20, :] = logits[:20, :1]  # ties: the first arg-max counts
+            for beta in (1e-149, *BOUND_BETAS, 0.40213, 0.4, 1.0):
+                if dtype == np.float64 and beta >= BOUND_BETAS[0]:
+                    logits[20:30, 3] = -1e100  # a spread of 1e100, not on the label
+                    labels[20:30] = 0
+                for at_one in (True, False):
+                    compiled = nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=True)
+                    assert np.isfinite(compiled).all(), (k, dtype, beta)
+                    _assert_sums_close(compiled, nll_expansion_sums(logits, labels, beta, with_nll_at_one=at_one, compiled=False))
+                got = calibration_sums(logits, labels, beta, 15, compiled=True)
+                _assert_calibration_equal(got, calibration_sums(logits, labels, beta, 15, compiled=False))
+
+
 def test_ratios() -> None:
     for beta in (0.05, 0.3984375, 0.4, 1 / 3, 0.9, 1.0, 1.37, 19.9):
         near = nearby_ratio(beta)

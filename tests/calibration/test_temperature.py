@@ -32,7 +32,7 @@ def test_gradient_and_curvature_of_two_classes_by_hand() -> None:
     assert scores.curvature[0] == pytest.approx(a * a * p1 * (1 - p1), rel=1e-12)
     assert scores.gradient[1] == pytest.approx(a * p1 - a, rel=1e-12)
     assert scores.curvature[1] == pytest.approx(a * a * p1 * (1 - p1), rel=1e-12)
-    stats = scores.temperature_stats()
+    stats = TemperatureStats.from_scores(scores)
     assert (stats.n, stats.temperature) == (2, 2.0)
     assert stats.gradient_sum == pytest.approx(2 * a * p1 - a, rel=1e-12)
     assert stats.gradient_square_sum == pytest.approx((a * p1) ** 2 + (a * p1 - a) ** 2, rel=1e-12)
@@ -71,7 +71,7 @@ def test_sums_of_parts_add_up_to_the_sums_of_the_whole(
     assert parts == whole
     # Per group, from one pass: the groups add up to the whole as well.
     codes = np.arange(len(labels)) % 3
-    grouped = TopLabelScores.from_logits(logits, labels, temperature=temperature).grouped_temperature_stats(codes, 3)
+    grouped = TemperatureStats.grouped(TopLabelScores.from_logits(logits, labels, temperature=temperature), codes, 3)
     total = grouped[0] + grouped[1] + grouped[2]
     assert total == whole and [g.n for g in grouped] == [int(np.sum(codes == g)) for g in range(3)]
 

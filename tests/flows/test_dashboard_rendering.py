@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import doctest
-import importlib
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +26,7 @@ from flows.dashboard.data import (
 from flows.dashboard.metrics import exposition
 from flows.dashboard.page import render_page
 from flows.dashboard.svg import Point, Series, time_chart
+from tests.support.examples import run_examples
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 THRESHOLDS = Thresholds(ece_tolerance=0.02, p_threshold=0.01, min_window=500, insufficient_data_streak=3)
@@ -234,8 +233,7 @@ def test_a_chart_without_points_says_so() -> None:
 @pytest.mark.parametrize("module_name", ["flows.records.runs", "flows.dashboard.svg", "flows.dashboard.metrics",
                                          "flows.dashboard.text", "flows.dashboard.server"])
 def test_docstring_examples(module_name: str) -> None:
-    result = doctest.testmod(importlib.import_module(module_name),
-                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = run_examples(module_name)
     assert result.attempted > 0 and result.failed == 0, f"{result.failed} of {result.attempted} failed"
 
 

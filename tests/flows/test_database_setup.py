@@ -4,7 +4,6 @@ codes (2 bad input naming the flag, 3 database failure)."""
 
 from __future__ import annotations
 
-import doctest
 import json
 import uuid
 from collections.abc import Iterator
@@ -13,10 +12,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import flows.cli.database_setup
 from flows.cli.main import main
 from flows.cli.database_setup import verifier_matches
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway cluster (session fixture)
+from tests.support.examples import run_examples
 from tests.support.ports import free_port
 
 SECRET_M, SECRET_T = "m-s3cret/with@odd:chars", "t-s3cret"
@@ -157,7 +156,7 @@ def test_help_lists_the_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(flows.cli.database_setup, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = run_examples("flows.cli.database_setup")
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -9,7 +9,6 @@ The functions the workers run are in tests/flows/dask_work.py, which they import
 
 from __future__ import annotations
 
-import doctest
 import logging
 import os
 import re
@@ -26,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import flows.orchestration.engines
 from calibration import LOCAL_ENGINE, ScoredSet, write_scored_set
 from flows.orchestration.cluster import TaskEngine
 from flows.orchestration.engines import MISSING_EXTRA, DaskEngine, dask_task_runner, engine_from_options
 from tests.flows.dask_work import listening_hosts, refuse_negative, slow_square, square_late_first, with_pid
+from tests.support.examples import run_examples
 from tests.support.ports import free_port
 from tests.support.servers import running
 
@@ -162,7 +161,7 @@ def test_a_server_that_never_answers_is_a_clear_error_within_the_timeout() -> No
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(flows.orchestration.engines, optionflags=doctest.ELLIPSIS)
+    result = run_examples("flows.orchestration.engines")
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -4,7 +4,6 @@ naming the file, the array and the row; and input paths resolved or refused by n
 
 from __future__ import annotations
 
-import doctest
 import os
 import re
 import zipfile
@@ -14,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import flows.holdout
 from flows.holdout import read_features, read_ids, resolve_input_path, write_features, write_ids
 from flows.pipelines.post_finetune import post_finetune
 from flows.settings import ThermostatSettings
+from tests.support.examples import run_examples
 
 GOOD: dict[str, Any] = {"ids": ["a", "b", "c"], "features": [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], "labels": [0, 2, 1]}
 
@@ -162,7 +161,7 @@ def test_the_flow_refuses_a_missing_input_before_anything_else(
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(flows.holdout, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = run_examples("flows.holdout")
     assert result.attempted > 0 and result.failed == 0
 
 

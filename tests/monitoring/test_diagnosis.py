@@ -28,6 +28,7 @@ from monitoring import (
     DriftReport,
     PredictionLog,
     ReweightedWindow,
+    WindowQuery,
     decide_drift,
     diagnose_check,
     drift_markdown,
@@ -154,8 +155,8 @@ def test_the_one_pass_collects_the_served_priors_of_every_row(prediction_log: Pr
                                  labelled_at=T0 + timedelta(hours=1))
     end = T0 + timedelta(hours=2)
 
-    chunked = scan_window(prediction_log, "m", "1", temperature=TEMPERATURE, start=T0, end=end, chunk_size=7,
-                          prior_capacity=50, seed=3)
+    query = WindowQuery("m", "1", temperature=TEMPERATURE, start=T0, end=end)
+    chunked = scan_window(prediction_log, query, chunk_size=7, prior_capacity=50, seed=3)
     direct = ServedPriorStats.from_logits(logits32, temperature=TEMPERATURE, capacity=None)
     served = chunked.served_priors
     assert served is not None and served.n == direct.n == 300 and served.capacity == 50
@@ -165,8 +166,8 @@ def test_the_one_pass_collects_the_served_priors_of_every_row(prediction_log: Pr
     rows = {row.tobytes() for row in direct.sample}
     assert all(row.tobytes() in rows for row in served.sample)  # each sampled posterior is one of the window's
     # In one chunk, the same keys as the direct summary drawn from the first chunk's generator: the same sample.
-    whole = scan_window(prediction_log, "m", "1", temperature=TEMPERATURE, start=T0, end=end, prior_capacity=50,
-                        seed=3).served_priors
+    query = WindowQuery("m", "1", temperature=TEMPERATURE, start=T0, end=end)
+    whole = scan_window(prediction_log, query, prior_capacity=50, seed=3).served_priors
     one = ServedPriorStats.from_logits(logits32, temperature=TEMPERATURE, capacity=50,
                                        seed=np.random.default_rng([3, 0]))
     assert whole is not None and np.array_equal(whole.sample, one.sample) and np.array_equal(whole.keys, one.keys)
@@ -174,11 +175,12 @@ def test_the_one_pass_collects_the_served_priors_of_every_row(prediction_log: Pr
     assert chunked.class_rows is not None and chunked.class_correct is not None
     assert chunked.class_rows.tolist() == np.bincount(labels[labelled], minlength=K).tolist()
     assert chunked.class_correct.tolist() == np.bincount(labels[labelled & correct], minlength=K).tolist()
-    assert scan_window(prediction_log, "m", "1", temperature=TEMPERATURE, start=T0, end=end).served_priors is None
+    query = WindowQuery("m", "1", temperature=TEMPERATURE, start=T0, end=end)
+    assert scan_window(prediction_log, query).served_priors is None
 
     # The second read, at the re-weighted posteriors, is the arrays' summary of the corrected logits.
-    again = reweight_window(prediction_log, "m", "1", temperature=TEMPERATURE, start=T0, end=end, priors=RAISED,
-                            reference_priors=UNIFORM, chunk_size=7)
+    query = WindowQuery("m", "1", temperature=TEMPERATURE, start=T0, end=end)
+    again = reweight_window(prediction_log, query, priors=RAISED, reference_priors=UNIFORM, chunk_size=7)
     corrected = prior_corrected_logits(logits32[labelled], temperature=TEMPERATURE, priors=RAISED,
                                        reference_priors=UNIFORM)
     expected = summarise_arrays(corrected, labels[labelled], temperature=TEMPERATURE, start=T0, end=end)

@@ -14,6 +14,7 @@ from monitoring import (
     DriftPolicy,
     DriftReference,
     PredictionLog,
+    WindowQuery,
     WindowSummary,
     decide_drift,
     diagnose_reliability_shape,
@@ -111,8 +112,8 @@ def test_end_to_end_from_a_sqlite_log(tmp_path: Path) -> None:
         verdicts = []
         for hour in range(2):
             start = T0 + timedelta(hours=hour)
-            summary = summarise_window(log, "digits", "1", temperature=1.0, start=start, end=start + timedelta(hours=1),
-                                       threshold=0.9, chunk_size=300)  # fmt: skip
+            query = WindowQuery("digits", "1", temperature=1.0, start=start, end=start + timedelta(hours=1), threshold=0.9)
+            summary = summarise_window(log, query, chunk_size=300)
             verdicts.append(decide_drift(summary, DriftReference.of(0.02)).verdict)
     assert verdicts == ["ok", "drift"]
 

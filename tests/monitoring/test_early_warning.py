@@ -21,10 +21,11 @@ from monitoring import (
     DriftPolicy,
     NewlyLabelled,
     PredictionLog,
+    WindowQuery,
     confidence_profile,
-    warn_before_labels,
     log_predictions,
     summarise_window,
+    warn_before_labels,
 )
 from monitoring.early_warning import _anderson_darling, _variance
 from tests.strategies import sample_labels
@@ -275,6 +276,6 @@ def test_the_log_serves_unlabelled_rows_and_the_labels_that_arrived_since(predic
 
     early = NewlyLabelled(prediction_log, since=None, until=T0 + 2 * HOUR + timedelta(minutes=1))
     late = NewlyLabelled(prediction_log, since=T0 + 2 * HOUR + timedelta(minutes=1), until=T0 + 4 * HOUR)
-    counts = [summarise_window(source, "m", "1", temperature=1.0, start=T0, end=T0 + 2 * HOUR).n
+    counts = [summarise_window(source, WindowQuery("m", "1", temperature=1.0, start=T0, end=T0 + 2 * HOUR)).n
               for source in (early, late)]
     assert counts == [100, 50]

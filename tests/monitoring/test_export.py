@@ -23,6 +23,7 @@ from monitoring import (
     LabelledChunk,
     PredictionLog,
     PredictionLogExport,
+    WindowQuery,
     WindowSummary,
     export_partitions,
     export_prediction_log,
@@ -161,9 +162,9 @@ def test_an_unknown_version_is_refused_and_nothing_is_written(log: PredictionLog
     export = PredictionLogExport(tmp_path / "export")
     assert export.n_classes("m", "7") is None and list(export.iter_labelled("m", "7", T0, UNTIL)) == []
     with pytest.raises(LookupError, match="'m' version '7'"):
-        summarise_window(export, "m", "7", temperature=1.0, start=T0, end=UNTIL)
+        summarise_window(export, WindowQuery("m", "7", temperature=1.0, start=T0, end=UNTIL))
     with pytest.raises(LookupError, match=r"no day of model 'm' version '7' was exported to PredictionLogExport\("):
-        summarise_export(export, "m", "7", temperature=1.0, start=T0, end=UNTIL)
+        summarise_export(export, WindowQuery("m", "7", temperature=1.0, start=T0, end=UNTIL))
 
 
 def test_a_finished_export_run_again_writes_nothing(log: PredictionLog, tmp_path: Path) -> None:
@@ -320,7 +321,7 @@ def _read_everything(tmp_path: Path) -> None:
 
 
 def _summarise_everything(tmp_path: Path) -> None:
-    summarise_export(PredictionLogExport(tmp_path), "m", "1", temperature=1.0, start=T0, end=UNTIL)
+    summarise_export(PredictionLogExport(tmp_path), WindowQuery("m", "1", temperature=1.0, start=T0, end=UNTIL))
 
 
 @pytest.mark.parametrize("read", [_read_everything, _summarise_everything], ids=["iter_labelled", "summarise_export"])
@@ -407,10 +408,10 @@ def test_summarise_export_equals_summarise_window_of_the_export_and_of_the_log(
 ) -> None:
     export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=40)
     export = PredictionLogExport(tmp_path)
-    window = {"temperature": 1.1, "start": start, "end": end, "n_bins": 10, "threshold": 0.6}
-    partitioned = summarise_export(export, "m", "1", engine=engine, **window)
-    from_export = summarise_window(export, "m", "1", chunk_size=33, **window)
-    from_log = summarise_window(log, "m", "1", chunk_size=33, **window)
+    query = WindowQuery("m", "1", temperature=1.1, start=start, end=end, n_bins=10, threshold=0.6)
+    partitioned = summarise_export(export, query, engine=engine)
+    from_export = summarise_window(export, query, chunk_size=33)
+    from_log = summarise_window(log, query, chunk_size=33)
     assert partitioned.n == log.count_labelled("m", "1", start, end) > 100
     assert partitioned.served_temperatures == (0.9, 1.3) and partitioned.n_ungrouped > 0
     assert from_export.n_chunks == from_log.n_chunks  # the export's chunks are the log's
@@ -437,13 +438,12 @@ def test_partitions_are_the_row_groups_of_the_days_in_the_window(log: Prediction
 def test_a_partition_of_a_file_rewritten_since_it_was_listed_is_refused(log: PredictionLog, tmp_path: Path) -> None:
     export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=40)
     partition: ExportPartition = export_partitions(PredictionLogExport(tmp_path), "m", "1", T0, UNTIL)[0]
-    arguments = {"model_name": "m", "model_version": "1", "temperature": 1.0, "n_bins": 15, "threshold": None,
-                 "start": T0, "end": UNTIL}  # fmt: skip
-    assert summarise_partition(partition, **arguments).n == partition.n_rows
+    query = WindowQuery("m", "1", temperature=1.0, start=T0, end=UNTIL)
+    assert summarise_partition(partition, query).n == partition.n_rows
     file = Path(partition.path)
     pq.write_table(pq.read_table(file), file, row_group_size=40)  # same rows, another file
     with pytest.raises(ScoredSetError, match=rf"^{file}: changed after its partitions were listed"):
-        summarise_partition(partition, **arguments)
+        summarise_partition(partition, query)
 
 
 def test_merge_summaries_adds_up_parts_of_one_window_only() -> None:

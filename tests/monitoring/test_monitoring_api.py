@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import inspect
 
 import pytest
 
 import monitoring
+from tests.support.examples import run_examples
 
 MODULES = [
     "monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls",
@@ -44,6 +44,6 @@ def test_every_public_function_has_a_doctest() -> None:
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_doctests(module_name: str) -> None:
-    result = doctest.testmod(importlib.import_module(module_name), optionflags=doctest.ELLIPSIS, verbose=False)
+    result = run_examples(module_name)
     assert result.attempted > 0
     assert result.failed == 0

@@ -14,6 +14,7 @@ from monitoring import (
     LabelArrivals,
     NewlyLabelled,
     PredictionLog,
+    WindowQuery,
     confidence_profile,
     log_predictions,
     scan_window,
@@ -53,11 +54,11 @@ def _log_traffic(log: PredictionLog) -> dict[str, list[str]]:
 def test_one_pass_gives_the_three_reads(prediction_log: PredictionLog) -> None:
     _log_traffic(prediction_log)
     arrivals = LabelArrivals(since=SINCE, until=UNTIL, served_from=EPOCH, served_to=END + timedelta(hours=1))
-    scan = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, threshold=0.6, chunk_size=7,
-                       arrivals=arrivals)
+    query = WindowQuery("m", "1", temperature=1.5, start=START, end=END, threshold=0.6)
+    scan = scan_window(prediction_log, query, chunk_size=7, arrivals=arrivals)
 
-    summary = summarise_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, threshold=0.6,
-                               chunk_size=7)
+    query = WindowQuery("m", "1", temperature=1.5, start=START, end=END, threshold=0.6)
+    summary = summarise_window(prediction_log, query, chunk_size=7)
     assert scan.summary is not None and scan.summary.n == summary.n == 40 + 45 + 20
     assert scan.summary.gate == summary.gate and scan.summary.n_ungrouped == summary.n_ungrouped
     assert {k: v.n for k, v in scan.summary.groups.items()} == {k: v.n for k, v in summary.groups.items()}
@@ -70,8 +71,9 @@ def test_one_pass_gives_the_three_reads(prediction_log: PredictionLog) -> None:
     assert scan.profile == profile and scan.profile.n == scan.served_rows == 40 + 45 + 20 + 30
 
     # The increment: the labels that arrived in [SINCE, UNTIL), wherever their rows were served.
-    increment = summarise_window(NewlyLabelled(prediction_log, since=SINCE, until=UNTIL), "m", "1", temperature=1.5,
-                                 start=EPOCH, end=arrivals.served_to, chunk_size=7).temperature_stats
+    query = WindowQuery("m", "1", temperature=1.5, start=EPOCH, end=arrivals.served_to)
+    increment = summarise_window(NewlyLabelled(prediction_log, since=SINCE, until=UNTIL), query,
+                                 chunk_size=7).temperature_stats
     assert scan.arrived is not None and scan.arrived.n == increment.n == 45 + 25 + 5
     assert scan.outside_rows == 25 + 5
     for name in ("gradient_sum", "gradient_square_sum", "curvature_sum"):
@@ -82,22 +84,22 @@ def test_one_pass_gives_the_three_reads(prediction_log: PredictionLog) -> None:
 def test_the_first_increment_and_a_pass_without_one(prediction_log: PredictionLog) -> None:
     _log_traffic(prediction_log)
     first = LabelArrivals(since=None, until=UNTIL, served_from=START, served_to=END)
-    scan = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, arrivals=first)
+    scan = scan_window(prediction_log, WindowQuery("m", "1", temperature=1.5, start=START, end=END), arrivals=first)
     assert scan.arrived is not None and scan.arrived.n == 40 + 45  # served in the window, labelled before UNTIL
     assert scan.outside_rows == 0 and scan.arrived_first_served == START
 
-    bare = scan_window(prediction_log, "m", "1", temperature=1.5, start=START, end=END, summarise=False)
+    bare = scan_window(prediction_log, WindowQuery("m", "1", temperature=1.5, start=START, end=END), summarise=False)
     assert bare.summary is None and bare.arrived is None and bare.arrived_first_served is None
     assert bare.profile == scan.profile
 
 
 def test_a_version_never_logged_and_an_increment_that_misses_the_window(prediction_log: PredictionLog) -> None:
     with pytest.raises(LookupError, match="no prediction of model 'm' version '9' was ever logged"):
-        scan_window(prediction_log, "m", "9", temperature=1.0, start=START, end=END)
+        scan_window(prediction_log, WindowQuery("m", "9", temperature=1.0, start=START, end=END))
     log_predictions(prediction_log, "m", "1", 1.0, np.zeros((1, 2)), ["a"], time=START)
     inside = LabelArrivals(since=None, until=UNTIL, served_from=START + timedelta(hours=1), served_to=END)
     with pytest.raises(ValueError, match="must cover the window"):
-        scan_window(prediction_log, "m", "1", temperature=1.0, start=START, end=END, arrivals=inside)
+        scan_window(prediction_log, WindowQuery("m", "1", temperature=1.0, start=START, end=END), arrivals=inside)
 
 
 def test_late_labels_are_read_in_labelling_order(prediction_log: PredictionLog) -> None:

@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from calibration import CalibrationStats, TemperatureStats, TopLabelScores, top_label_confidence
-from monitoring import DriftReference, GateCounts, PredictionLog, WindowSummary, decide_drift, log_predictions, summarise_arrays, summarise_window
+from monitoring import (
+    DriftReference,
+    GateCounts,
+    PredictionLog,
+    WindowQuery,
+    WindowSummary,
+    decide_drift,
+    log_predictions,
+    summarise_arrays,
+    summarise_window,
+)
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -50,9 +60,8 @@ def test_merged_chunks_equal_the_whole_window(
     filled_log: tuple[PredictionLog, dict[str, np.ndarray]], chunk_size: int
 ) -> None:
     log, rows = filled_log
-    summary = summarise_window(
-        log, "digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12, threshold=0.7, chunk_size=chunk_size
-    )
+    query = WindowQuery("digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12, threshold=0.7)
+    summary = summarise_window(log, query, chunk_size=chunk_size)
     n = rows["labels"].shape[0]
     assert 300 < n < 600
     assert summary.n == n
@@ -81,7 +90,8 @@ def test_merged_chunks_equal_the_whole_window(
 
 def test_window_equals_the_array_summary(filled_log: tuple[PredictionLog, dict[str, np.ndarray]]) -> None:
     log, rows = filled_log
-    from_log = summarise_window(log, "digits", "1", temperature=1.3, start=T0, end=T0 + HOUR, chunk_size=64)
+    query = WindowQuery("digits", "1", temperature=1.3, start=T0, end=T0 + HOUR)
+    from_log = summarise_window(log, query, chunk_size=64)
     from_arrays = summarise_arrays(rows["logits"], rows["labels"], temperature=1.3, start=T0, end=T0 + HOUR,
                                    groups=rows["groups"])  # fmt: skip
     assert from_log.overall == from_arrays.overall
@@ -92,7 +102,7 @@ def test_window_equals_the_array_summary(filled_log: tuple[PredictionLog, dict[s
 def test_adjacent_windows_merge_into_the_longer_one(filled_log: tuple[PredictionLog, dict[str, np.ndarray]]) -> None:
     log, _ = filled_log
     def window(start: datetime, end: datetime) -> WindowSummary:
-        return summarise_window(log, "digits", "1", temperature=1.0, start=start, end=end, threshold=0.6)
+        return summarise_window(log, WindowQuery("digits", "1", temperature=1.0, start=start, end=end, threshold=0.6))
     first, second = window(T0, T0 + HOUR), window(T0 + HOUR, T0 + 2 * HOUR)
     both = window(T0, T0 + 2 * HOUR)
     merged = second + first
@@ -107,14 +117,15 @@ def test_adjacent_windows_merge_into_the_longer_one(filled_log: tuple[Prediction
 
 def test_an_empty_window_and_an_unknown_version(prediction_log: PredictionLog) -> None:
     log_predictions(prediction_log, "digits", "1", 1.0, np.zeros((3, 2)), ["a", "b", "c"], time=T0)  # no labels
-    summary = summarise_window(prediction_log, "digits", "1", temperature=1.0, start=T0, end=T0 + HOUR, threshold=0.9)
+    query = WindowQuery("digits", "1", temperature=1.0, start=T0, end=T0 + HOUR, threshold=0.9)
+    summary = summarise_window(prediction_log, query)
     assert summary.n == 0 and summary.n_chunks == 0 and summary.groups == {}
     assert math.isnan(summary.overall.ece) and summary.gate is not None and math.isnan(summary.gate.coverage)
     report = decide_drift(summary, DriftReference.of(0.02))
     assert report.verdict == "insufficient_data" and report.n == 0 and math.isnan(report.window.ece)
     assert report.reasons[0].startswith("only 0 labelled rows in the window")
     with pytest.raises(LookupError, match="no prediction of model 'digits' version '9' was ever logged"):
-        summarise_window(prediction_log, "digits", "9", temperature=1.0, start=T0, end=T0 + HOUR)
+        summarise_window(prediction_log, WindowQuery("digits", "9", temperature=1.0, start=T0, end=T0 + HOUR))
 
 
 def test_gate_counts() -> None:
@@ -160,8 +171,8 @@ def test_one_calibration_pass_per_chunk_whatever_the_groups(
     with monkeypatch.context() as patched:
         patched.setattr(TopLabelScores, "from_logits", classmethod(counted))
         patched.setattr(CalibrationStats, "from_logits", classmethod(second_pass))
-        summary = summarise_window(log, "digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12,
-                                   threshold=0.7, chunk_size=chunk_size)  # fmt: skip
+        query = WindowQuery("digits", "1", temperature=0.8, start=T0, end=T0 + HOUR, n_bins=12, threshold=0.7)
+        summary = summarise_window(log, query, chunk_size=chunk_size)
     assert sorted(summary.groups) == ["a", "b", "c"] and summary.n_ungrouped > 0
     assert summary.n_chunks == math.ceil(rows["labels"].shape[0] / chunk_size) > 3
     assert len(scored_rows) == summary.n_chunks, "one calibration pass per chunk"

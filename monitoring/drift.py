@@ -69,10 +69,10 @@ classification". AISTATS 2019.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from calibration import (
     CalibrationStats,
@@ -235,6 +235,27 @@ class GroupDrift:
         return _temperature_test_of(self.outcomes)
 
 
+_Read = TypeVar("_Read")
+
+
+class _FromSummary(Generic[_Read]):
+    """An attribute of a :class:`DriftReport` that its window summary holds (``read`` takes it out)."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: Callable[[WindowSummary], _Read]) -> None:
+        self._read = read
+
+    @overload
+    def __get__(self, report: None, owner: type[Any]) -> _FromSummary[_Read]: ...
+
+    @overload
+    def __get__(self, report: DriftReport, owner: type[Any]) -> _Read: ...
+
+    def __get__(self, report: DriftReport | None, owner: type[Any]) -> _FromSummary[_Read] | _Read:
+        return self if report is None else self._read(report.summary)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DriftReport:
     """The verdict on a window, with its reasons and every number behind it.
@@ -297,29 +318,13 @@ class DriftReport:
         """The window's temperature test (None when it did not run)."""
         return _temperature_test_of(self.outcomes)
 
-    @property
-    def n(self) -> int:
-        return self.summary.n
-
-    @property
-    def model_name(self) -> str:
-        return self.summary.model_name
-
-    @property
-    def model_version(self) -> str:
-        return self.summary.model_version
-
-    @property
-    def window_start(self) -> datetime:
-        return self.summary.start
-
-    @property
-    def window_end(self) -> datetime:
-        return self.summary.end
-
-    @property
-    def temperature(self) -> float:
-        return self.summary.temperature
+    # What the window's summary holds, read through the report: ``report.n`` is ``report.summary.n``.
+    n = _FromSummary(lambda summary: summary.n)
+    model_name = _FromSummary(lambda summary: summary.model_name)
+    model_version = _FromSummary(lambda summary: summary.model_version)
+    window_start = _FromSummary(lambda summary: summary.start)
+    window_end = _FromSummary(lambda summary: summary.end)
+    temperature = _FromSummary(lambda summary: summary.temperature)
 
     @property
     def window(self) -> CalibrationStats:

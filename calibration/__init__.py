@@ -94,6 +94,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._probabilities import calibrated_probabilities, top_label_confidence
     from ._qualify import QualificationReport, qualify_calibration_set
+    from ._read_through import ReadThrough
     from ._scored import ScoredSet, ScoredSetError, read_logits, read_scored_set, write_scored_set
     from ._scores import TopLabelScores
     from ._serialise import JsonResult, json_safe
@@ -148,6 +149,7 @@ __all__ = [
     "Partition",
     "PartitionedScoredSet",
     "PriorCorrection",
+    "ReadThrough",
     "PriorEstimate",
     "PriorShiftTest",
     "QualificationReport",
@@ -235,6 +237,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_fit": ("TemperatureFit", "fit_temperature"),
     "_gate": ("GateChoice", "GateSweep", "choose_threshold", "sweep_thresholds"),
     "_interval": ("Interval",),
+    "_read_through": ("ReadThrough",),
     "_kernels": ("compile_kernels",),
     "_metrics": (
         "CalibrationReport", "GroupBreakdown", "GroupCalibration", "accuracy", "brier_score",

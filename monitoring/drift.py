@@ -69,16 +69,17 @@ classification". AISTATS 2019.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Literal, TypeVar
 
 from calibration import (
     CalibrationStats,
     Interval,
     ConsistencyTest,
     PriorShiftTest,
+    ReadThrough,
     ReliabilityTable,
     ShiftDiagnosis,
     TemperatureStats,
@@ -238,22 +239,10 @@ class GroupDrift:
 _Read = TypeVar("_Read")
 
 
-class _FromSummary(Generic[_Read]):
-    """An attribute of a :class:`DriftReport` that its window summary holds (``read`` takes it out)."""
+class _FromSummary(ReadThrough[WindowSummary, _Read]):
+    """An attribute of a :class:`DriftReport` that its window summary holds."""
 
-    __slots__ = ("_read",)
-
-    def __init__(self, read: Callable[[WindowSummary], _Read]) -> None:
-        self._read = read
-
-    @overload
-    def __get__(self, report: None, owner: type[Any]) -> _FromSummary[_Read]: ...
-
-    @overload
-    def __get__(self, report: DriftReport, owner: type[Any]) -> _Read: ...
-
-    def __get__(self, report: DriftReport | None, owner: type[Any]) -> _FromSummary[_Read] | _Read:
-        return self if report is None else self._read(report.summary)
+    PART = "summary"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -35,12 +35,12 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from calibration import PriorCorrection, ReferencePriors, TemperatureStats
+from calibration import PriorCorrection, ReadThrough, ReferencePriors, TemperatureStats
 from monitoring import ConfidenceProfile, DriftReference, SequentialState
 
 __all__ = [
@@ -539,22 +539,10 @@ class MonitorState:
 _Read = typing.TypeVar("_Read")
 
 
-class _FromRecord(typing.Generic[_Read]):
-    """An attribute of a :class:`RegisteredVersion` that its record holds (``read`` takes it out)."""
+class _FromRecord(ReadThrough[VersionRecord, _Read]):
+    """An attribute of a :class:`RegisteredVersion` that its record holds."""
 
-    __slots__ = ("_read",)
-
-    def __init__(self, read: Callable[[VersionRecord], _Read]) -> None:
-        self._read = read
-
-    @typing.overload
-    def __get__(self, version: None, owner: type[Any]) -> _FromRecord[_Read]: ...
-
-    @typing.overload
-    def __get__(self, version: RegisteredVersion, owner: type[Any]) -> _Read: ...
-
-    def __get__(self, version: RegisteredVersion | None, owner: type[Any]) -> _FromRecord[_Read] | _Read:
-        return self if version is None else self._read(version.record)
+    PART = "record"
 
 
 @dataclass(frozen=True, slots=True)

@@ -405,7 +405,8 @@ def _migrated_mlflow_store(path: Path) -> None:
 
 def _reference(rng: np.random.Generator, temperature: float) -> dict[str, str]:
     """The reference tags of a version registered at ``temperature`` (its calibration part)."""
-    from calibration import CalibrationStats, calibration_error_from_stats
+    from calibration import CalibrationStats, ReferencePriors, calibration_error_from_stats
+    from flows.records.versions import encode_reference_priors
     from monitoring import ConfidenceProfile, summarise_arrays
 
     logits, labels = traffic(rng, 4000, 10, temperature)
@@ -420,6 +421,9 @@ def _reference(rng: np.random.Generator, temperature: float) -> dict[str, str]:
         "reference_curvature_sum": repr(stats.curvature_sum), "reference_ece_estimator": "debiased_l1",
         "reference_ece": repr(ece.estimate), "reference_ece_low": repr(ece.low), "reference_ece_high": repr(ece.high),
         "reference_confidence_profile": ConfidenceProfile.from_logits(logits, labels, temperature=temperature).to_json(),
+        # The shift diagnosis's reference: every check estimates the served rows' priors against it.
+        "reference_prior_sums": encode_reference_priors(ReferencePriors.from_logits(logits, labels,
+                                                                                    temperature=temperature)) or "",
     }
 
 

@@ -79,7 +79,7 @@ from calibration import LOCAL_ENGINE, Engine, JsonResult, ScoredSet, ScoredSetEr
 
 from ._validation import as_utc, check_chunk_size, check_window
 from .prediction_log import LabelledChunk, LabelledFingerprint, PredictionLog
-from .window import WindowQuery, WindowSummary, _Accumulator, merge_summaries
+from .window import WindowQuery, WindowSummary, _Accumulator, _checked_query, merge_summaries
 
 __all__ = [
     "ExportPartition",
@@ -819,6 +819,7 @@ def summarise_export(
     >>> summary.overall == summarise_window(log, query).overall
     True
     """
+    query = _checked_query(query)
     n_classes = export.n_classes(query.model_name, query.model_version)
     if n_classes is None:
         raise LookupError(

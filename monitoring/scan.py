@@ -46,7 +46,7 @@ from calibration import Interval, ServedPriorStats, TemperatureStats, TopLabelSc
 from ._validation import as_utc, check_chunk_size
 from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
 from .prediction_log import LabelledChunk, PredictionLog
-from .window import WindowQuery, WindowSummary, _Accumulator, _logged_classes
+from .window import WindowQuery, WindowSummary, _Accumulator, _checked_query, _logged_classes
 
 __all__ = ["LabelArrivals", "WindowScan", "scan_window"]
 
@@ -169,6 +169,7 @@ def scan_window(
     (3, (2, 2), [2, 0], [1, 0])
     """
     chunk_size = check_chunk_size(chunk_size)
+    query = _checked_query(query)
     model_name, model_version, temperature = query.model_name, query.model_version, query.temperature
     start, end = query.start, query.end
     if prior_capacity is not None:

@@ -340,9 +340,23 @@ class _Accumulator:
         )
 
 
+def _checked_query(query: object) -> WindowQuery:
+    """``query`` if it is a :class:`WindowQuery`, else a TypeError that says how to make one (the
+    reads took the version and window as separate arguments before)."""
+    if not isinstance(query, WindowQuery):
+        raise TypeError(
+            f"the window to read must be a WindowQuery; got {type(query).__name__} {query!r:.80}: pass "
+            "WindowQuery(model_name, model_version, temperature=T, start=..., end=...) instead of the name, "
+            "version and window as separate arguments"
+        )
+    return query
+
+
 def _logged_classes(log: LabelledSource, query: WindowQuery) -> int:
     """K of the query's version in ``log``; LookupError when it never logged (a typo in the name or
-    version would otherwise look like a quiet window forever)."""
+    version would otherwise look like a quiet window forever); TypeError when ``query`` is not a
+    :class:`WindowQuery`."""
+    query = _checked_query(query)
     n_classes = log.n_classes(query.model_name, query.model_version)
     if n_classes is None:
         raise LookupError(

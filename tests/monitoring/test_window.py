@@ -197,3 +197,21 @@ def test_one_calibration_pass_per_chunk_whatever_the_groups(
         assert_stats_equal(summary.groups[key], stats)
     assert summary.gate == gate
     assert summary.overall.n == sum(stats.n for stats in summary.groups.values()) + summary.n_ungrouped
+
+
+def test_a_read_given_the_version_and_window_apart_says_to_pass_a_window_query(prediction_log: PredictionLog) -> None:
+    """The reads took (name, version, temperature=..., start=..., end=...) before WindowQuery: the old
+    call is refused naming what to pass, not an AttributeError from inside."""
+    from monitoring import PredictionLogExport, reweight_window, scan_window, summarise_export
+
+    reads = [lambda: summarise_window(prediction_log, "digits"),  # type: ignore[arg-type]
+             lambda: scan_window(prediction_log, "digits"),  # type: ignore[arg-type]
+             lambda: summarise_export(PredictionLogExport("."), "digits"),  # type: ignore[arg-type]
+             lambda: reweight_window(prediction_log, "digits", priors=[0.5, 0.5],  # type: ignore[arg-type]
+                                     reference_priors=[0.5, 0.5])]
+    for read in reads:
+        with pytest.raises(TypeError, match=r"must be a WindowQuery; got str 'digits': pass WindowQuery\(model_name"):
+            read()
+    with pytest.raises(TypeError, match=r"summarise_window\(\) (got an unexpected keyword|takes 2 positional)"):
+        summarise_window(prediction_log, "digits", "1", temperature=1.0, start=T0, end=T0 + HOUR)  # type: ignore[call-arg]
+

@@ -304,13 +304,10 @@ class LabelledChunk(_ChunkRows):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ServedChunk(_ChunkRows):
-    """One chunk of a version's served rows, labelled or not, in (time, id) order.
-
-    ``labels`` is -1 where no label was attached yet; ``temperature`` is the T in force when
-    served; ``time`` is UTC as ``datetime64[us]``; ``logits`` the stored float32 values;
-    ``groups`` str or None per row; ``arrived`` True where the label was attached in the
-    labelling range the read asked for (every labelled row when it asked for none).
-    """
+    """One chunk of a version's served rows, labelled or not, in (time, id) order: the per-row
+    fields every chunk holds, ``labels`` -1 where no label was attached yet, and ``arrived`` True
+    where the label was attached in the labelling range the read asked for (every labelled row
+    when it asked for none)."""
 
     arrived: NDArray[np.bool_]
 

@@ -354,9 +354,7 @@ def _checked_query(query: object) -> WindowQuery:
 
 def _logged_classes(log: LabelledSource, query: WindowQuery) -> int:
     """K of the query's version in ``log``; LookupError when it never logged (a typo in the name or
-    version would otherwise look like a quiet window forever); TypeError when ``query`` is not a
-    :class:`WindowQuery`."""
-    query = _checked_query(query)
+    version would otherwise look like a quiet window forever)."""
     n_classes = log.n_classes(query.model_name, query.model_version)
     if n_classes is None:
         raise LookupError(
@@ -418,6 +416,7 @@ def _labelled_read(
     """A read of the query's labelled rows: the empty summary and the chunks; LookupError when the
     version never logged."""
     chunk_size = check_chunk_size(chunk_size)
+    query = _checked_query(query)
     accumulator = _Accumulator(query, _logged_classes(log, query))
     chunks = log.iter_labelled(query.model_name, query.model_version, query.start, query.end, chunk_size=chunk_size)
     return accumulator, chunks

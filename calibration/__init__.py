@@ -92,7 +92,7 @@ if _typing.TYPE_CHECKING:
         prior_corrected_logits,
         prior_shift_test,
     )
-    from ._probabilities import calibrated_probabilities, top_label_confidence
+    from ._probabilities import calibrated_probabilities, top_label_and_probabilities, top_label_confidence
     from ._qualify import QualificationReport, qualify_calibration_set
     from ._read_through import ReadThrough
     from ._scored import ScoredSet, ScoredSetError, read_logits, read_scored_set, write_scored_set
@@ -213,6 +213,7 @@ __all__ = [
     "reweighting_gain",
     "sweep_thresholds",
     "temperature_test",
+    "top_label_and_probabilities",
     "top_label_confidence",
     "write_scored_set",
 ]
@@ -252,7 +253,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PriorEstimate", "PriorShiftTest", "ReferencePriors", "ServedPriorStats", "estimate_priors_bbse",
         "estimate_priors_em", "prior_corrected_log_probabilities", "prior_corrected_logits", "prior_shift_test"
     ),
-    "_probabilities": ("calibrated_probabilities", "top_label_confidence"),
+    "_probabilities": ("calibrated_probabilities", "top_label_and_probabilities", "top_label_confidence"),
     "_qualify": ("QualificationReport", "qualify_calibration_set"),
     "_scored": ("ScoredSet", "ScoredSetError", "read_logits", "read_scored_set", "write_scored_set"),
     "_scores": ("TopLabelScores",),

@@ -305,7 +305,40 @@ class ServedPriorStats:
         """
         array = check_logits(logits)
         temperature = check_temperature(temperature)
-        n, k = array.shape
+        return cls._summarise(softmax(array, temperature), array.argmax(axis=1), temperature, capacity, seed, keys)
+
+    @classmethod
+    def from_probabilities(
+        cls, probabilities: NDArray[np.float64], predictions: NDArray[np.intp], *, temperature: float,
+        capacity: int | None = DEFAULT_SAMPLE_CAPACITY, seed: int | np.random.Generator | None = 0,
+        keys: ArrayLike | None = None,
+    ) -> ServedPriorStats:
+        """:meth:`from_logits` of rows whose posteriors at ``temperature`` and first arg-max are
+        already computed (as :func:`calibration.top_label_and_probabilities` returns them, for a
+        reader that also needs the top label): trusted, only their shapes are checked.
+
+        Examples
+        --------
+        >>> from calibration import top_label_and_probabilities
+        >>> logits = np.random.default_rng(0).normal(size=(50, 3))
+        >>> predictions, _, p = top_label_and_probabilities(logits, temperature=2.0)
+        >>> stats = ServedPriorStats.from_probabilities(p, predictions, temperature=2.0, capacity=10)
+        >>> same = ServedPriorStats.from_logits(logits, temperature=2.0, capacity=10)
+        >>> bool(np.array_equal(stats.sample, same.sample) and np.array_equal(stats.posterior_sum, same.posterior_sum))
+        True
+        """
+        p = np.asarray(probabilities)
+        predicted = np.asarray(predictions)
+        if p.ndim != 2 or predicted.shape != p.shape[:1]:
+            raise ValueError(f"probabilities must be (n, K) and predictions (n,); got {p.shape} and {predicted.shape}")
+        return cls._summarise(p, predicted, check_temperature(temperature), capacity, seed, keys)
+
+    @classmethod
+    def _summarise(
+        cls, p: NDArray[np.float64], predicted: NDArray[np.intp], temperature: float, capacity: int | None,
+        seed: int | np.random.Generator | None, keys: ArrayLike | None,
+    ) -> ServedPriorStats:
+        n, k = p.shape
         capacity = n if capacity is None else check_count(capacity, name="capacity")
         if keys is None:
             rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -314,10 +347,9 @@ class ServedPriorStats:
             row_keys = np.asarray(keys, dtype=np.float64)
             if row_keys.shape != (n,) or not np.all((row_keys >= 0) & (row_keys < 1)):
                 raise ValueError(f"keys must be one number in [0, 1) per row ({n}); got shape {row_keys.shape}")
-        p = softmax(array, temperature)
         kept = _bottom(row_keys, capacity)
         return cls(temperature=temperature, n=n, posterior_sum=p.sum(axis=0),
-                   predicted_counts=np.bincount(array.argmax(axis=1), minlength=k).astype(np.int64),
+                   predicted_counts=np.bincount(predicted, minlength=k).astype(np.int64),
                    sample=p[kept], keys=row_keys[kept], capacity=capacity)
 
     def __add__(self, other: ServedPriorStats) -> ServedPriorStats:

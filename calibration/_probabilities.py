@@ -10,10 +10,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._scored import ScoredSet, validated_set
-from ._softmax import softmax, top_label
+from ._softmax import softmax, top_label, top_label_and_softmax
 from ._validation import check_logits, check_temperature
 
-__all__ = ["calibrated_probabilities", "top_label_confidence"]
+__all__ = ["calibrated_probabilities", "top_label_confidence", "top_label_and_probabilities"]
 
 
 def calibrated_probabilities(logits: ArrayLike, *, temperature: float = 1.0) -> NDArray[np.float64]:
@@ -75,3 +75,37 @@ def top_label_confidence(
     if isinstance(logits, ScoredSet):  # built field by field: checked like any arrays
         logits = logits.logits
     return top_label(check_logits(logits, check_finite=check_finite), check_temperature(temperature))
+
+
+def top_label_and_probabilities(
+    logits: ArrayLike, *, temperature: float = 1.0, check_finite: bool = True
+) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`top_label_confidence` and :func:`calibrated_probabilities` of the same rows from
+    one ``exp`` pass (one check, one arg-max), for a reader that needs both: the same numbers,
+    bit for bit, as the two calls.
+
+    Parameters
+    ----------
+    logits : array of shape (n_samples, n_classes)
+        Logits or log-probabilities.
+    temperature : float, default=1.0
+        T > 0.
+    check_finite : bool, default=True
+        As :func:`top_label_confidence`'s.
+
+    Returns
+    -------
+    predictions : array of shape (n_samples,)
+        The first arg-max of each row.
+    confidence : array of shape (n_samples,)
+        Its probability at ``temperature``.
+    probabilities : array of shape (n_samples, n_classes)
+        softmax(logits / temperature), float64.
+
+    Examples
+    --------
+    >>> predictions, confidence, p = top_label_and_probabilities(np.log([[0.1, 0.9], [0.6, 0.4]]))
+    >>> predictions.tolist(), confidence.round(6).tolist(), p.round(6).tolist()
+    ([1, 0], [0.9, 0.6], [[0.1, 0.9], [0.6, 0.4]])
+    """
+    return top_label_and_softmax(check_logits(logits, check_finite=check_finite), check_temperature(temperature))

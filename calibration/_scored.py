@@ -313,13 +313,15 @@ def validated_set(data: object) -> ScoredSet | None:
 
 
 def checked_data(
-    logits: ArrayLike | ScoredSet, labels: ArrayLike | None
+    logits: ArrayLike | ScoredSet, labels: ArrayLike | None, *, check_finite: bool = True
 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp]]:
     """The logits and labels a public function computes on, each checked once.
 
     A validated :class:`ScoredSet` stands for both (``labels`` is then None) and its arrays
     are returned as they are; anything else is checked here (:func:`check_logits`,
-    :func:`check_labels`), a set built field by field included.
+    :func:`check_labels`), a set built field by field included. ``check_finite=False`` skips
+    the scan of every logit, for logits their caller has already checked (as
+    :func:`check_logits`'s).
 
     Raises
     ------
@@ -338,7 +340,7 @@ def checked_data(
     if scored is not None and labels is None:
         return scored.logits, scored.labels
     raw_logits, raw_labels = split_data(logits, labels)
-    checked = check_logits(raw_logits)
+    checked = check_logits(raw_logits, check_finite=check_finite)
     return checked, check_labels(raw_labels, *checked.shape)
 
 

@@ -63,7 +63,8 @@ class TopLabelScores:
 
     @classmethod
     def from_logits(
-        cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0
+        cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *, temperature: float = 1.0,
+        check_finite: bool = True,
     ) -> TopLabelScores:
         """Score every row of ``logits`` against ``labels`` at ``temperature``: one pass.
 
@@ -76,6 +77,9 @@ class TopLabelScores:
             True classes in [0, n_classes).
         temperature : float, default=1.0
             T > 0; the logits are divided by it before the softmax.
+        check_finite : bool, default=True
+            Scan every logit (finite, each row's spread) first; ``False`` for logits already
+            checked that way (e.g. a chunk its reader checked once for all its uses).
 
         Returns
         -------
@@ -95,7 +99,7 @@ class TopLabelScores:
         >>> scores.confidence.round(6).tolist(), scores.nll.round(6).tolist()
         ([0.666667], [0.405465])
         """
-        checked, checked_labels = checked_data(logits, labels)
+        checked, checked_labels = checked_data(logits, labels, check_finite=check_finite)
         return _score_rows(checked, checked_labels, check_temperature(temperature))
 
     @property

@@ -17,9 +17,10 @@ the database marks each window row whose label arrived in [since, until) (``arri
 part rides on the same read, and only the rows served *outside* the window whose label arrived
 in the range are read apart: before the window on the index of labelling times (few rows among
 many), after it on the serving-time index (rows served while the check runs). Every logit is
-read once; the summary's and the increment's per-row scores are computed once
-(:class:`calibration.TopLabelScores`), the profile's confidences as
-:func:`monitoring.confidence_profile` computes them.
+read once and checked once (for all its uses); the summary's and the increment's per-row scores
+are computed once (:class:`calibration.TopLabelScores`), and one softmax of every served row gives
+the profile's confidences (as :func:`monitoring.confidence_profile` computes them) and the
+diagnosis's posteriors below (:func:`calibration.top_label_and_probabilities`).
 
 The same read gives the shift diagnosis what it needs of the window
 (:func:`monitoring.diagnose_check`): over every served row, the class priors' sums and a bounded
@@ -41,7 +42,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration import Interval, ServedPriorStats, TemperatureStats, TopLabelScores
+from calibration import (
+    Interval,
+    ServedPriorStats,
+    TemperatureStats,
+    TopLabelScores,
+    check_logits,
+    top_label_and_probabilities,
+    top_label_confidence,
+)
 
 from ._validation import as_utc, check_chunk_size
 from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
@@ -191,21 +200,28 @@ def scan_window(
     for index, chunk in enumerate(log.iter_served(model_name, model_version, start, end, chunk_size=chunk_size,
                                                   labelled_from=since, labelled_to=until)):
         served += len(chunk)
-        profile = profile + ConfidenceProfile.from_logits(chunk.logits, chunk.labels, temperature=temperature)
-        if prior_capacity is not None:
-            summed = ServedPriorStats.from_logits(chunk.logits, temperature=temperature, capacity=prior_capacity,
-                                                  seed=np.random.default_rng([seed, index]))
+        if not len(chunk):
+            continue
+        # Checked once here for every use below (the profile, the priors, the scores).
+        logits = check_logits(chunk.logits)
+        predictions, confidence, summed = _top_labels(logits, temperature, prior_capacity, [seed, index])
+        if summed is not None:
             priors = summed if priors is None else priors + summed
         labelled = chunk.labels >= 0
-        classes.add(chunk.logits[labelled], chunk.labels[labelled])
+        profile = profile + ConfidenceProfile.from_confidence(confidence, labelled, predictions == chunk.labels,
+                                                              temperature=temperature)
+        # Every row labelled (the usual case once labels have caught up): views, not copies.
+        rows: slice | NDArray[np.bool_] = slice(None) if labelled.all() else labelled
+        classes.add(predictions[rows], chunk.labels[rows])
         wanted = chunk.arrived & labelled if arrived is not None else None
         if not labelled.any() or (summary is None and (wanted is None or not wanted.any())):
             continue
-        scores = TopLabelScores.from_logits(chunk.logits[labelled], chunk.labels[labelled], temperature=temperature)
+        scores = TopLabelScores.from_logits(logits[rows], chunk.labels[rows], temperature=temperature,
+                                            check_finite=False)
         if summary is not None:
-            summary.add_scores(scores, chunk.groups[labelled], chunk.temperature[labelled])
+            summary.add_scores(scores, chunk.groups[rows], chunk.temperature[rows])
         if arrived is not None and wanted is not None and wanted.any():
-            codes = np.where(chunk.arrived[labelled], 0, 1).astype(np.intp)
+            codes = np.where(chunk.arrived[rows], 0, 1).astype(np.intp)
             arrived = arrived + TemperatureStats.grouped(scores, codes, 2)[0]
             first_served = _earliest(first_served, chunk.time[wanted][0])
     outside = 0
@@ -229,6 +245,21 @@ def scan_window(
     )
 
 
+def _top_labels(
+    logits: NDArray[np.floating[Any]], temperature: float, prior_capacity: int | None, seed: list[int]
+) -> tuple[NDArray[np.intp], NDArray[np.float64], ServedPriorStats | None]:
+    """A checked chunk's first arg-max and top-label confidence per row, and its priors' summary
+    when asked for (``prior_capacity``): one softmax for both."""
+    if prior_capacity is None:
+        predictions, confidence = top_label_confidence(logits, temperature=temperature, check_finite=False)
+        return predictions, confidence, None
+    predictions, confidence, posteriors = top_label_and_probabilities(logits, temperature=temperature,
+                                                                      check_finite=False)
+    summed = ServedPriorStats.from_probabilities(posteriors, predictions, temperature=temperature,
+                                                 capacity=prior_capacity, seed=np.random.default_rng(seed))
+    return predictions, confidence, summed
+
+
 class _ClassCounts:
     """The labelled rows per true class and the right ones among them, chunk by chunk."""
 
@@ -236,11 +267,11 @@ class _ClassCounts:
         self.rows = np.zeros(n_classes, dtype=np.int64)
         self.correct = np.zeros(n_classes, dtype=np.int64)
 
-    def add(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.int64]) -> None:
+    def add(self, predictions: NDArray[np.intp], labels: NDArray[np.int64]) -> None:
         if labels.shape[0]:
             k = self.rows.shape[0]
             self.rows += np.bincount(labels, minlength=k)
-            self.correct += np.bincount(labels[logits.argmax(axis=1) == labels], minlength=k)
+            self.correct += np.bincount(labels[predictions == labels], minlength=k)
 
 
 def _temperature_sums(chunk: LabelledChunk, temperature: float) -> TemperatureStats:

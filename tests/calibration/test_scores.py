@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibration import CalibrationStats, TopLabelScores, top_label_confidence
+from calibration import (
+    CalibrationStats,
+    ServedPriorStats,
+    TopLabelScores,
+    calibrated_probabilities,
+    top_label_and_probabilities,
+    top_label_confidence,
+)
 from tests.strategies import positive_temperature, scored_arrays
 
 
@@ -70,3 +78,26 @@ def test_bad_input_is_refused_naming_the_argument() -> None:
         scores.grouped_calibration_stats([0.0, 1.0, 1.0], 2)
     with pytest.raises(ValueError, match="n_groups must be an integer >= 1"):
         scores.grouped_calibration_stats([0, 0, 0], 0)
+
+
+@given(scored_arrays(min_rows=1), positive_temperature)
+def test_the_shared_softmax_gives_the_two_calls_numbers_bit_for_bit(
+    data: tuple[NDArray[np.float64], NDArray[np.intp]], temperature: float
+) -> None:
+    """top_label_and_probabilities is one exp pass for a reader that needs the top label and the
+    posteriors (the monitor's profile and priors): the numbers of the two separate calls, exactly."""
+    logits = data[0]
+    predictions, confidence, probabilities = top_label_and_probabilities(logits, temperature=temperature)
+    alone_predictions, alone_confidence = top_label_confidence(logits, temperature=temperature)
+    assert np.array_equal(predictions, alone_predictions)
+    assert np.array_equal(confidence, alone_confidence)
+    assert np.array_equal(probabilities, calibrated_probabilities(logits, temperature=temperature))
+    stats = ServedPriorStats.from_probabilities(probabilities, predictions, temperature=temperature, capacity=5)
+    same = ServedPriorStats.from_logits(logits, temperature=temperature, capacity=5)
+    assert np.array_equal(stats.posterior_sum, same.posterior_sum) and np.array_equal(stats.sample, same.sample)
+    assert np.array_equal(stats.predicted_counts, same.predicted_counts)
+
+
+def test_posteriors_and_predictions_of_different_rows_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"probabilities must be \(n, K\) and predictions \(n,\)"):
+        ServedPriorStats.from_probabilities(np.full((3, 2), 0.5), np.zeros(2, dtype=np.intp), temperature=1.0)

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from sqlalchemy import event
 
+from calibration import ServedPriorStats
+
 from monitoring import (
     LabelArrivals,
     NewlyLabelled,
@@ -122,3 +124,37 @@ def test_a_version_k_is_read_once(prediction_log: PredictionLog) -> None:
     assert prediction_log.n_classes("m", "2") is None  # never logged: asked again next time
     log_predictions(prediction_log, "m", "2", 1.0, np.zeros((1, 4)), ["c"], time=START)
     assert prediction_log.n_classes("m", "2") == 4
+
+
+def test_each_served_logit_is_scanned_once_and_the_priors_equal_their_own_read(
+    prediction_log: PredictionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass checks a chunk once for its three uses (the profile, the priors, the scores; each
+    scanned it before) and takes one softmax for the profile and the priors: the same numbers."""
+    import calibration._validation as validation
+
+    _log_traffic(prediction_log)
+    scanned: list[int] = []
+    real = getattr(validation, "first_refused_row")
+
+    def counting(logits: np.ndarray, max_spread: float) -> int:
+        scanned.append(int(logits.shape[0]))
+        return int(real(logits, max_spread))
+
+    monkeypatch.setattr(validation, "first_refused_row", counting)
+    query = WindowQuery("m", "1", temperature=1.5, start=START, end=END)
+    scan = scan_window(prediction_log, query, chunk_size=7, prior_capacity=11, seed=3)
+    assert sum(scanned) == scan.served_rows == 40 + 45 + 20 + 30
+    monkeypatch.setattr(validation, "first_refused_row", real)
+
+    expected = None
+    for index, chunk in enumerate(prediction_log.iter_served("m", "1", START, END, chunk_size=7)):
+        part = ServedPriorStats.from_logits(chunk.logits, temperature=1.5, capacity=11,
+                                            seed=np.random.default_rng([3, index]))
+        expected = part if expected is None else expected + part
+    assert scan.served_priors is not None and expected is not None
+    assert np.array_equal(scan.served_priors.posterior_sum, expected.posterior_sum)
+    assert np.array_equal(scan.served_priors.sample, expected.sample)
+    assert np.array_equal(scan.served_priors.predicted_counts, expected.predicted_counts)
+    assert scan.profile == confidence_profile(prediction_log, "m", "1", temperature=1.5, start=START, end=END,
+                                              chunk_size=7)

@@ -47,6 +47,7 @@ from calibration import (
     prior_corrected_logits,
     prior_shift_test,
     reweighting_gain,
+    top_label_and_probabilities,
 )
 
 from .diagnosis import read_as_family
@@ -168,11 +169,18 @@ def diagnose_arrays(
     level = policy.prior_shift_level
     # 1. The served rows, labelled or not: their priors and the prior test, read with the served
     # confidences' test as one family (step 3's early warning).
-    served = ServedPriorStats.from_logits(served_rows, temperature=temperature, seed=seed)
-    warning = warn_before_labels(ConfidenceProfile.from_logits(served_rows, temperature=temperature),
+    # One softmax of the served rows for their priors and their confidences; the window's rows
+    # were checked by summarise_arrays, other served rows are checked here.
+    predictions, confidence, posteriors = top_label_and_probabilities(
+        served_rows, temperature=temperature, check_finite=served_logits is not None)
+    served = ServedPriorStats.from_probabilities(posteriors, predictions, temperature=temperature, seed=seed)
+    unlabelled = np.zeros(confidence.shape[0], dtype=bool)
+    warning = warn_before_labels(ConfidenceProfile.from_confidence(confidence, unlabelled, unlabelled,
+                                                                   temperature=temperature),
                                  reference_profile, policy=policy)
     prior_test, confidence_shifted = read_as_family(
-        prior_shift_test(served, reference_priors, level=policy.diagnosis_level, seed=seed), warning,
+        prior_shift_test(served, reference_priors, level=policy.diagnosis_level,
+                         confidence_level=policy.confidence_level, seed=seed), warning,
         policy.diagnosis_level)
     estimate = prior_test.estimate
     # 2. The labelled rows at the deployed posteriors and, if the priors moved, at the re-weighted ones.

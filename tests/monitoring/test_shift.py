@@ -94,3 +94,13 @@ def test_the_family_reads_the_smaller_p_value_at_half_the_level() -> None:
     test, shifted = read_as_family(prior, replace(warning, tested=False, p_value=math.nan), 0.01)
     assert (test.fired, test.level, shifted) == (True, 0.01, False)  # the only test run has the whole level
     assert read_as_family(None, None, 0.01) == (None, False)
+
+
+def test_the_prior_effect_interval_is_at_the_policys_confidence_level() -> None:
+    """As the monitor's check reads it (diagnose_check): the policy's drift_confidence_level, not
+    the test's own default (diagnose_arrays used the default before)."""
+    window = _rows([0.6, 0.2, 0.1, 0.1], 2_000, np.random.default_rng(8))
+    wide = _check(window, policy=DriftPolicy(confidence_level=0.99)).prior_test
+    narrow = _check(window, policy=DriftPolicy(confidence_level=0.5)).prior_test
+    assert (wide.confidence_level, narrow.confidence_level) == (0.99, 0.5)
+    assert wide.effect_low < narrow.effect_low <= narrow.effect_high < wide.effect_high

@@ -22,6 +22,15 @@ def _shifted(logits: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
     return promoted
 
 
+def _scaled_exp(logits: NDArray[np.floating[Any]], temperature: float) -> NDArray[np.float64]:
+    """exp((logits - max) / temperature) per row, float64, computed in place in one n x K array:
+    the arithmetic :func:`softmax`, :func:`top_label` and :func:`top_label_and_softmax` share."""
+    exp = _shifted(logits)
+    exp /= temperature
+    np.exp(exp, out=exp)
+    return exp
+
+
 def log_softmax(logits: NDArray[np.floating[Any]], temperature: float = 1.0) -> NDArray[np.float64]:
     """log softmax(logits / temperature), row-wise, in float64 (inputs trusted)."""
     shifted = _shifted(logits) / temperature
@@ -31,8 +40,7 @@ def log_softmax(logits: NDArray[np.floating[Any]], temperature: float = 1.0) -> 
 
 def softmax(logits: NDArray[np.floating[Any]], temperature: float = 1.0) -> NDArray[np.float64]:
     """softmax(logits / temperature), row-wise, in float64 (inputs trusted)."""
-    shifted = _shifted(logits) / temperature
-    exp = np.exp(shifted)
+    exp = _scaled_exp(logits, temperature)
     exp /= exp.sum(axis=1, keepdims=True)
     return exp
 
@@ -46,8 +54,7 @@ def top_label(
     full probability matrix kept.
     """
     predictions = logits.argmax(axis=1)
-    shifted = _shifted(logits) / temperature
-    confidence = 1.0 / np.exp(shifted).sum(axis=1)
+    confidence = 1.0 / _scaled_exp(logits, temperature).sum(axis=1)
     return predictions, confidence
 
 
@@ -55,11 +62,9 @@ def top_label_and_softmax(
     logits: NDArray[np.floating[Any]], temperature: float = 1.0
 ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
     """:func:`top_label`'s predictions and confidences and :func:`softmax`'s probabilities from
-    one ``exp`` pass: the same arithmetic, so the same numbers bit for bit."""
+    one ``exp`` pass (:func:`_scaled_exp`, as theirs), so the same numbers bit for bit."""
     predictions = logits.argmax(axis=1)
-    exp = _shifted(logits)
-    exp /= temperature
-    np.exp(exp, out=exp)  # in place: one n x K temporary, not three
+    exp = _scaled_exp(logits, temperature)
     sums = exp.sum(axis=1, keepdims=True)
     confidence = 1.0 / sums[:, 0]
     exp /= sums

@@ -16,7 +16,6 @@ import gc
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -301,26 +300,6 @@ def map_reduce_demo(logits: NDArray[Any], labels: NDArray[np.intp]) -> None:
           f"(|ΔT|/T = {abs(t / whole.temperature - 1):.1e}); nll_before {merged.nll_at_one:.12f} vs {whole.nll_before:.12f}")
 
 
-def cold_start() -> None:
-    """First fit in a fresh process: numba import + cached kernels, and with an empty cache."""
-    code = (
-        "import time, numpy as np; t=time.perf_counter(); from calibration import fit_temperature; "
-        "import benchmarks.__main__ as b; x,y=b.synthetic(20000,100); t=time.perf_counter(); "
-        "fit_temperature(x,y); t1=time.perf_counter()-t; t=time.perf_counter(); fit_temperature(x,y); "
-        "print(f'{t1:.2f} {time.perf_counter()-t:.3f}')"
-    )
-    env = dict(os.environ)
-    for label, cache in (("cached kernels", env.get("NUMBA_CACHE_DIR")), ("empty cache", None)):
-        run_env = dict(env)
-        if cache is None:
-            import tempfile
-
-            run_env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
-        out = subprocess.run([sys.executable, "-c", code], env=run_env, capture_output=True, text=True, check=True)
-        first, second = out.stdout.split()
-        print(f"  cold start, {label}: first fit (20,000x100) {first} s, second {second} s")
-
-
 def describe_machine() -> None:
     import numba
     import scipy
@@ -339,8 +318,8 @@ def main() -> None:
     args = parser.parse_args()
     describe_machine()
     # The cases measure the compiled kernels: compile them (or load them from the cache) first, as
-    # `calibration.compile_kernels` does once per installation; until then, inputs below
-    # COMPILE_MIN_ELEMENTS run the numpy path.
+    # `calibration.compile_kernels` does once per installation; numba then runs in this process,
+    # so every input of COMPILED_MIN_ELEMENTS logits or more takes them.
     started = time.perf_counter()
     compile_kernels()
     print(f"kernels compiled or loaded from the cache in {time.perf_counter() - started:.1f} s")
@@ -361,8 +340,6 @@ def main() -> None:
         run_case(title, logits, labels, peers, args.repeats, skip, evaluation)
     if not args.only:
         map_reduce_demo(*synthetic(200_000 // scale, 100))
-        print("\n### Cold start")
-        cold_start()
 
 
 if __name__ == "__main__":

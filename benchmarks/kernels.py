@@ -1,5 +1,6 @@
 """`python -m benchmarks.kernels` (`make bench-kernels`): the fit and the evaluation against the
-memory floor, on 200,000 x 100 and 1,000,000 x 10 logits, float32 and float64 (issue 23).
+memory floor, the compiled kernels against the numpy path, and the fit from a fresh installation,
+on 200,000 x 100 and 1,000,000 x 10 logits, float32 and float64.
 
 The floor is a plain parallel numba read of the logits: the sum of every element, in the
 kernels' blocks, each read as one flat run of memory, vectorised (``fastmath``: its own result
@@ -16,7 +17,9 @@ does not matter), so it runs at the speed memory delivers the logits. Against it
   is made of);
 - the evaluation, ``CalibrationStats.from_logits`` at T = 2.5 with 15 bins: of a validated
   ``ScoredSet`` (checked once when it was read, as the monitor's windows are: one pass), and
-  of plain arrays, whose check scans every logit first (finite, each row's spread).
+  of plain arrays, whose check scans every logit first (finite, each row's spread);
+- the same fit and evaluation of a scored set on the numpy path (what a process runs until
+  starting numba pays, and an installation until its kernels are compiled).
 
 Everything runs in this one process, in interleaved rounds (each round times every item once,
 starting from a different item each round), after an untimed warm-up call of each (compiling
@@ -32,6 +35,14 @@ takes that wait out), and a long item is preempted more often than a short one, 
 wall-time ratio counts against it and a CPU-time ratio does not (with ``--threads 1``; with
 two threads, CPU time also counts a waiting thread's spinning).
 
+Then, per dtype, **a fresh installation** (unless ``--no-fresh-install``): an empty numba cache
+(``NUMBA_CACHE_DIR``), and in it, per shape, ``--fresh-fits`` fits in a new process ("process
+1": the first large input starts the background compile), then, once that compile has finished
+(its wall time is printed), the same in a second new process ("process 2"), and in a third
+that starts numba at the first large input (``LOAD_MIN_ELEMENTS = 0``: the compiled path from
+the first call, numba's start-up included). Each fit's wall and CPU time, its path, and its
+CPU time as a multiple of the compiled fit's (the CPU median of the interleaved rounds above).
+
 ``--baseline REF`` also times the same fit and evaluation with the numeric kernels
 (``calibration/_kernels_numba.py``) of the git revision REF (e.g. ``main``), loaded beside
 this checkout's and swapped in for their items: a before/after table from one process. The
@@ -42,14 +53,18 @@ compiled kernels between runs.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -62,7 +77,7 @@ from numpy.typing import NDArray
 
 from benchmarks.__main__ import describe_machine, evaluate_ours, synthetic
 from calibration import CalibrationStats, ScoredSet, _kernels, _kernels_numba, compile_kernels, fit_temperature
-from calibration._kernels import nll_expansion_sums
+from calibration._kernels import BACKGROUND_COMPILE_VARIABLE, nll_expansion_sums
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ((200_000, 100), (1_000_000, 10))
@@ -71,6 +86,8 @@ FIT_GOAL, EVALUATION_GOAL = 3.0, 2.0
 FLOOR = "memory floor: sum of every logit"
 FIT = "fit_temperature"
 EVALUATION = "evaluation of a scored set: CalibrationStats.from_logits"
+NUMPY_FIT = "fit_temperature, numpy path"
+NUMPY_EVALUATION = "evaluation of a scored set, numpy path"
 EXP_FLOOR = "a float64 exp a logit, nothing else, in cache (a bound, not a result)"
 # A generic inverse temperature (no ratio of small integers), as the other floors use.
 _GENERIC_BETA = 0.40213
@@ -187,17 +204,29 @@ def baseline_kernels(revision: str) -> ModuleType:
 
 
 @contextmanager
-def kernels_of(module: ModuleType | None) -> Iterator[None]:
-    """Run the dispatch with ``module``'s kernels (None: this checkout's)."""
+def kernels_of(module: ModuleType) -> Iterator[None]:
+    """Run the dispatch with ``module``'s kernels."""
     ours = _kernels._compiled()
-    _kernels._COMPILED = module or ours
+    _kernels._COMPILED = module
     try:
         yield
     finally:
         _kernels._COMPILED = ours
 
 
-Item = tuple[str, Callable[[Inputs], None], ModuleType | None]
+@contextmanager
+def numpy_path() -> Iterator[None]:
+    """Run the dispatch as a process that takes the numpy path (every input is "small")."""
+    smallest = _kernels.COMPILED_MIN_ELEMENTS
+    _kernels.COMPILED_MIN_ELEMENTS = sys.maxsize
+    try:
+        yield
+    finally:
+        _kernels.COMPILED_MIN_ELEMENTS = smallest
+
+
+# (name, what it runs, the context it runs in: this checkout's compiled kernels, main's, numpy)
+Item = tuple[str, Callable[[Inputs], None], Callable[[], AbstractContextManager[None]]]
 
 
 def run_case(n: int, k: int, dtype: Any, items: list[Item], rounds: int) -> dict[str, list[tuple[float, float]]]:
@@ -205,30 +234,130 @@ def run_case(n: int, k: int, dtype: Any, items: list[Item], rounds: int) -> dict
     logits, labels = synthetic(n, k)
     logits = logits.astype(dtype, copy=False)
     inputs = Inputs(logits, labels, ScoredSet.from_arrays(logits, labels))
-    for _, function, module in items:  # warm-up: compile or load, first touch
-        with kernels_of(module):
+    for _, function, context in items:  # warm-up: compile or load, first touch
+        with context():
             function(inputs)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in items}
     load_before = os.getloadavg()[0]
     for round_ in range(rounds):
         for position in range(len(items)):
-            name, function, module = items[(round_ + position) % len(items)]
-            with kernels_of(module):
+            name, function, context = items[(round_ + position) % len(items)]
+            with context():
                 wall, cpu = time.perf_counter(), time.process_time()
                 function(inputs)
                 times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
     print(f"\n### {n:,} x {k} {np.dtype(dtype).name}, {logits.nbytes / 2**20:.1f} MiB "
           f"({rounds} interleaved rounds, {numba.get_num_threads()} numba threads; "
           f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)")
-    print("| item | wall ms: median | min | CPU ms: median | x floor: wall medians | wall minimums | CPU medians |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| item | wall ms: median | min | CPU ms: median | x floor: wall medians | wall minimums | CPU medians "
+          "| x compiled: wall medians | CPU medians |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     floor_wall, floor_cpu = _medians(times[FLOOR])
     floor_least = _least(times[FLOOR])
     for name, values in times.items():
         wall, cpu = _medians(values)
+        compiled = {NUMPY_FIT: FIT, NUMPY_EVALUATION: EVALUATION}.get(name, name)
+        versus = (f"{wall / _medians(times[compiled])[0]:.2f} | {cpu / _medians(times[compiled])[1]:.2f}"
+                  if compiled != name else " | ")
         print(f"| {name} | {1e3 * wall:.1f} | {1e3 * _least(values):.1f} | {1e3 * cpu:.1f} "
-              f"| {wall / floor_wall:.2f} | {_least(values) / floor_least:.2f} | {cpu / floor_cpu:.2f} |")
+              f"| {wall / floor_wall:.2f} | {_least(values) / floor_least:.2f} | {cpu / floor_cpu:.2f} | {versus} |")
     return times
+
+
+# One process of a fresh installation: FITS fits of one case, each timed, its path noted.
+_FRESH_PROCESS = """
+import json, sys, time
+import numpy as np
+from benchmarks.__main__ import synthetic
+from calibration import _kernels, fit_temperature
+n, k, dtype, fits, at_once = json.loads(sys.argv[1])
+if at_once:
+    _kernels.LOAD_MIN_ELEMENTS = 0
+logits, labels = synthetic(n, k)
+logits = logits.astype(dtype, copy=False)
+times = []
+for _ in range(fits):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fit_temperature(logits, labels)
+    times.append((time.perf_counter() - wall, time.process_time() - cpu, _kernels._COMPILED is not None))
+print(json.dumps(times))
+"""
+# (wall s, CPU s, compiled) per fit of one process
+FreshFits = list[tuple[float, float, bool]]
+PROCESSES = ("process 1: empty cache", "process 2: after the background compile",
+             "numba from the first call (LOAD_MIN_ELEMENTS = 0)")
+
+
+def fresh_installation(dtype: Any, cases: list[tuple[int, int]], fits: int) -> dict[tuple[int, int], dict[str, FreshFits]]:
+    """Per case, ``fits`` fits in each of the three processes of PROCESSES, on one fresh installation
+    (an empty numba cache, the background compile on) per dtype; prints the background compile's time."""
+    cache = Path(tempfile.mkdtemp(prefix="thermostat-fresh-numba-"))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), BACKGROUND_COMPILE_VARIABLE: "1", "PYTHONPATH": str(ROOT)}
+
+    def run(n: int, k: int, at_once: bool) -> FreshFits:
+        argument = json.dumps([n, k, np.dtype(dtype).name, fits, at_once])
+        done = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, argument], env=env, cwd=ROOT,
+                              capture_output=True, text=True, check=True)
+        return [(float(wall), float(cpu), bool(compiled)) for wall, cpu, compiled in json.loads(done.stdout)]
+
+    try:
+        results: dict[tuple[int, int], dict[str, FreshFits]] = {case: {} for case in cases}
+        for case in cases:
+            results[case][PROCESSES[0]] = run(*case, at_once=False)
+        wall, cpu = _wait_for_background_compile(cache)
+        print(f"\nfresh installation, {np.dtype(dtype).name}: the background compile (started by the first process's "
+              f"first fit) finished {wall:.0f} s after that process ended; it used {cpu:.0f} s of CPU")
+        for case in cases:
+            results[case][PROCESSES[1]] = run(*case, at_once=False)
+            results[case][PROCESSES[2]] = run(*case, at_once=True)
+        return results
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _wait_for_background_compile(cache: Path) -> tuple[float, float]:
+    """Wait until the compiling process has taken its lock and let it go: (wall s, its CPU s)."""
+    started = time.perf_counter()
+    pid, cpu = 0, 0.0
+    while time.perf_counter() - started < 3600:
+        locks = list(cache.glob("thermostat/thermostat-compile-*.lock"))
+        if locks and locks[0].read_text().strip():
+            pid = int(locks[0].read_text())
+            with locks[0].open("a") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return time.perf_counter() - started, cpu
+                except OSError:
+                    pass
+            cpu = _cpu_seconds(pid) or cpu
+        elif time.perf_counter() - started > 120:
+            raise RuntimeError(f"no background compile took its lock in {cache} within 120 s")
+        time.sleep(0.5)
+    raise RuntimeError("the background compile did not finish within an hour")
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a running process (Linux /proc), None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def print_fresh(label: str, fresh: dict[str, FreshFits], compiled_cpu: float) -> list[float]:
+    """The table of one case's fresh-installation fits; returns process 1's and 2's first-fit
+    CPU times as multiples of the compiled fit's."""
+    fits = len(fresh[PROCESSES[0]])
+    print(f"\n### {label}: the fit from a fresh installation (compiled fit above: {1e3 * compiled_cpu:.1f} ms CPU)")
+    print("| fit in the process | " + " | ".join(f"fit {i + 1}: wall ms (CPU ms), path, CPU x compiled"
+                                              for i in range(fits)) + " |")
+    print("| --- |" + " ---: |" * fits)
+    for process, values in fresh.items():
+        cells = [f"{1e3 * wall:.0f} ({1e3 * cpu:.0f}), {'compiled' if compiled else 'numpy'}, "
+                 f"**{cpu / compiled_cpu:.2f}**" for wall, cpu, compiled in values]
+        print(f"| {process} | " + " | ".join(cells) + " |")
+    return [fresh[process][0][1] / compiled_cpu for process in PROCESSES[:2]]
 
 
 def _medians(values: list[tuple[float, float]]) -> tuple[float, float]:
@@ -249,35 +378,48 @@ def main(argv: list[str] | None = None) -> int:
                              "of every figure, which on a loaded machine can exceed the floor's read itself)")
     parser.add_argument("--baseline", metavar="REF", help="also time the kernels of this git revision (e.g. main)")
     parser.add_argument("--only", default="", help="run the cases whose label (e.g. '1,000,000 x 10 float32') starts with this")
+    parser.add_argument("--no-fresh-install", action="store_true",
+                        help="skip the fits from a fresh installation (each dtype compiles the kernels: minutes of a core)")
+    parser.add_argument("--fresh-fits", type=int, default=4, help="fits per process of a fresh installation (default 4)")
     args = parser.parse_args(argv)
     if args.threads:
         numba.set_num_threads(args.threads)
+        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)  # the fresh installation's processes
     describe_machine()
     started = time.perf_counter()
     compile_kernels()
     print(f"kernels compiled or loaded from the cache in {time.perf_counter() - started:.1f} s")
+    ours = nullcontext
     items: list[Item] = [
-        (FLOOR, memory_floor, None),
-        ("(the same read on the calling thread)", memory_floor_one_thread, None),
-        (EXP_FLOOR, exp_floor, None),
-        (FIT, fit, None),
-        ("one pass of the fit's kernel, generic 1/T", one_pass, None),
-        (EVALUATION, evaluation_of_a_scored_set, None),
-        ("evaluation of arrays (their check's scan included)", evaluation_of_arrays, None),
+        (FLOOR, memory_floor, ours),
+        ("(the same read on the calling thread)", memory_floor_one_thread, ours),
+        (EXP_FLOOR, exp_floor, ours),
+        (FIT, fit, ours),
+        ("one pass of the fit's kernel, generic 1/T", one_pass, ours),
+        (EVALUATION, evaluation_of_a_scored_set, ours),
+        ("evaluation of arrays (their check's scan included)", evaluation_of_arrays, ours),
+        (NUMPY_FIT, fit, numpy_path),
+        (NUMPY_EVALUATION, evaluation_of_a_scored_set, numpy_path),
     ]
     if args.baseline:
         baseline = baseline_kernels(args.baseline)
-        items += [(f"fit_temperature, kernels of {args.baseline}", fit, baseline),
-                  (f"one pass of the fit's kernel, kernels of {args.baseline}", one_pass, baseline),
-                  (f"evaluation of a scored set, kernels of {args.baseline}", evaluation_of_a_scored_set, baseline),
-                  (f"evaluation of arrays, kernels of {args.baseline}", evaluation_of_arrays, baseline)]
+
+        def theirs() -> AbstractContextManager[None]:
+            return kernels_of(baseline)
+
+        items += [(f"fit_temperature, kernels of {args.baseline}", fit, theirs),
+                  (f"one pass of the fit's kernel, kernels of {args.baseline}", one_pass, theirs),
+                  (f"evaluation of a scored set, kernels of {args.baseline}", evaluation_of_a_scored_set, theirs),
+                  (f"evaluation of arrays, kernels of {args.baseline}", evaluation_of_arrays, theirs)]
     verdicts = []
+    compiled_fit: dict[str, float] = {}
     for n, k in CASES:
         for dtype in (np.float32, np.float64):
             label = f"{n:,} x {k} {np.dtype(dtype).name}"
             if not label.startswith(args.only):
                 continue
             times = run_case(n, k, dtype, items, args.rounds)
+            compiled_fit[label] = _medians(times[FIT])[1]
             floor = _medians(times[FLOOR])[0]
             fit_ratio = _medians(times[FIT])[0] / floor
             evaluation_ratio = _medians(times[EVALUATION])[0] / floor
@@ -290,8 +432,24 @@ def main(argv: list[str] | None = None) -> int:
                             f"(goal {EVALUATION_GOAL:g}x: {'met' if evaluation_ratio <= EVALUATION_GOAL else 'not met'}); "
                             f"on wall minimums fit {least_fit:.2f}x, evaluation {least_evaluation:.2f}x; "
                             f"CPU medians fit {_medians(times[FIT])[1] / floor_cpu:.2f}x, evaluation "
-                            f"{_medians(times[EVALUATION])[1] / floor_cpu:.2f}x, the exp alone {exp_cpu:.2f}x")
+                            f"{_medians(times[EVALUATION])[1] / floor_cpu:.2f}x, the exp alone {exp_cpu:.2f}x; "
+                            f"the numpy path (CPU medians) fit {_medians(times[NUMPY_FIT])[1] / _medians(times[FIT])[1]:.2f}x "
+                            f"the compiled fit, evaluation "
+                            f"{_medians(times[NUMPY_EVALUATION])[1] / _medians(times[EVALUATION])[1]:.2f}x")
     print("\n" + "\n".join(verdicts))
+    if not args.no_fresh_install and compiled_fit:
+        fresh_verdicts = []
+        for dtype in (np.float32, np.float64):
+            cases = [case for case in CASES if f"{case[0]:,} x {case[1]} {np.dtype(dtype).name}" in compiled_fit]
+            if not cases:
+                continue
+            for case, fresh in fresh_installation(dtype, cases, args.fresh_fits).items():
+                label = f"{case[0]:,} x {case[1]} {np.dtype(dtype).name}"
+                first, second = print_fresh(label, fresh, compiled_fit[label])
+                fresh_verdicts.append(f"{label}: the first fit from a fresh installation {first:.2f}x the compiled "
+                                      f"fit's CPU in process 1, {second:.2f}x in process 2 (goal 1.5x: "
+                                      f"{'met' if max(first, second) <= 1.5 else 'not met'})")
+        print("\n" + "\n".join(fresh_verdicts))
     return 0
 
 

@@ -33,8 +33,8 @@ window index w (seeded by the file and w):
      (below) the population's median (a covariate shift inside the support: p(y | x) unchanged);
    * ``collapse``: 70 % of the labels replaced by a random class (a model that lost its accuracy);
 
-3. the check on the window (all rows served and labelled), :func:`monitoring.diagnose_arrays`
-   (what ``thermostat diagnose`` runs) with the default policy: the drift decision at the
+3. the check on the window (all rows served and labelled), :func:`monitoring.check_version`
+   (what the monitor and ``thermostat diagnose`` run) with the default policy, seeded by the window: the drift decision at the
    deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows), the
    prior test and the early warning's confidence test (one family at level 0.01, Holm), the
    decision again at the re-weighted posteriors and the re-weighting's NLL gain, the accuracy
@@ -56,8 +56,9 @@ from __future__ import annotations
 
 import os
 
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):  # a core a process
-    os.environ.setdefault(_variable, "1")
+if __name__ == "__main__":  # a core a process (its pool's processes inherit it); an importer keeps its own
+    for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -67,7 +68,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -83,8 +84,10 @@ from benchmarks.real_logits import FILES, file_index, load  # noqa: E402
 from calibration import (  # noqa: E402
     CalibrationStats,
     PriorEstimate,
+    PriorShiftTest,
     ReferencePriors,
     ServedPriorStats,
+    ShiftDiagnosis,
     TemperatureStats,
     calibration_error_from_stats,
     compile_kernels,
@@ -94,7 +97,15 @@ from calibration import (  # noqa: E402
     prior_corrected_logits,
     prior_shift_test,
 )
-from monitoring import ConfidenceProfile, DriftReference, ShiftCheck, diagnose_arrays  # noqa: E402
+from monitoring import (  # noqa: E402
+    DEFAULT_POLICY,
+    CheckReference,
+    CheckState,
+    ConfidenceProfile,
+    DriftReference,
+    WindowInMemory,
+    check_version,
+)
 
 SIZES = (500, 2_000, 10_000)
 CONDITIONS = ("no change", "label 20 %", "label 40 %", "label 60 %", "dirichlet", "x0.8", "x1.25", "x1.5",
@@ -196,14 +207,32 @@ def _scores(logits: NDArray[np.float64], labels: NDArray[np.int64], temperature:
     return stats.nll, stats.ece
 
 
-def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> ShiftCheck:
-    """One window's check (every row served and labelled), as ``thermostat diagnose`` runs it."""
-    return diagnose_arrays(window, labels, temperature=reference.temperature, reference=reference.drift,
-                           reference_priors=reference.priors, reference_profile=reference.profile,
-                           accuracy_floor=0.5 * reference.accuracy, seed=seed)
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the study reads of a window's check: its diagnosis, its prior test (EM's estimate
+    with it) and the served rows' sums."""
+
+    diagnosis: ShiftDiagnosis
+    prior_test: PriorShiftTest
+    served: ServedPriorStats
 
 
-def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: ShiftCheck,
+def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> Found:
+    """One window's check (every row served and labelled), as the monitor and ``thermostat diagnose`` run it."""
+    store = WindowInMemory(window, labels, temperature=reference.temperature)
+    query = store.query()
+    against = CheckReference(reference.drift, priors=reference.priors, profile=reference.profile,
+                             accuracy_floor=0.5 * reference.accuracy)
+    outcome = check_version(store, query, against, CheckState(), replace(DEFAULT_POLICY, seed=seed), query.end,
+                            stream=store)
+    report, scan = outcome.report, outcome.scan
+    if report is None or report.diagnosis is None or report.prior_test is None or scan is None \
+            or scan.served_priors is None:
+        raise RuntimeError(f"the check of a {labels.shape[0]}-row window tested no class priors: {outcome.notes}")
+    return Found(report.diagnosis, report.prior_test, scan.served_priors)
+
+
+def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: Found,
           evaluation: list[tuple[NDArray[np.float64], NDArray[np.int64]]], unfixed: list[tuple[float, float]],
           returned: NDArray[np.float64], seed: int) -> dict[str, list[tuple[float, float]]]:
     """NLL and ECE on the evaluation sets (``E``, then ``R``) after each fix.

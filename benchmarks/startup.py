@@ -6,7 +6,8 @@ running beside it) and again with a busy loop on every core:
 - importing the command line (``import flows.cli.main`` in a fresh interpreter);
 - ``thermostat --help``, as a whole process;
 - the first and the second ``thermostat fit`` of a small set (10,000 x 10) and of a large one
-  (1M x 10), each pair starting from an empty numba cache (``NUMBA_CACHE_DIR`` a new folder);
+  (1M x 10), each pair starting from an empty numba cache (``NUMBA_CACHE_DIR`` a new folder;
+  the background compile off: ``make bench-kernels`` measures a fresh installation with it);
 - ``thermostat demo`` in a fresh folder (its own ``PREFECT_HOME``, empty numba cache).
 
 Each cell is the wall time, then in brackets the CPU time (user + system) of the process and
@@ -122,7 +123,9 @@ def measure(work: Path, source: Path | None, repeats: int, demo: bool) -> dict[s
     figures["thermostat --help"] = _median([_timed(_thermostat("--help"), env, work) for _ in range(repeats)])
     for label, name in (("small fit (10,000 x 10)", "small.npz"), ("large fit (1M x 10)", "large.npz")):
         with tempfile.TemporaryDirectory(prefix="numba-empty-", dir=work) as cache:
-            fit_env = env | {"NUMBA_CACHE_DIR": cache}
+            # The background compile a large first fit starts is off here: it would run beside the
+            # figures that follow, and in a folder deleted under it (`make bench-kernels` measures it).
+            fit_env = env | {"NUMBA_CACHE_DIR": cache, "THERMOSTAT_BACKGROUND_COMPILE": "0"}
             figures[f"first {label}, empty numba cache"] = _timed(_thermostat("fit", name), fit_env, work)
             figures[f"second {label}"] = _timed(_thermostat("fit", name), fit_env, work)
     if demo:

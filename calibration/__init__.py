@@ -31,6 +31,7 @@ if _typing.TYPE_CHECKING:
         DEFAULT_N_BINS,
         ESTIMATORS,
         MAX_CLASSES,
+        MAX_PRIOR_CLASSES,
     )
     from ._correction import PriorCorrection
     from ._engine import LOCAL_ENGINE, Engine, LocalEngine
@@ -51,6 +52,7 @@ if _typing.TYPE_CHECKING:
         paired_bootstrap_nll,
         paired_bootstrap_nll_between,
     )
+    from ._file_limits import expansion_refusal, memory_refusal, not_a_regular_file
     from ._fit import TemperatureFit, fit_temperature
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
     from ._interval import Interval
@@ -129,6 +131,7 @@ __all__ = [
     "ESTIMATORS",
     "LOCAL_ENGINE",
     "MAX_CLASSES",
+    "MAX_PRIOR_CLASSES",
     "SMOOTH_GRID_BINS",
     "BootstrapComparison",
     "CalibrationErrorEstimate",
@@ -186,6 +189,7 @@ __all__ = [
     "estimate_priors_em",
     "evaluate",
     "evaluate_partitioned",
+    "expansion_refusal",
     "expected_calibration_error",
     "fit_partitioned",
     "fit_temperature",
@@ -196,9 +200,11 @@ __all__ = [
     "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
+    "memory_refusal",
     "minimal_detectable_shift",
     "negative_log_likelihood",
     "nll_difference_partitioned",
+    "not_a_regular_file",
     "open_partitioned",
     "paired_bootstrap_nll",
     "paired_bootstrap_nll_between",
@@ -223,10 +229,12 @@ __all__ = [
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_defaults": (
         "DEFAULT_BOOTSTRAP_RESAMPLES", "DEFAULT_BOUNDS", "DEFAULT_CONFIDENCE_LEVEL", "DEFAULT_MAX_TV_DISTANCE",
-        "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES"
+        "DEFAULT_MIN_PER_CLASS", "DEFAULT_MIN_TOTAL", "DEFAULT_N_BINS", "ESTIMATORS", "MAX_CLASSES",
+        "MAX_PRIOR_CLASSES"
     ),
     "_correction": ("PriorCorrection",),
     "_engine": ("LOCAL_ENGINE", "Engine", "LocalEngine"),
+    "_file_limits": ("expansion_refusal", "memory_refusal", "not_a_regular_file"),
     "_estimators": (
         "SMOOTH_GRID_BINS", "CalibrationErrorEstimate", "ConfidenceHistogram", "calibration_error",
         "calibration_error_from_stats", "calibration_errors", "equal_mass_edges"

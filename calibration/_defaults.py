@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_N_BINS",
     "ESTIMATORS",
     "MAX_CLASSES",
+    "MAX_PRIOR_CLASSES",
 ]
 
 #: The temperature search's bounds (lowest, highest T) unless told otherwise.
@@ -27,6 +28,13 @@ DEFAULT_BOUNDS: tuple[float, float] = (0.05, 20.0)
 #: far above any classifier head in use, far below what makes a read hang (a CSV header of
 #: a million logit columns).
 MAX_CLASSES = 100_000
+
+#: The most classes K whose class-prior statistics are formed unless told otherwise
+#: (``max_prior_classes``): the reference's sums of posterior outer products and its confusion
+#: matrix are K × K, and the prior test, EM's covariance and BBSE decompose K × K matrices, so
+#: their memory grows as K² and their time as K³ (``thermostat diagnose`` at 2,000 classes:
+#: 17 s of CPU and 0.5 GB on 60 rows). Everything else the command line reads is linear in K.
+MAX_PRIOR_CLASSES = 2_000
 
 #: The calibration-error estimators :func:`calibration_errors` knows, by name.
 ESTIMATORS = ("binned", "debiased_l2", "debiased_l1", "smooth")

@@ -66,6 +66,16 @@ log q = log softmax(z / T + log w), in log space (no product of probabilities is
 same as :func:`prior_corrected_logits` z + T log w read at T, so every tool that reads logits
 at T (the drift tests, the ECE, the NLL) reads the corrected model unchanged.
 
+Cost in K
+---------
+Linear in K (and in the rows): the served rows' sums and sample, each EM step (O(s K) on the
+sample's s rows), the correction. Quadratic in memory and cubic in time: the reference's two
+K × K sums, the prior test (an eigendecomposition of the reference's covariance), EM's Newton
+steps and covariance (solves and a pseudo-inverse of the bordered K × K information), the
+effect's interval, and BBSE. So :meth:`ReferencePriors.from_logits` and
+:func:`estimate_priors_bbse` take at most :data:`calibration.MAX_PRIOR_CLASSES` classes unless
+told otherwise (``max_classes``), and refuse more before anything is summed.
+
 References
 ----------
 Saerens, Latinne, Decaestecker. "Adjusting the Outputs of a Classifier to New a Priori
@@ -90,6 +100,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import fdtrc, logsumexp, ndtri
 
+from ._defaults import MAX_PRIOR_CLASSES
 from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult
 from ._softmax import log_softmax, softmax
@@ -128,9 +139,11 @@ def _as_vector(value: ArrayLike, n_classes: int, name: str, *, positive: bool) -
         row = int(np.argmax(~np.isfinite(array) | (array <= 0 if positive else array < 0)))
         rule = "> 0 (a class with prior 0 could never be predicted)" if positive else ">= 0"
         raise ValueError(f"{name}[{row}] is {float(array[row])!r}; every prior must be finite and {rule}")
-    total = float(array.sum())
-    if total <= 0:
-        raise ValueError(f"{name} sums to {total}; priors must have a positive sum")
+    with np.errstate(over="ignore"):  # an overflowing sum is refused below, by name
+        total = float(array.sum())
+    if not 0 < total < math.inf:
+        raise ValueError(f"{name} sums to {total!r}; priors are normalised to sum to 1, so their sum must be finite "
+                         "and > 0 (give proportions or counts)")
     return array / total
 
 
@@ -142,6 +155,17 @@ def _pinv_quadratic(difference: NDArray[np.float64], covariance: NDArray[np.floa
         return math.nan, 0
     projected = vectors[:, keep].T @ difference
     return float(np.sum(projected * projected / values[keep])), int(keep.sum())
+
+
+def _check_prior_classes(n_classes: int, max_classes: int, where: str) -> None:
+    """Refuse ``n_classes`` above ``max_classes`` before a K × K statistic is allocated."""
+    if isinstance(max_classes, bool) or not isinstance(max_classes, (int, np.integer)) or max_classes < 2:
+        raise ValueError(f"max_classes must be an integer >= 2; got {max_classes!r}")
+    if n_classes > max_classes:
+        raise ValueError(
+            f"{n_classes:,} classes: {where} K × K matrices (memory grows as K², time as K³); at most max_classes = "
+            f"{max_classes:,} classes are taken (default MAX_PRIOR_CLASSES; pass max_classes= to take more at that "
+            "cost)")
 
 
 def _tv(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -179,18 +203,25 @@ class ReferencePriors(JsonResult):
 
     @classmethod
     def from_logits(cls, logits: ArrayLike | ScoredSet, labels: ArrayLike | None = None, *,
-                    temperature: float = 1.0) -> ReferencePriors:
+                    temperature: float = 1.0, max_classes: int = MAX_PRIOR_CLASSES) -> ReferencePriors:
         """The sums over ``logits`` (n_samples, n_classes) and ``labels`` at ``temperature``; a
         validated :class:`calibration.ScoredSet` stands for both and is not checked again.
+
+        Two of the sums are K × K: O(n K²) time and O(K²) memory (K = 2,000: 32 MB each), and
+        the prior test and EM's covariance decompose K × K matrices (O(K³)). More than
+        ``max_classes`` classes (default :data:`MAX_PRIOR_CLASSES`) are refused before anything
+        is computed.
 
         Raises
         ------
         ValueError
-            If the logits, labels or temperature break their rules.
+            If the logits, labels or temperature break their rules, or K > ``max_classes``.
         """
         array, y = checked_data(logits, labels)
         temperature = check_temperature(temperature)
         k = array.shape[1]
+        _check_prior_classes(k, max_classes, "the reference priors' sums of posterior outer products and confusion "
+                                            "matrix are")
         p = softmax(array, temperature)
         predicted = array.argmax(axis=1)
         confusion = np.bincount(predicted * k + y, minlength=k * k).reshape(k, k).astype(np.int64)
@@ -580,13 +611,17 @@ def _em_covariance(ratio: NDArray[np.float64], mixture: NDArray[np.float64]) -> 
 
 
 def estimate_priors_bbse(
-    served: ServedPriorStats, reference: ReferencePriors, *, confidence_level: float = 0.95
+    served: ServedPriorStats, reference: ReferencePriors, *, confidence_level: float = 0.95,
+    max_classes: int = MAX_PRIOR_CLASSES,
 ) -> PriorEstimate:
     """The window's class priors by black-box shift estimation (Lipton et al. 2018).
 
     π' = C⁻¹ μ̂ with C[i, j] = P(ŷ = i | y = j) from the reference's confusion matrix and μ̂ the
     window's predicted-class distribution; negative values clipped to 0 and the rest
     renormalised. Needs no calibration: the cross-check of :func:`estimate_priors_em`.
+    Its solve, pseudo-inverse and condition number decompose the K × K matrix C: O(K³) time,
+    O(K²) memory; more than ``max_classes`` classes (default :data:`MAX_PRIOR_CLASSES`) are
+    refused before any of them.
 
     Examples
     --------
@@ -597,6 +632,7 @@ def estimate_priors_bbse(
     [0.75, 0.25]
     """
     _check_pair(served, reference)
+    _check_prior_classes(reference.n_classes, max_classes, "BBSE solves, inverts and conditions")
     if served.n == 0:
         raise ValueError("the window has no served row: nothing to estimate the priors from")
     confidence_level = check_confidence_level(confidence_level)

@@ -6,12 +6,16 @@ class never changes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._scored import ScoredSet, validated_set
 from ._softmax import softmax, top_label, top_label_and_softmax
 from ._validation import check_logits, check_temperature
+
+if TYPE_CHECKING:
+    from ._scored import ScoredSet
 
 __all__ = ["calibrated_probabilities", "top_label_confidence", "top_label_and_probabilities"]
 
@@ -69,11 +73,14 @@ def top_label_confidence(
     >>> predictions.tolist(), confidence.round(6).tolist()
     ([1, 0], [0.9, 0.6])
     """
-    scored = validated_set(logits)
-    if scored is not None:
-        return top_label(scored.logits, check_temperature(temperature))
-    if isinstance(logits, ScoredSet):  # built field by field: checked like any arrays
-        logits = logits.logits
+    if not isinstance(logits, np.ndarray):  # perhaps a scored set; an array is not (and needs no pandas loaded)
+        from ._scored import ScoredSet, validated_set
+
+        scored = validated_set(logits)
+        if scored is not None:
+            return top_label(scored.logits, check_temperature(temperature))
+        if isinstance(logits, ScoredSet):  # built field by field: checked like any arrays
+            logits = logits.logits
     return top_label(check_logits(logits, check_finite=check_finite), check_temperature(temperature))
 
 

@@ -43,8 +43,10 @@ anything but a regular file (a FIFO, a device, a link to one: checked before it 
 missing keys or columns, a read column that appears twice, both logits and probabilities,
 ``logit_`` columns numbered with gaps, an empty set, K < 2, more than ``max_classes``
 classes (default :data:`MAX_CLASSES`, 100,000; checked on the CSV header line, the Parquet
-schema or the ``.npy`` header, before any row is read), a CSV header line longer than 16 Mi
-characters, mismatched lengths, missing, empty, duplicate or over-long ids (and groups),
+schema or the ``.npy`` header, before any row is read), a table of more columns than
+``max_classes`` + 100,003 (:data:`MAX_OTHER_COLUMNS` ignored ones beside id, label, group and
+the logits; a CSV header's are counted by its commas before it is parsed), a CSV header line
+longer than 16 Mi characters, mismatched lengths, missing, empty, duplicate or over-long ids (and groups),
 labels that are not integers or lie outside [0, K), non-finite logits, a row whose
 logits span more than 1e100 (max − min; see :data:`calibration._kernels.MAX_LOGIT_SPREAD`),
 probabilities that are not finite, ≤ 0, or whose row does not sum to 1 within 1e-4.
@@ -96,6 +98,7 @@ __all__ = [
     "validated_set",
     "SCORED_SET_FORMATS",
     "MAX_CLASSES",
+    "MAX_OTHER_COLUMNS",
     "MAX_TEXT_LENGTH",
 ]
 
@@ -128,6 +131,11 @@ _ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated", 
 # The CSV header line is read before anything else, at most this many characters: a file
 # without a line end (or a device) must not be read whole to find its first line.
 _MAX_HEADER_CHARACTERS = 16 * 2**20
+#: Columns a table may have beside its ``max_classes`` logit_ (or prob_) columns and id, label and
+#: group: ignored ones (a source, a timestamp, features). A CSV header of more is refused by
+#: counting its separators, before it is parsed: 16 Mi characters make 8 million names, 1.8 GB
+#: of Python strings, for a table that is refused anyway.
+MAX_OTHER_COLUMNS = 100_000
 
 
 class ScoredSetError(ValueError):
@@ -756,11 +764,29 @@ def _too_many_classes(source: str, n_classes: int, where: str, max_classes: int)
     )
 
 
+def _max_columns(max_classes: int) -> int:
+    """The most columns a table may have: ``max_classes`` logit_ (or prob_) columns, id, label,
+    group and :data:`MAX_OTHER_COLUMNS` ignored ones."""
+    return max_classes + 3 + MAX_OTHER_COLUMNS
+
+
+def _too_many_columns(source: str, n_columns: int, where: str, max_classes: int) -> ScoredSetError:
+    """The column-limit refusal, one wording for every format."""
+    return ScoredSetError(
+        f"{source}: {where} has {n_columns:,} columns; at most {_max_columns(max_classes):,} are read "
+        f"({max_classes:,} logit_ or prob_ columns, id, label, group and {MAX_OTHER_COLUMNS:,} others) "
+        f"(pass max_classes= to read_scored_set to raise the limit if the classifier really has that many classes)"
+    )
+
+
 def read_columns(columns: list[str], source: str, max_classes: int, labelled: bool = True) -> list[int]:
     """The positions of the columns a table reader reads, from its header or schema (every
-    column named): refuses more than ``max_classes`` logit_ (or prob_) columns, and a read
-    column that appears more than once (which one would be read?). Repeated names of ignored
-    columns are no concern (``labelled`` False: ``label`` is one of them)."""
+    column named): refuses more columns than :func:`_max_columns` allows, more than
+    ``max_classes`` logit_ (or prob_) columns, and a read column that appears more than once
+    (which one would be read?). Repeated names of ignored columns are no concern (``labelled``
+    False: ``label`` is one of them)."""
+    if len(columns) > _max_columns(max_classes):
+        raise _too_many_columns(source, len(columns), "the schema", max_classes)
     for prefix in ("logit", "prob"):
         count = sum(1 for name in columns if name.startswith(prefix + "_"))
         if count > max_classes:
@@ -902,10 +928,12 @@ def _read_npy_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> NDArr
     return array
 
 
-def _header_lines(handle: IO[str], file: Path) -> Iterator[str]:
+def _header_lines(handle: IO[str], file: Path, max_classes: int) -> Iterator[str]:
     """The lines of ``handle`` for the CSV header record, at most :data:`_MAX_HEADER_CHARACTERS`
-    characters in all: a line is never read whole before its length is known."""
-    left = _MAX_HEADER_CHARACTERS
+    characters in all: a line is never read whole before its length is known, and none goes to
+    the parser before its commas are counted — a header of more fields than a table may have
+    columns (:func:`_max_columns`) is refused unparsed (quoted commas count too: an upper bound)."""
+    left, fields, limit = _MAX_HEADER_CHARACTERS, 1, _max_columns(max_classes)
     while line := handle.readline(left + 1):
         left -= len(line)
         if left < 0:
@@ -913,6 +941,10 @@ def _header_lines(handle: IO[str], file: Path) -> Iterator[str]:
                 f"{file}: the header line is longer than {_MAX_HEADER_CHARACTERS:,} characters (no line end found); "
                 f"{_TABLE_EXPECTED}, on a first line of column names"
             )
+        fields += line.count(",")
+        if fields > limit:
+            raise _too_many_columns(str(file), fields, "the header line, counted by its commas before it is parsed,",
+                                    max_classes)
         yield line
 
 
@@ -941,7 +973,7 @@ def _read_csv(file: Path, max_classes: int, labelled: bool) -> tuple[pd.DataFram
     try:
         with file.open(newline="", encoding="utf-8-sig") as handle:
             # The header line alone first: K is known before a single row is parsed.
-            header = next(csv.reader(_header_lines(handle, file)), [])
+            header = next(csv.reader(_header_lines(handle, file, max_classes)), [])
             if not header:
                 raise ScoredSetError(f"{file}: the file is empty; {_TABLE_EXPECTED}, on a header line")
             wanted = {str(position) for position in read_columns(header, str(file), max_classes, labelled)}

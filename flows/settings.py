@@ -6,8 +6,8 @@ MLflow's SQLite store and artifacts under a local state folder, so nothing has t
 
 Credentials: the URL fields (tracking and registry URI, artifact location, prediction log URL,
 MLflow UI URL) may carry ``user:password@`` (or a web URL a token as its user). Their JSON form — what Prefect stores as the
-flow run's parameters when settings are passed to a flow — has the password masked
-(``***``), and a URL with a masked password is refused on the way in: a worker reads the real
+flow run's parameters when settings are passed to a flow — and their ``repr`` have the password
+masked (``***``), and a URL with a masked password is refused on the way in: a worker reads the real
 secrets from its own environment (``THERMOSTAT_*``), never from a flow parameter.
 """
 
@@ -17,7 +17,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, create_model, field_serializer, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationInfo,
+    create_model,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from calibration import (
@@ -30,9 +40,23 @@ from calibration import (
     DEFAULT_N_BINS,
 )
 from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_MIN_ACCURACY, MAX_DASK_TIMEOUT
-from monitoring import URL_MASK, DriftPolicy, holds_masked_credentials, mask_url, policy_knobs, redact_credentials
+from monitoring import (
+    DEFAULT_SERVING_LOG_TIMEOUT_MS,
+    DEFAULT_STATE_DIR,
+    MAX_RETENTION,
+    URL_MASK,
+    DriftPolicy,
+    default_log_url,
+    holds_masked_credentials,
+    mask_url,
+    policy_knobs,
+    redact_credentials,
+)
 
 __all__ = ["ThermostatSettings"]
+
+# The shortest bearer token the ingestion service accepts: a guessable one is no lock.
+MIN_TOKEN_LENGTH = 16
 
 # Fields that hold a URL, which may carry credentials (masked in the settings' JSON form).
 _URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_log_url", "mlflow_ui_url",
@@ -79,7 +103,7 @@ class ThermostatSettings(_DriftSection):
     _drift: DriftPolicy = PrivateAttr()
 
     # Where things live.
-    state_dir: Path = Field(default=Path(".thermostat"), description="local state folder")
+    state_dir: Path = Field(default=Path(DEFAULT_STATE_DIR), description="local state folder")
     tracking_uri: str | None = Field(
         default=None, description="MLflow tracking URI (default: sqlite:///<state_dir>/mlflow.db)"
     )
@@ -121,7 +145,7 @@ class ThermostatSettings(_DriftSection):
     )
 
     # MLflow's own HTTP layer, under the adapter's 4 attempts of every call that is safe to repeat:
-    # bounded so that a check fails within minutes when the server is gone (docs/deployment.md).
+    # bounded so that a check fails within minutes when the server is gone (docs/guarantees.md).
     mlflow_http_max_retries: int = Field(
         default=1, ge=0, le=10,
         description="times MLflow's HTTP client repeats a failed request itself (MLFLOW_HTTP_REQUEST_MAX_RETRIES; "
@@ -158,6 +182,12 @@ class ThermostatSettings(_DriftSection):
         default=None,
         description="SQLAlchemy URL of the prediction log (default: sqlite:///<state_dir>/predictions.db; "
         "PostgreSQL in production)",
+    )
+    serving_log_timeout_ms: int = Field(
+        default=DEFAULT_SERVING_LOG_TIMEOUT_MS, ge=1, le=600_000,
+        description="when serving: the longest a prediction waits for its prediction-log write (ServedModel), and "
+        "the connect and statement timeout of the log's database connections (ServedModel and the served pyfunc, "
+        "which reads THERMOSTAT_SERVING_LOG_TIMEOUT_MS itself); a write that takes longer is counted lost",
     )
     monitoring_experiment_name: str = Field(
         default="thermostat-monitoring", description="MLflow experiment of the monitor's check runs"
@@ -210,6 +240,29 @@ class ThermostatSettings(_DriftSection):
         "is removed",
     )
 
+    # The ingestion service (`thermostat ingest`): predictions and labels over HTTP.
+    ingest_tokens: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_names)] = Field(
+        default=(),
+        description="bearer tokens the ingestion service accepts (comma-separated, each at least "
+        f"{MIN_TOKEN_LENGTH} characters); none: it serves loopback only, without a token. Masked in every "
+        "stored, logged or shown form",
+    )
+    ingest_max_body_bytes: int = Field(
+        default=32 * 2**20, ge=1024, le=2**31, description="largest request body the ingestion service reads (413 beyond)"
+    )
+    ingest_max_rows: int = Field(
+        default=100_000, ge=1, description="most rows (predictions or labels) in one request to the ingestion service"
+    )
+    ingest_max_pending_rows: int = Field(
+        default=500_000, ge=1,
+        description="rows that may wait for the ingestion service's writer; a request beyond gets 429 with Retry-After",
+    )
+    ingest_write_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600, allow_inf_nan=False,
+        description="how long a request waits for its rows to be written before 503 (they may still be written: "
+        "resend them, ingest is idempotent by request id)",
+    )
+
     # Refit on recent traffic: the first response to drift.
     refit_max_rows: int = Field(
         default=200_000, ge=2, description="a refit reads at most this many of the most recent labelled rows"
@@ -247,6 +300,11 @@ class ThermostatSettings(_DriftSection):
                 f"retention {self.retention} is not longer than monitor_window {self.monitor_window}: the checks "
                 "read that far back; set THERMOSTAT_RETENTION longer (e.g. P90D), or unset it to keep everything"
             )
+        if self.retention is not None and self.retention > MAX_RETENTION:
+            raise ValueError(
+                f"retention {self.retention} is longer than the longest, {MAX_RETENTION.days} days "
+                f"(P{MAX_RETENTION.days}D); unset THERMOSTAT_RETENTION to keep everything"
+            )
         if self.window_source == "export" and self.export_path is None:
             raise ValueError("window_source is export but export_path is not set; set THERMOSTAT_EXPORT_PATH to the "
                              "folder `thermostat export --out` writes")
@@ -254,6 +312,29 @@ class ThermostatSettings(_DriftSection):
             raise ValueError("engine dask runs the window's per-partition work on the partitioned export: set "
                              "THERMOSTAT_WINDOW_SOURCE=export (and THERMOSTAT_EXPORT_PATH), or THERMOSTAT_ENGINE=local")
         return self
+
+    @field_validator("ingest_tokens")
+    @classmethod
+    def _check_tokens(cls, tokens: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
+        for position, token in enumerate(tokens):
+            value = token.get_secret_value()
+            if value == URL_MASK or set(value) == {"*"}:
+                raise ValueError(f"ingest_tokens[{position}] is masked ({URL_MASK}): the stored form of settings never "
+                                 "carries tokens; set THERMOSTAT_INGEST_TOKENS in the service's environment")
+            if len(value) < MIN_TOKEN_LENGTH or any(c.isspace() or not c.isprintable() for c in value):
+                # The length only: a refusal never shows a token, not even a short one.
+                raise ValueError(f"ingest_tokens[{position}] has {len(value)} characters; a token needs at least "
+                                 f"{MIN_TOKEN_LENGTH}, printable, without spaces (e.g. `openssl rand -hex 32`)")
+        return tokens
+
+    @field_serializer("ingest_tokens", when_used="json")
+    def _mask_tokens(self, tokens: tuple[SecretStr, ...]) -> list[str]:
+        return [URL_MASK for _ in tokens]
+
+    def __repr_args__(self) -> Any:
+        # repr() and str() are printed and logged (a traceback's locals, a debug line): URLs masked.
+        for name, value in super().__repr_args__():
+            yield name, (mask_url(value) if name in _URL_FIELDS and isinstance(value, str) else value)
 
     @field_serializer(*_URL_FIELDS, when_used="json")
     def _mask_credentials(self, value: str | None) -> str | None:
@@ -282,7 +363,13 @@ class ThermostatSettings(_DriftSection):
         >>> settings.redacted("GET http://u:s3cret@mlflow:5000/api failed")
         'GET http://u:***@mlflow:5000/api failed'
         """
-        return redact_credentials(text, *(url for url in (getattr(self, name) for name in _URL_FIELDS) if url))
+        return redact_credentials(text, *self.urls())
+
+    def urls(self) -> tuple[str, ...]:
+        """The URL settings that are set (tracking and registry URI, artifact location, prediction
+        log, MLflow and Prefect UI): what :meth:`redacted` and :func:`monitoring.credentials_redacted`
+        take the credentials of."""
+        return tuple(url for url in (getattr(self, name) for name in _URL_FIELDS) if url)
 
     def mlflow_http_environment(self) -> dict[str, str]:
         """The environment variables through which MLflow's HTTP client reads its retries and
@@ -314,9 +401,7 @@ class ThermostatSettings(_DriftSection):
         return self.registry_uri or self.resolved_tracking_uri()
 
     def resolved_prediction_log_url(self) -> str:
-        if self.prediction_log_url:
-            return self.prediction_log_url
-        return f"sqlite:///{self.state_dir.absolute() / 'predictions.db'}"
+        return self.prediction_log_url or default_log_url(self.state_dir)
 
     def resolved_mlflow_ui_url(self) -> str | None:
         """Where links to MLflow runs point; None when there is no UI to link to (SQLite store).

@@ -7,28 +7,35 @@ The pieces, in the order a monitor uses them:
 
 * :class:`PredictionLog` — the prediction log table in any SQLAlchemy database (SQLite by
   default); :func:`log_predictions` lets a serving wrapper feed it;
-  :class:`PredictionLogWriter` does it in batches from a background thread (the served
-  pyfunc's logging: bounded queue, losses counted, never raised), :class:`SynchronousLogWriter`
-  request by request in the caller's thread (in-process serving), with the same counts.
+  :class:`PredictionLogWriter` does it in batches from a background thread (bounded queue,
+  losses counted, never raised; a request may wait for its rows, at most a timeout).
 * :func:`summarise_window` — a version's labelled traffic in a time window (a :class:`WindowQuery`:
   the version, the window, the T, bins and gate threshold, checked once), read in chunks
   from any :class:`LabelledSource`, merged into mergeable statistics overall and per group,
   plus the gate's counts; :func:`merge_summaries` adds up parts of one window.
 * :func:`export_prediction_log` — a version's log written to Parquet partitioned by UTC day,
-  idempotent and resumable; :class:`PredictionLogExport` reads it back as a labelled source;
+  idempotent and resumable, a written day merged, never replaced by fewer rows;
+  :class:`PredictionLogExport` reads it back as a labelled source;
   :func:`summarise_export` summarises it one partition (:func:`export_partitions`,
   :func:`summarise_partition`) per task on an engine.
 * :func:`prune_prediction_log` — retention: rows served before a cutoff (:func:`retention_cutoff`,
-  whole UTC days) deleted, their version's labelled rows archived to the export first.
+  whole UTC days, a retention of at most :data:`MAX_RETENTION`) deleted, a labelled row only once
+  the export (the archive) holds it.
+* :class:`PredictionStore` — what a store of served predictions answers (labelled read, served
+  scan, labels, retention) and what it holds (:class:`StoreScope`): the log, its export and
+  :class:`WindowInMemory` (a window of arrays) are stores; their chunks are
+  :class:`LabelledChunk` and :class:`ServedChunk`.
 * :func:`scan_window` — a check's three reads of the SQL log (the window summary, the early
   warning's profile of every served row, the sequential increment's :class:`LabelArrivals`) in
   one pass over the window (:class:`WindowScan`).
+* :func:`check_version` — one check of one version, as a value (:class:`CheckOutcome`): the
+  window read, the sequential rule, the early warning, the decision and the shift diagnosis,
+  against a :class:`CheckReference` from a :class:`CheckState`; what the monitor, the command
+  line and the studies run.
 * :func:`update_sequential` — the CUSUM over checks (:class:`SequentialState` kept between
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
   calibrated confidences predict and a test of their distribution against the reference.
-* :func:`diagnose_arrays` — which shift a window in memory shows (label shift, calibration
-  drift, accuracy collapse, covariate shift) and the fix that fits it (:class:`ShiftCheck`).
 * :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
@@ -40,6 +47,8 @@ The pieces, in the order a monitor uses them:
   dashboards and events.
 * :func:`mask_url` — a URL as it may be shown or stored (its password masked);
   :func:`redact_credentials` — text that may quote a URL, its secrets taken out;
+  :func:`redact_exception`, :func:`credentials_redacted` — the same, in place, for an error
+  and the errors it came from;
   :func:`holds_masked_credentials` — a masked URL, which cannot be the one to connect with;
   :func:`encode_credentials` — a URL whose password other parsers read whole.
 """
@@ -53,6 +62,7 @@ import typing as _typing
 # costs nothing and a name loads only its own module (and what that imports): a command that
 # needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
 if _typing.TYPE_CHECKING:
+    from .check import CheckOutcome, CheckReference, CheckState, check_version
     from .diagnosis import ReweightedWindow, diagnose_check, read_as_family, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
     from .drift_tests import (
@@ -76,6 +86,16 @@ if _typing.TYPE_CHECKING:
         warn_before_labels,
     )
     from .escalation import ReliabilityShape, diagnose_reliability_shape
+    from .ingest import IngestQueue, IngestQueueStats, IngestReport, PredictionBatch, write_predictions
+    from .in_memory import WindowInMemory
+    from .ingest_files import (
+        IngestFileError,
+        LabelRows,
+        PredictionRows,
+        label_csv_rows,
+        read_label_file,
+        read_prediction_file,
+    )
     from .export import (
         ExportPartition,
         ExportResult,
@@ -85,20 +105,22 @@ if _typing.TYPE_CHECKING:
         summarise_export,
         summarise_partition,
     )
-    from .log_writer import LogWriterStats, PredictionLogWriter, SynchronousLogWriter
+    from .log_writer import LogWriterStats, PredictionLogWriter
     from .policy import DEFAULT_POLICY, DriftPolicy, Knob, policy_knobs
     from .prediction_log import (
+        DEFAULT_STATE_DIR,
         MAX_NAME_LENGTH,
         LabelAttachReport,
         LabelConflict,
-        LabelledChunk,
         LabelledFingerprint,
         NewlyLabelled,
         PredictionLog,
         PredictionRecord,
         PredictionRowError,
-        ServedChunk,
+        RowRefusal,
+        default_log_url,
         log_predictions,
+        open_prediction_log,
     )
     from .report import (
         DRIFT_PAYLOAD_KEYS,
@@ -114,10 +136,20 @@ if _typing.TYPE_CHECKING:
         reliability_figure,
     )
     from .retention import LogPruned, VersionPruned, prune_prediction_log, retention_cutoff
+    from .retention_limit import MAX_RETENTION
     from .scan import LabelArrivals, WindowScan, scan_window
     from .sequential import SequentialCheck, SequentialState, update_sequential
-    from .shift import ShiftCheck, diagnose_arrays
-    from .urls import URL_MASK, encode_credentials, holds_masked_credentials, mask_url, redact_credentials
+    from .store import LabelledChunk, PredictionStore, ServedChunk, StoreScope
+    from .timeouts import DEFAULT_SERVING_LOG_TIMEOUT_MS
+    from .urls import (
+        URL_MASK,
+        credentials_redacted,
+        encode_credentials,
+        holds_masked_credentials,
+        mask_url,
+        redact_credentials,
+        redact_exception,
+    )
     from .window import (
         GateCounts,
         LabelledSource,
@@ -132,11 +164,17 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "CONFIDENCE_EDGES",
     "DEFAULT_POLICY",
+    "DEFAULT_STATE_DIR",
+    "DEFAULT_SERVING_LOG_TIMEOUT_MS",
     "DRIFT_PAYLOAD_KEYS",
     "LABEL_SHIFT_PAYLOAD_KEYS",
     "LEGACY_CONFIDENCE_EDGES",
     "MAX_NAME_LENGTH",
+    "MAX_RETENTION",
     "URL_MASK",
+    "CheckOutcome",
+    "CheckReference",
+    "CheckState",
     "CollapsedOutputTest",
     "ConfidenceProfile",
     "DriftPolicy",
@@ -149,42 +187,53 @@ __all__ = [
     "ExportResult",
     "GateCounts",
     "GroupDrift",
+    "IngestFileError",
+    "IngestQueue",
+    "IngestQueueStats",
+    "IngestReport",
     "Knob",
     "LabelArrivals",
     "LabelAttachReport",
     "LabelConflict",
+    "LabelRows",
     "LabelledChunk",
     "LabelledFingerprint",
     "LabelledSource",
     "LogPruned",
     "LogWriterStats",
     "NewlyLabelled",
+    "PredictionBatch",
     "PredictionLog",
     "PredictionLogExport",
     "PredictionLogWriter",
     "PredictionRecord",
+    "PredictionRows",
     "PredictionRowError",
+    "PredictionStore",
     "ReliabilityShape",
     "ReweightedWindow",
+    "RowRefusal",
     "ScopeEvidence",
     "ScopeReference",
     "SequentialCheck",
     "SequentialState",
-    "ShiftCheck",
     "ServedChunk",
     "ServedSource",
-    "SynchronousLogWriter",
+    "StoreScope",
     "TemperatureShiftTest",
     "TestOutcome",
     "Verdict",
     "VersionPruned",
+    "WindowInMemory",
     "WindowScan",
     "WindowQuery",
     "WindowSummary",
+    "check_version",
     "confidence_profile",
     "configured_tests",
+    "credentials_redacted",
     "decide_drift",
-    "diagnose_arrays",
+    "default_log_url",
     "diagnose_check",
     "diagnose_reliability_shape",
     "drift_markdown",
@@ -196,16 +245,21 @@ __all__ = [
     "export_partitions",
     "export_prediction_log",
     "group_metric_key",
+    "label_csv_rows",
     "label_shift_payload",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",
     "merge_summaries",
+    "open_prediction_log",
     "policy_knobs",
     "prior_test_numbers",
     "prune_prediction_log",
     "read_as_family",
+    "read_label_file",
+    "read_prediction_file",
     "redact_credentials",
+    "redact_exception",
     "reliability_figure",
     "retention_cutoff",
     "reweight_window",
@@ -218,11 +272,13 @@ __all__ = [
     "warn_before_labels",
     "window_level",
     "with_stream_checks",
+    "write_predictions",
 ]
 
 # Which module defines each name of __all__ (the imports above, for the run time;
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "check": ("CheckOutcome", "CheckReference", "CheckState", "check_version"),
     "diagnosis": ("ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"),
     "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
     "drift_tests": (
@@ -234,16 +290,21 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "confidence_profile", "warn_before_labels"
     ),
     "escalation": ("ReliabilityShape", "diagnose_reliability_shape"),
+    "ingest": ("IngestQueue", "IngestQueueStats", "IngestReport", "PredictionBatch", "write_predictions"),
+    "in_memory": ("WindowInMemory",),
+    "ingest_files": (
+        "IngestFileError", "LabelRows", "PredictionRows", "label_csv_rows", "read_label_file", "read_prediction_file"
+    ),
     "export": (
         "ExportPartition", "ExportResult", "PredictionLogExport", "export_partitions", "export_prediction_log",
         "summarise_export", "summarise_partition"
     ),
-    "log_writer": ("LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"),
+    "log_writer": ("LogWriterStats", "PredictionLogWriter"),
     "policy": ("DEFAULT_POLICY", "DriftPolicy", "Knob", "policy_knobs"),
     "prediction_log": (
-        "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledChunk", "LabelledFingerprint",
-        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "ServedChunk",
-        "log_predictions"
+        "DEFAULT_STATE_DIR", "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledFingerprint",
+        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "RowRefusal", "default_log_url",
+        "log_predictions", "open_prediction_log"
     ),
     "report": (
         "DRIFT_PAYLOAD_KEYS", "LABEL_SHIFT_PAYLOAD_KEYS", "drift_markdown", "drift_metric_names", "drift_metrics",
@@ -251,10 +312,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "reliability_figure"
     ),
     "retention": ("LogPruned", "VersionPruned", "prune_prediction_log", "retention_cutoff"),
+    "retention_limit": ("MAX_RETENTION",),
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),
-    "shift": ("ShiftCheck", "diagnose_arrays"),
+    "store": ("LabelledChunk", "PredictionStore", "ServedChunk", "StoreScope"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
-    "urls": ("URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"),
+    "timeouts": ("DEFAULT_SERVING_LOG_TIMEOUT_MS",),
+    "urls": ("URL_MASK", "credentials_redacted", "encode_credentials", "holds_masked_credentials", "mask_url",
+             "redact_credentials", "redact_exception"),
     "window": (
         "GateCounts", "LabelledSource", "WindowQuery", "WindowSummary", "merge_summaries", "summarise_arrays",
         "summarise_window"

@@ -12,8 +12,10 @@ Adding a test is one class here (a subclass of :class:`DriftTest` with a new ``n
 ``metric_names`` its outcome records: subclassing registers it) and its name in the policy's
 ``tests`` default.
 
-The two tests of today:
+The tests (:attr:`DriftTest.registry` holds them all):
 
+* ``collapsed`` (:class:`CollapsedOutputTest`): a guard, not a statistical test — the window's
+  logits barely vary under the model's own probabilities (a near-uniform or saturated output);
 * ``temperature`` (:class:`TemperatureShiftTest`, primary): the window's NLL-optimal T against
   the reference's, beyond ``temperature_margin`` (:func:`calibration.temperature_test`);
 * ``ece`` (:class:`EceExcessTest`): the window's calibration error against the reference's,
@@ -189,6 +191,8 @@ def window_level(policy: DriftPolicy) -> float:
 def configured_tests(policy: DriftPolicy) -> tuple[DriftTest, ...]:
     """The tests ``policy.tests`` names, in its order; a ValueError names an unknown one.
 
+    Examples
+    --------
     >>> from monitoring import DriftPolicy
     >>> [test.name for test in configured_tests(DriftPolicy(tests=("ece", "temperature")))]
     ['ece', 'temperature']

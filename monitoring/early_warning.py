@@ -98,7 +98,7 @@ from ._validation import check_chunk_size, check_window
 from .policy import DEFAULT_POLICY, DriftPolicy
 
 if TYPE_CHECKING:  # the early warning reads the source it is given; it does not need the SQL layer
-    from .prediction_log import ServedChunk
+    from .store import ServedChunk
 
 __all__ = [
     "CONFIDENCE_EDGES",

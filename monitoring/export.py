@@ -19,23 +19,41 @@ is one folder. Names starting with ``.`` or ``_`` (temporary files, the manifest
 Columns of a day file: ``id`` (the request id), ``label`` (int64), ``group`` (string, null
 for rows without a group), ``logit_0`` ... ``logit_{K-1}`` (float32, as stored in the log),
 ``served_at`` (timestamp[us, tz=UTC]), ``temperature`` (float64, the T the row was served
-at), ``predicted_class`` (int64) and ``confidence`` (float64) as served. Only labelled rows,
-in (serving time, log row id) order, in row groups of at most ``row_group_size`` rows. A day
-whose rows all have a group is also a scored set for :func:`calibration.read_scored_set`
-(it ignores the extra columns).
+at), ``predicted_class`` (int64) and ``confidence`` (float64) as served, and ``log_row_id``
+(int64: the row's id in the log; null for a row archived without it, see below). Only
+labelled rows, in (serving time, log row id) order — the log's own order —, in row groups
+of at most ``row_group_size`` rows. A day whose rows all have a group is also a scored set
+for :func:`calibration.read_scored_set` (it ignores the extra columns).
 
-Writing is idempotent and resumable
------------------------------------
-Each day file is written to a temporary file in its folder and moved into place with
-``os.replace``; then the manifest, replaced the same way, records the day's fingerprint in
-the database (:meth:`PredictionLog.labelled_fingerprint`: labelled rows, last labelling time,
-largest log row id). A re-run skips the days whose fingerprint is unchanged and rewrites the
-others (late labels, late rows, a day the last run did not finish), so an export killed half
-way finishes when run again, and a finished export run again writes nothing. The fingerprint
-is read before the day's rows, so a label attached meanwhile makes the next run rewrite the
-day, never skip it. Two exports of one version running at once only duplicate work: every
-file either of them leaves is complete, and a day that one of them dropped from the manifest
-is written again by the next run.
+An archived day only grows
+--------------------------
+The export is also the archive of the rows the retention removes from the log
+(:func:`monitoring.prune_prediction_log`), so a day file may hold rows the log no longer
+has. The invariant: **a day file is only ever replaced by a superset of itself.** A day seen
+for the first time is written from the log. A day already written whose rows in the log
+changed (late labels, late rows, rows pruned meanwhile) is *merged*: the rows of the file,
+all kept, and the log's labelled rows of that day whose request id the file does not hold
+yet (request ids are unique in the log), in (serving time, log row id) order; a day the log
+has nothing new for is left as it is. So a day that was never pruned reads exactly as the
+log, and a merge never loses an archived row. A day file of an older export has no
+``log_row_id`` column: when it is merged, each row gets the id the log still has for its
+request id, and a row the log no longer has keeps a null id, sorted before the log's rows
+of the same serving time (in its file's order); such a file is read as it is.
+
+Writing is idempotent, resumable and serialised
+-----------------------------------------------
+One export of a version runs at a time: it holds an exclusive lock on the version folder's
+``.export.lock`` (``flock``; the kernel releases it when the process dies, even by
+``kill -9``), so a merge always starts from the file the previous one left. Each day file
+is written to a temporary file in its folder and moved into place with ``os.replace``;
+then the manifest, replaced the same way, records the day's fingerprint in the database
+(:meth:`PredictionLog.labelled_fingerprint`: labelled rows, last labelling time, largest
+log row id). A re-run skips the days whose fingerprint is unchanged and merges the others,
+so an export killed at any point finishes when run again (the temporary files a killed run
+left are removed), and a finished export run again writes nothing. The fingerprint is
+read before the day's rows, so a label attached meanwhile makes the next run merge the
+day, never skip it. The manifest only saves work: without it every day is compared with
+the log again, and nothing archived is lost.
 
 Reading checks what it reads
 ----------------------------
@@ -56,18 +74,21 @@ exactly and its sums to rounding.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import uuid
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, TypeVar
-from urllib.parse import quote
+from typing import IO, Any, Final, Literal, TypeVar
+from urllib.parse import quote, unquote
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -78,7 +99,8 @@ from numpy.typing import NDArray
 from calibration import LOCAL_ENGINE, Engine, JsonResult, ScoredSet, ScoredSetError
 
 from ._validation import as_utc, check_chunk_size, check_window
-from .prediction_log import LabelledChunk, LabelledFingerprint, PredictionLog
+from .prediction_log import LabelledFingerprint, PredictionLog
+from .store import LabelledChunk, ServedChunk, StoreScope, _ReadOnlyStore, _refuse_label_times
 from .window import WindowQuery, WindowSummary, _Accumulator, _checked_query, merge_summaries
 
 __all__ = [
@@ -93,12 +115,23 @@ __all__ = [
 
 _PART: Final = "part-0.parquet"
 _MANIFEST: Final = "_manifest.json"
-_MANIFEST_FORMAT: Final = 1
+# Format 2: day files are merged, never replaced by fewer rows, and carry log_row_id. An
+# exporter that knows only format 1 rewrote a day from the log: the format number keeps it out.
+_MANIFEST_FORMAT: Final = 2
+_READABLE_FORMATS: Final = (1, 2)
+_LOCK: Final = ".export.lock"
+_ROW_ID: Final = "log_row_id"
+_LEFTOVER: Final = re.compile(r"\.(?:part-0\.parquet|_manifest\.json)\.[0-9a-f]{32}\.tmp")
 _DAY: Final = timedelta(days=1)
 _BEGINNING: Final = datetime.min.replace(tzinfo=UTC)
 _DATE_FOLDER: Final = re.compile(r"date=(\d{4}-\d{2}-\d{2})")
 _LOGIT_COLUMN: Final = re.compile(r"logit_(0|[1-9][0-9]*)")
-_COLUMNS: Final = "id, label, group, logit_0 ... logit_{K-1}, served_at, temperature, predicted_class, confidence"
+_COLUMNS: Final = (
+    "id, label, group, logit_0 ... logit_{K-1}, served_at, temperature, predicted_class, confidence (and log_row_id)"
+)
+
+# The archive: labelled rows only, without the time each label arrived; never written by a reader.
+_EXPORT_SCOPE: Final = StoreScope(served_rows=False, label_times=False, writable=False)
 
 _Written = TypeVar("_Written")
 
@@ -114,6 +147,7 @@ def _schema(n_classes: int) -> pa.Schema:
         pa.field("temperature", pa.float64(), nullable=False),
         pa.field("predicted_class", pa.int64(), nullable=False),
         pa.field("confidence", pa.float64(), nullable=False),
+        pa.field(_ROW_ID, pa.int64()),  # absent from the day files of format-1 exports
     ])  # fmt: skip
 
 
@@ -171,9 +205,9 @@ class ExportResult(JsonResult):
     """What :func:`export_prediction_log` did.
 
     ``directory`` is the version's folder (``DIR/model=.../version=...``); ``until`` the
-    end of the exported serving times; ``days_written`` the days (``YYYY-MM-DD``) written
-    now, ``days_skipped`` those already exported and unchanged in the log;
-    ``rows_written`` the rows in the days written.
+    end of the exported serving times; ``days_written`` the days (``YYYY-MM-DD``) written or
+    merged now, ``days_skipped`` those whose file already held every labelled row the log has
+    of them (unchanged, or only pruned since); ``rows_written`` the rows the days written hold.
     """
 
     directory: str
@@ -223,13 +257,19 @@ def _read_manifest(file: Path, n_classes: int) -> dict[str, Any]:
         format_, k, days = content["format"], content["n_classes"], dict(content["days"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(
-            f"{file}: the export's manifest cannot be read ({type(exc).__name__}: {exc}); delete it to write "
-            "every day again"
+            f"{file}: the export's manifest cannot be read ({type(exc).__name__}: {exc}). It only records which days "
+            f"are up to date: move it aside (e.g. to {file.name}.unreadable) and export again; every day is then "
+            "compared with the log and merged, and no archived row is lost"
         ) from exc
-    if format_ != _MANIFEST_FORMAT or k != n_classes:
+    if format_ not in _READABLE_FORMATS:
         raise ValueError(
-            f"{file}: manifest format {format_!r} with K={k!r}, expected format {_MANIFEST_FORMAT} with the "
-            f"version's K={n_classes}; delete it to write every day again"
+            f"{file}: manifest format {format_!r}; this Thermostat reads formats {_READABLE_FORMATS} — export this "
+            "folder with the Thermostat that wrote it (or a newer one)"
+        )
+    if k != n_classes:
+        raise ValueError(
+            f"{file}: the export holds K={k!r} classes but the log's version has K={n_classes}: another model's rows "
+            "were exported here under this name and version; export to another folder"
         )
     return days
 
@@ -243,7 +283,22 @@ def _write_manifest(file: Path, model_name: str, model_version: str, n_classes: 
     _write_atomically(file, lambda handle: handle.write(text.encode("utf-8")))
 
 
-def _table(chunk: LabelledChunk, schema: pa.Schema) -> pa.Table:
+@contextmanager
+def _version_lock(folder: Path) -> Iterator[None]:
+    """Hold the version folder's exclusive lock (one export of a version at a time); the kernel
+    releases it when the process ends, however it ends. Temporary files of a killed writer are
+    removed once it is held (no other writer of this version is running then)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / _LOCK, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        for leftover in (*folder.iterdir(), *folder.glob("date=*/.*")):
+            if _LEFTOVER.fullmatch(leftover.name):
+                leftover.unlink(missing_ok=True)
+        yield
+
+
+def _logged_table(row_ids: NDArray[np.int64], chunk: LabelledChunk, schema: pa.Schema) -> pa.Table:
+    """Rows read from the log as a day file's table."""
     logit_columns = np.ascontiguousarray(chunk.logits.T)
     return pa.Table.from_arrays(
         [
@@ -255,21 +310,20 @@ def _table(chunk: LabelledChunk, schema: pa.Schema) -> pa.Table:
             pa.array(chunk.temperature, pa.float64()),
             pa.array(chunk.predicted_class, pa.int64()),
             pa.array(chunk.confidence, pa.float64()),
+            pa.array(row_ids, pa.int64()),
         ],
         schema=schema,
     )
 
 
-def _write_day(
-    handle: IO[bytes], chunks: Iterable[LabelledChunk], schema: pa.Schema, row_group_size: int
-) -> int:
-    """Write ``chunks`` as full row groups of ``row_group_size`` rows (the last may be short)."""
+def _write_day(handle: IO[bytes], tables: Iterable[pa.Table], schema: pa.Schema, row_group_size: int) -> int:
+    """Write ``tables`` as full row groups of ``row_group_size`` rows (the last may be short)."""
     pending: list[pa.Table] = []
     held = written = 0
     with pq.ParquetWriter(handle, schema) as writer:
-        for chunk in chunks:
-            pending.append(_table(chunk, schema))
-            held += len(chunk)
+        for piece in tables:
+            pending.append(piece)
+            held += piece.num_rows
             while held >= row_group_size:
                 table = pa.concat_tables(pending)
                 writer.write_table(table.slice(0, row_group_size), row_group_size=row_group_size)
@@ -280,6 +334,116 @@ def _write_day(
             writer.write_table(pa.concat_tables(pending), row_group_size=row_group_size)
             written += held
     return written
+
+
+class _Run:
+    """One stream of day-file tables in the day's order, buffered one table at a time for a merge.
+
+    A row's sort key is (serving time in us, log row id with null as -1, ``source``, its
+    position in the stream): unique, so the merge's order does not depend on how the streams
+    were cut into tables.
+    """
+
+    def __init__(self, tables: Iterator[pa.Table], source: int) -> None:
+        self._tables, self._source = tables, source
+        self._table: pa.Table | None = None
+        self._keys: tuple[NDArray[np.int64], ...] = ()
+        self._position = 0
+
+    def fill(self) -> bool:
+        """Buffer the next non-empty table when nothing is buffered; False once the stream is done."""
+        while self._table is None or self._table.num_rows == 0:
+            table = next(self._tables, None)
+            if table is None:
+                return False
+            n = table.num_rows
+            self._table = table
+            self._keys = (
+                table.column("served_at").cast(pa.int64()).to_numpy(),
+                pc.fill_null(table.column(_ROW_ID), -1).to_numpy(),
+                np.full(n, self._source, dtype=np.int64),
+                np.arange(self._position, self._position + n, dtype=np.int64),
+            )
+            self._position += n
+        return True
+
+    def key(self, row: int) -> tuple[int, ...]:
+        return tuple(int(column[row]) for column in self._keys)
+
+    def last_key(self) -> tuple[int, ...]:
+        assert self._table is not None
+        return self.key(self._table.num_rows - 1)
+
+    def take_through(self, bound: tuple[int, ...]) -> tuple[pa.Table, tuple[NDArray[np.int64], ...]]:
+        """The buffered rows whose key is at most ``bound`` (a prefix: the buffer is in key order)."""
+        assert self._table is not None
+        n = bisect_right(range(self._table.num_rows), bound, key=self.key)
+        taken = (self._table.slice(0, n), tuple(column[:n] for column in self._keys))
+        self._table, self._keys = self._table.slice(n), tuple(column[n:] for column in self._keys)
+        return taken
+
+
+def _merged(first: Iterator[pa.Table], second: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """The rows of two streams, each in day-file order, as one stream in that order (at a tie
+    of time and row id, ``first``'s rows first). Holds one table of each stream at a time."""
+    runs = (_Run(first, 0), _Run(second, 1))
+    while True:
+        live = [run for run in runs if run.fill()]
+        if not live:
+            return
+        # Every row not buffered yet sorts after its stream's last buffered row: what is at most
+        # the smaller of the two last keys can go now.
+        bound = min(run.last_key() for run in live)
+        tables, keys = zip(*(run.take_through(bound) for run in live), strict=True)
+        time, row_id, source, position = (np.concatenate(column) for column in zip(*keys, strict=True))
+        yield pa.concat_tables(tables).take(np.lexsort((position, source, row_id, time)))
+
+
+def _archived_tables(
+    day_file: _DayFile, schema: pa.Schema, log_ids: pa.Array, log_row_ids: pa.Array, batch_size: int
+) -> Iterator[pa.Table]:
+    """Every row of an archived day file, checked, with its log row id: the stored one, or (a
+    format-1 file) the one the log has for its request id (``log_ids``, ``log_row_ids``), else null."""
+    for group in range(day_file.n_row_groups):
+        for first_row, batch in day_file.batches(group, batch_size):
+            day_file.chunk(batch, first_row)  # refuses a corrupted archive before anything replaces it
+            ids = batch.column("id")
+            from_log = pc.take(log_row_ids, pc.index_in(ids, value_set=log_ids))
+            stored = batch.column(_ROW_ID) if _ROW_ID in batch.schema.names else pa.nulls(len(ids), pa.int64())
+            row_ids = pc.if_else(pc.is_null(stored), from_log, stored)
+            yield pa.Table.from_arrays([*(batch.column(name) for name in schema.names[:-1]), row_ids], schema=schema)
+
+
+def _export_day(
+    log: PredictionLog, model_name: str, model_version: str, day: date, end: datetime, file: Path, *, n_classes: int,
+    chunk_size: int, row_group_size: int,
+) -> int | None:
+    """Write (first time) or merge (file already there) a day's file; the rows it holds now, or
+    None when the file already holds every labelled row the log has of the day (left as it is)."""
+    start, schema = _day_start(day), _schema(n_classes)
+    logged = (_logged_table(row_ids, chunk, schema) for row_ids, chunk in
+              log.iter_labelled_rows(model_name, model_version, start, end, chunk_size=chunk_size))  # fmt: skip
+    if not file.is_file():
+        return _write_atomically(file, partial(_write_day, tables=logged, schema=schema, row_group_size=row_group_size))
+    pairs = list(log.iter_labelled_ids(model_name, model_version, start, end, chunk_size=chunk_size))
+    log_row_ids = pa.array(np.concatenate([rows for rows, _ in pairs]) if pairs else [], pa.int64())
+    log_ids = pa.array(np.concatenate([ids for _, ids in pairs]) if pairs else [], pa.string())
+    with _DayFile(file, day, n_classes, "the log's version") as day_file:
+        archived_ids = day_file.check_unique_ids()
+        if pc.all(pc.is_in(log_ids, value_set=archived_ids)).as_py() in (True, None):
+            return None
+        # Rows the file does not hold yet, read again: a row logged or labelled since is taken too.
+        new = (table.filter(pc.invert(pc.is_in(table.column("id"), value_set=archived_ids))) for table in logged)
+        kept = _archived_tables(day_file, schema, log_ids, log_row_ids, chunk_size)
+
+        def write(handle: IO[bytes]) -> int:
+            written = _write_day(handle, _merged(kept, new), schema, row_group_size)
+            if written < day_file.n_rows:  # a merge only adds rows: never replace the archive by fewer
+                raise RuntimeError(f"{file}: the merged day has {written} rows, fewer than the {day_file.n_rows} "
+                                   "archived; the archived file was left as it was")
+            return written
+
+        return _write_atomically(file, write)
 
 
 def _days(first: datetime, last: datetime) -> Iterator[date]:
@@ -302,10 +466,12 @@ def export_prediction_log(
     """Export a version's labelled rows served before ``until`` to Parquet, one file per UTC day.
 
     Writes ``DIR/model=<name>/version=<version>/date=YYYY-MM-DD/part-0.parquet`` for every
-    day that has labelled rows and was not exported unchanged before, and the version's
-    ``_manifest.json`` after each day (see the module docstring for the layout, the columns
-    and why an interrupted export finishes when run again). The day holding ``until`` is
-    exported up to ``until`` and rewritten by a later run that finds more rows in it.
+    day that has labelled rows and was not exported unchanged before — merged into the day's
+    file when there is one: an archived day only grows —, and the version's
+    ``_manifest.json`` after each day (see the module docstring for the layout, the columns,
+    the lock and why an interrupted export finishes when run again). The day holding
+    ``until`` is exported up to ``until`` and completed by a later run that finds more rows
+    in it.
 
     Parameters
     ----------
@@ -318,10 +484,11 @@ def export_prediction_log(
     until : datetime, optional
         Timezone-aware end of the exported serving times (exclusive); default: now.
     chunk_size : int, default=50_000
-        Rows per chunk read from the log.
+        Rows per chunk read from the log (and from a day file being merged).
     row_group_size : int, default=100_000
         Most rows per Parquet row group (a partition of :func:`export_partitions`).
-        Memory holds at most ``chunk_size + row_group_size`` rows.
+        Memory holds at most ``2 * chunk_size + row_group_size`` rows, and the request ids of
+        one day while it is merged.
 
     Returns
     -------
@@ -333,6 +500,8 @@ def export_prediction_log(
         If no prediction of this version was ever logged (nothing is written).
     ValueError
         If ``until`` is naive, a size is < 1, or the version's manifest is unreadable.
+    calibration.ScoredSetError
+        If a day file to merge into cannot be read as an export's (it is left as it is).
 
     Examples
     --------
@@ -360,33 +529,35 @@ def export_prediction_log(
             "nothing was exported"
         )
     folder = _version_folder(directory, model_name, model_version)
-    manifest_file = folder / _MANIFEST
-    manifest = _read_manifest(manifest_file, n_classes)
-    schema = _schema(n_classes)
     written: list[str] = []
     skipped: list[str] = []
     rows = 0
     whole = log.labelled_fingerprint(model_name, model_version, _BEGINNING, until)
     if whole.first_served_at is not None and whole.last_served_at is not None:
-        for day in _days(whole.first_served_at, whole.last_served_at):
-            start = _day_start(day)
-            end = min(start + _DAY, until)
-            # The fingerprint before the rows: a label attached in between changes the next one.
-            fingerprint = _fingerprint_record(log.labelled_fingerprint(model_name, model_version, start, end))
-            if fingerprint["n_rows"] == 0:
-                continue
-            key = day.isoformat()
-            file = folder / f"date={key}" / _PART
-            if manifest.get(key) == fingerprint and file.is_file():
-                skipped.append(key)
-                continue
-            file.parent.mkdir(parents=True, exist_ok=True)
-            chunks = log.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size)
-            rows += _write_atomically(file, partial(_write_day, chunks=chunks, schema=schema,
-                                                    row_group_size=row_group_size))  # fmt: skip
-            manifest[key] = fingerprint
-            _write_manifest(manifest_file, model_name, model_version, n_classes, manifest)
-            written.append(key)
+        with _version_lock(folder):
+            manifest_file = folder / _MANIFEST
+            manifest = _read_manifest(manifest_file, n_classes)
+            for day in _days(whole.first_served_at, whole.last_served_at):
+                end = min(_day_start(day) + _DAY, until)
+                # The fingerprint before the rows: a label attached in between changes the next one.
+                fingerprint = _fingerprint_record(log.labelled_fingerprint(model_name, model_version, _day_start(day), end))
+                if fingerprint["n_rows"] == 0:
+                    continue
+                key = day.isoformat()
+                file = folder / f"date={key}" / _PART
+                if manifest.get(key) == fingerprint and file.is_file():
+                    skipped.append(key)
+                    continue
+                file.parent.mkdir(parents=True, exist_ok=True)
+                held = _export_day(log, model_name, model_version, day, end, file, n_classes=n_classes,
+                                   chunk_size=chunk_size, row_group_size=row_group_size)  # fmt: skip
+                manifest[key] = fingerprint
+                _write_manifest(manifest_file, model_name, model_version, n_classes, manifest)
+                if held is None:
+                    skipped.append(key)
+                else:
+                    written.append(key)
+                    rows += held
     return ExportResult(
         directory=str(folder), model_name=model_name, model_version=model_version, until=until, n_classes=n_classes,
         days_written=tuple(written), days_skipped=tuple(skipped), rows_written=rows,
@@ -427,6 +598,8 @@ def _n_classes_of(file: Path, schema: pa.Schema) -> int:
     if k < 2:
         raise ScoredSetError(f"{file}: has {k} logit_ column(s); a day file of an export has columns {_COLUMNS}, K >= 2")
     for expected in _schema(k):
+        if expected.name == _ROW_ID and _ROW_ID not in schema.names:
+            continue  # a day file of a format-1 export
         if expected.name not in schema.names:
             raise ScoredSetError(f"{file}: column {expected.name!r} is missing; a day file of an export has columns {_COLUMNS}")
         found = schema.field(expected.name).type
@@ -469,6 +642,7 @@ class _DayFile:
         metadata = self._file.metadata
         self._rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
         self._first_rows = np.concatenate(([0], np.cumsum(self._rows, dtype=np.int64)[:-1])).tolist()
+        self.n_row_groups, self.n_rows = len(self._rows), int(sum(self._rows))
         self._time_index = self._file.schema_arrow.get_field_index("served_at")
 
     def __enter__(self) -> _DayFile:
@@ -498,11 +672,12 @@ class _DayFile:
             groups.append(group)
         return groups
 
-    def check_unique_ids(self) -> None:
-        """Refuse a file whose ids repeat across its row groups (each group is checked when read)."""
-        ids = self._file.read(columns=["id"]).column("id")
+    def check_unique_ids(self) -> pa.Array:
+        """The file's ids, after refusing a file whose ids repeat across its row groups (each
+        group is checked when read)."""
+        ids = self._file.read(columns=["id"]).column("id").combine_chunks()
         if pc.count_distinct(ids, mode="all").as_py() == len(ids):
-            return
+            return ids
         seen: dict[str, int] = {}
         for row, value in enumerate(ids.to_pylist()):
             if value is None:
@@ -513,6 +688,7 @@ class _DayFile:
                     "unique within a file"
                 )
             seen[value] = row
+        raise AssertionError("unreachable: count_distinct found a repeated or missing id")
 
     def batches(self, group: int, batch_size: int) -> Iterator[tuple[int, pa.RecordBatch]]:
         """(first row in the file, batch) of the rows of a row group, ``batch_size`` at a time."""
@@ -574,12 +750,13 @@ def _in_window(chunk: LabelledChunk, start: datetime, end: datetime) -> Labelled
     return chunk if inside.all() else _map_chunk(chunk, lambda column: column[inside])
 
 
-class PredictionLogExport:
+class PredictionLogExport(_ReadOnlyStore):
     """A Parquet export of the prediction log (see :func:`export_prediction_log`), read like the log.
 
-    A :class:`~monitoring.LabelledSource`: :func:`~monitoring.summarise_window` and the refit's
-    traffic read a window from it as from the SQL log. Only the days that overlap the window
-    are opened, and in them only the row groups whose serving times overlap it.
+    A :class:`~monitoring.PredictionStore` whose :attr:`scope` is the archive's: labelled rows
+    only, without the time each label arrived, read-only. :func:`~monitoring.summarise_window`
+    and the refit's traffic read a window from it as from the SQL log. Only the days that overlap
+    the window are opened, and in them only the row groups whose serving times overlap it.
 
     Parameters
     ----------
@@ -615,6 +792,21 @@ class PredictionLogExport:
     def __repr__(self) -> str:
         return f"PredictionLogExport({str(self._directory)!r})"
 
+    @property
+    def scope(self) -> StoreScope:
+        """Labelled rows only, no label times, read-only (:class:`~monitoring.StoreScope`)."""
+        return _EXPORT_SCOPE
+
+    def logged_versions(self) -> dict[tuple[str, str], int]:
+        """Every version with an exported day, and its K."""
+        found = {}
+        for folder in sorted(self._directory.glob("model=*/version=*")):
+            files = _day_files(folder)
+            if files:
+                name, version = (unquote(part.name.split("=", 1)[1]) for part in (folder.parent, folder))
+                found[(name, version)] = _version_classes(files)
+        return found
+
     def day_files(self, model_name: str, model_version: str) -> list[tuple[date, Path]]:
         """The (UTC day, file) of every exported day of a version, oldest first."""
         return _day_files(_version_folder(self._directory, model_name, model_version))
@@ -624,20 +816,53 @@ class PredictionLogExport:
         files = self.day_files(model_name, model_version)
         return _version_classes(files) if files else None
 
-    def iter_labelled(
-        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
-    ) -> Iterator[LabelledChunk]:
-        """The :class:`~monitoring.LabelledSource` read: the same chunks as
-        :meth:`PredictionLog.iter_labelled` on the log that was exported (same arguments),
-        exactly ``chunk_size`` rows each but the last. Each day file read is checked as a whole
-        for repeated ids, and every row read is checked (module docstring); a refused file
-        raises :class:`~calibration.ScoredSetError` naming the file and the row.
+    def archived_request_ids(self, model_name: str, model_version: str, day: date) -> NDArray[np.object_]:
+        """The request ids of a version's rows archived for one UTC day (empty when the day has no
+        file), after checking the file's schema, its K and that its ids are unique: what the
+        retention deletes from the log once they are archived.
+
+        Raises
+        ------
+        calibration.ScoredSetError
+            If the day file is not an export's.
         """
+        file = _version_folder(self._directory, model_name, model_version) / f"date={day.isoformat()}" / _PART
+        if not file.is_file():
+            return np.array([], dtype=object)
+        with _DayFile(file, day, _version_classes([(day, file)]), str(file)) as day_file:
+            ids: NDArray[np.object_] = day_file.check_unique_ids().to_numpy(zero_copy_only=False).astype(object)
+        return ids
+
+    def iter_labelled(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000,
+        labelled_from: datetime | None = None, labelled_to: datetime | None = None,
+        order: Literal["served", "labelled"] = "served",
+    ) -> Iterator[LabelledChunk]:
+        """The labelled read: the same chunks as :meth:`PredictionLog.iter_labelled` on the log
+        that was exported (same arguments), exactly ``chunk_size`` rows each but the last. Each
+        day file read is checked as a whole for repeated ids, and every row read is checked
+        (module docstring); a refused file raises :class:`~calibration.ScoredSetError` naming the
+        file and the row. The export keeps no label times: a read bounded or ordered by them is
+        refused (ValueError).
+        """
+        _refuse_label_times(self, labelled_from, labelled_to, order)
         start, end = check_window(start, end)
         chunk_size = check_chunk_size(chunk_size)
         files = self.day_files(model_name, model_version)
         if files:
             yield from _rechunk(_read_days(files, start, end, chunk_size), chunk_size)
+
+    def iter_served(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000,
+        labelled_from: datetime | None = None, labelled_to: datetime | None = None,
+    ) -> Iterator[ServedChunk]:
+        """The served scan of what the export holds: its rows served in [start, end), every one
+        labelled (and ``arrived``). Not the window's traffic (:attr:`scope`: the unlabelled rows
+        stayed in the log); a read bounded by label times is refused (ValueError)."""
+        _refuse_label_times(self, labelled_from, labelled_to)
+        for chunk in self.iter_labelled(model_name, model_version, start, end, chunk_size=chunk_size):
+            yield ServedChunk(time=chunk.time, logits=chunk.logits, labels=chunk.labels, groups=chunk.groups,
+                              temperature=chunk.temperature, arrived=np.ones(len(chunk), dtype=bool))
 
 
 def _read_days(files: list[tuple[date, Path]], start: datetime, end: datetime, batch_size: int) -> Iterator[LabelledChunk]:

@@ -29,9 +29,15 @@ from one background thread:
 * **Back after a restart.** A database that comes back is written to again: the log replaces
   a pooled connection that died with the server (:meth:`PredictionLog.append`), so the first
   batch after a restart is not lost to it.
-
-:class:`SynchronousLogWriter` is the same contract in the caller's thread, request by request
-(no queue, no thread): what a process that serves in-process uses (``flows.registry.serving``).
+* **Waiting, bounded.** :meth:`~PredictionLogWriter.write` is :meth:`~PredictionLogWriter.submit`
+  followed by a wait of at most ``timeout`` seconds for those rows (default
+  :data:`DEFAULT_SERVING_LOG_TIMEOUT_MS`): what a process that serves in-process and wants its
+  rows in the log when it answers uses (``flows.registry.serving``). A database that hangs
+  (a network that swallows packets, a paused server) holds the writer's thread, never the
+  request: rows still queued when the time is up are withdrawn and counted lost; rows the
+  thread is writing then stay pending until that write ends, written or lost. Give the log a
+  ``timeout`` (:meth:`PredictionLog.with_timeout`) so that the database's driver ends such a
+  write too.
 """
 
 from __future__ import annotations
@@ -51,11 +57,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .prediction_log import PredictionLog, _check_name, log_predictions
-from .urls import mask_url
+from .timeouts import DEFAULT_SERVING_LOG_TIMEOUT_MS
+from .urls import mask_url, redact_credentials
 
-__all__ = ["LogWriterStats", "PredictionLogWriter", "SynchronousLogWriter"]
+__all__ = ["LogWriterStats", "PredictionLogWriter"]
 
 _logger: Final = logging.getLogger("thermostat.serving")
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +87,57 @@ class LogWriterStats:
     closed: bool
 
 
-@dataclass(frozen=True, slots=True)
+class _Ticket:
+    """What a waiting :meth:`PredictionLogWriter.write` learns of its rows: ``written`` is None
+    until their write ended, then whether it wrote them."""
+
+    __slots__ = ("written",)
+
+    def __init__(self) -> None:
+        self.written: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Submission:
     logits: NDArray[np.floating[Any]]
     request_ids: Sequence[str]
     groups: Sequence[str | None] | None
-    time: datetime
+    time: datetime | Sequence[datetime]
     queued_at: float
+    labels: NDArray[Any] | None = None
+    ticket: _Ticket | None = None
 
     @property
     def n_rows(self) -> int:
         return int(self.logits.shape[0])
+
+    def times(self) -> Sequence[datetime]:
+        return [self.time] * self.n_rows if isinstance(self.time, datetime) else self.time
+
+    def settle(self, written: bool) -> None:
+        if self.ticket is not None:
+            self.ticket.written = written
+
+
+def _submission(
+    logits: Any, request_ids: Sequence[str], groups: Sequence[str | None] | str | None,
+    time_served: datetime | Sequence[datetime] | None, labels: ArrayLike | None, ticket: _Ticket | None,
+) -> _Submission:
+    """One request's rows as queued; a ValueError when their lengths disagree (checked here so that
+    a malformed request cannot make a whole batch fail: its rows are checked when written)."""
+    n_rows = int(logits.shape[0])
+    if isinstance(groups, str):
+        groups = [groups] * n_rows
+    served: datetime | Sequence[datetime] = time_served if time_served is not None else datetime.now(UTC)
+    given = {"request ids": len(request_ids), "groups": None if groups is None else len(groups),
+             "serving times": None if isinstance(served, datetime) else len(served)}
+    label_array = None if labels is None else np.asarray(labels)
+    if label_array is not None:
+        given["labels"] = len(label_array) if label_array.ndim == 1 else -1
+    wrong = {name: count for name, count in given.items() if count is not None and count != n_rows}
+    if wrong:
+        raise ValueError(f"{n_rows} rows of logits but " + ", ".join(f"{count} {name}" for name, count in wrong.items()))
+    return _Submission(logits, request_ids, groups, served, time.monotonic(), label_array, ticket)
 
 
 class PredictionLogWriter:
@@ -123,12 +171,14 @@ class PredictionLogWriter:
     >>> writer = PredictionLogWriter(PredictionLog(f"sqlite:///{folder}/log.db"), "digits", "3", 1.5)
     >>> writer.submit(np.array([[2.0, 0.0], [0.0, 1.0]]), ["a", "b"], ["web", None], datetime.now(UTC))
     True
+    >>> writer.write(np.array([[0.0, 3.0]]), ["c"], "web", timeout=10.0)  # in the log when it returns True
+    True
     >>> stats = writer.close()
     >>> stats.rows_written, stats.rows_dropped
-    (2, 0)
+    (3, 0)
     >>> with PredictionLog(f"sqlite:///{folder}/log.db") as log:
     ...     log.count_rows()
-    2
+    3
     """
 
     def __init__(
@@ -201,27 +251,70 @@ class PredictionLogWriter:
         self,
         logits: NDArray[np.floating[Any]],
         request_ids: Sequence[str],
-        groups: Sequence[str | None] | None = None,
-        time_served: datetime | None = None,
+        groups: Sequence[str | None] | str | None = None,
+        time_served: datetime | Sequence[datetime] | None = None,
+        *,
+        labels: ArrayLike | None = None,
     ) -> bool:
         """Queue one served request's rows; True if queued, False if dropped (counted). Never raises.
 
         ``logits`` (n, K) are the raw logits the response was computed from (not copied: do not
-        change them afterwards); ``request_ids`` one str per row; ``groups`` one str or None
-        per row (or None); ``time_served`` timezone-aware (default: now). Rows are checked when
-        their batch is written; a submission refused there is dropped whole.
+        change them afterwards); ``request_ids`` one str per row; ``groups`` one str for all rows
+        or one str or None per row (or None); ``time_served`` timezone-aware, one for all rows or
+        one per row (default: now); ``labels`` one int per row when already known (replayed
+        traffic). Rows are checked when their batch is written; a submission refused there is
+        dropped whole.
         """
+        return self._enqueue(logits, request_ids, groups, time_served, labels, None) is not None
+
+    def write(
+        self,
+        logits: NDArray[np.floating[Any]],
+        request_ids: Sequence[str],
+        groups: Sequence[str | None] | str | None = None,
+        time_served: datetime | Sequence[datetime] | None = None,
+        *,
+        labels: ArrayLike | None = None,
+        timeout: float = DEFAULT_SERVING_LOG_TIMEOUT_MS / 1000,
+    ) -> bool:
+        """:meth:`submit` these rows, then wait at most ``timeout`` seconds until they are written
+        (the batch is written at once, not after ``flush_interval``); True if they were. Never raises.
+
+        When the time is up, rows still queued (behind a write that hangs) are withdrawn and
+        counted lost; rows being written stay pending until that write ends (written, or lost).
+        """
+        ticket = _Ticket()
+        item = self._enqueue(logits, request_ids, groups, time_served, labels, ticket)
+        if item is None:
+            return False
+        with self._cond:
+            self._flush_waiters += 1
+            self._cond.notify_all()
+            try:
+                self._cond.wait_for(lambda: ticket.written is not None or not self._thread.is_alive(), timeout)
+            finally:
+                self._flush_waiters -= 1
+            if ticket.written is not None:
+                return ticket.written
+            withdrawn = self._withdraw(item)
+        if withdrawn:
+            self._ledger.lose(item.n_rows, f"not written within {timeout:g} s: the database is slow to answer or "
+                                           "unreachable (an earlier write still waits for it)")
+        return False
+
+    def _enqueue(
+        self, logits: Any, request_ids: Sequence[str], groups: Sequence[str | None] | str | None,
+        time_served: datetime | Sequence[datetime] | None, labels: ArrayLike | None, ticket: _Ticket | None,
+    ) -> _Submission | None:
+        """Queue a submission; None when it was dropped (counted)."""
         try:
-            n_rows = int(logits.shape[0])
-            if len(request_ids) != n_rows or (groups is not None and len(groups) != n_rows):
-                raise ValueError(f"{len(request_ids)} request ids and {'no' if groups is None else len(groups)} "
-                                 f"groups for {n_rows} rows of logits")
-            item = _Submission(logits, request_ids, groups, time_served or datetime.now(UTC), time.monotonic())
+            item = _submission(logits, request_ids, groups, time_served, labels, ticket)
+            n_rows = item.n_rows
         except Exception as error:  # a malformed submission is a loss, never an error of the request
             n_rows = len(request_ids) if hasattr(request_ids, "__len__") else 0
             self._ledger.submitted(n_rows)
             self._ledger.lose(n_rows, f"submission refused: {type(error).__name__}: {error}")
-            return False
+            return None
         reason: str | None = None
         with self._cond:
             self._ledger.submitted(n_rows)
@@ -239,10 +332,19 @@ class PredictionLogWriter:
             draining = self._draining
         if reason is not None:
             self._ledger.lose(n_rows, reason)
-            return False
-        if draining:  # shutting down: the request returns once its rows are written
+            return None
+        if draining and ticket is None:  # shutting down: the request returns once its rows are written
             self.flush(self._close_timeout)
-        return True
+        return item
+
+    def _withdraw(self, item: _Submission) -> bool:
+        """Take ``item`` off the queue (under ``self._cond``); False when it is no longer queued."""
+        for index, queued in enumerate(self._pending):
+            if queued is item:
+                del self._pending[index]
+                self._pending_rows -= item.n_rows
+                return True
+        return False
 
     # -- flushing and closing --------------------------------------------------------------
 
@@ -287,9 +389,12 @@ class PredictionLogWriter:
         self._thread.join(self._close_timeout if timeout is None else timeout)
         with self._cond:
             left = self._pending_rows
+            for item in self._pending:
+                item.settle(False)
             self._pending.clear()
             self._pending_rows = 0
             self._closed = True
+            self._cond.notify_all()
         if left:
             self._ledger.lose(left, f"still pending at close after {self._close_timeout if timeout is None else timeout} s")
         atexit.unregister(self.close)
@@ -328,7 +433,9 @@ class PredictionLogWriter:
                     self._cond.wait(timeout)
                 batch: list[_Submission] = []
                 rows = 0
-                while self._pending and (not batch or rows + self._pending[0].n_rows <= self._batch_rows):
+                # A batch is one log_predictions call: labelled rows (replayed traffic) go apart.
+                while self._pending and (not batch or (rows + self._pending[0].n_rows <= self._batch_rows and
+                                                       (self._pending[0].labels is None) == (batch[0].labels is None))):
                     item = self._pending.popleft()
                     batch.append(item)
                     rows += item.n_rows
@@ -346,16 +453,20 @@ class PredictionLogWriter:
             self._log.create()
             self._created = True
         logits = batch[0].logits if len(batch) == 1 else np.concatenate([item.logits for item in batch])
+        labels = None if batch[0].labels is None else np.concatenate([item.labels for item in batch
+                                                                      if item.labels is not None])
         ids: list[str] = []
         groups: list[str | None] = []
         times: list[datetime] = []
         for item in batch:
             ids.extend(item.request_ids)
             groups.extend(item.groups if item.groups is not None else [None] * item.n_rows)
-            times.extend([item.time] * item.n_rows)
+            times.extend(item.times())
         log_predictions(self._log, self._model_name, self._model_version, self._temperature, logits, ids,
-                        groups=groups, time=times)
+                        groups=groups, time=times, labels=labels)
         self._ledger.wrote(len(ids))
+        for item in batch:
+            item.settle(True)
 
     def _write(self, batch: Sequence[_Submission]) -> None:
         try:
@@ -364,90 +475,24 @@ class PredictionLogWriter:
             # A row was refused (duplicate request id, bad group, ...): nothing of the batch was
             # written. Retry request by request, so only the offending submission is lost.
             if len(batch) == 1:
-                self._ledger.lose(batch[0].n_rows, _reason(error))
+                self._lose([batch[0]], error)
                 return
             for item in batch:
                 try:
                     self._append([item])
                 except Exception as item_error:
-                    self._ledger.lose(item.n_rows, _reason(item_error))
+                    self._lose([item], item_error)
         except Exception as error:  # the database is unreachable, a disk is full, ...: the batch is lost
-            self._ledger.lose(sum(item.n_rows for item in batch), _reason(error))
+            self._lose(batch, error)
 
+    def _lose(self, items: Sequence[_Submission], error: BaseException) -> None:
+        self._ledger.lose(sum(item.n_rows for item in items), self._reason(error))
+        for item in items:
+            item.settle(False)
 
-class SynchronousLogWriter:
-    """Writes what one model version serves to a prediction log in the caller's thread, request by
-    request; a failed write is counted and reported, never raised.
-
-    The in-process counterpart of :class:`PredictionLogWriter` (what
-    ``flows.registry.serving.ServedModel`` logs through): a request's rows are in the log when
-    :meth:`write` returns True. When they cannot be written — the database is down, a request id
-    is already in the log, a group is too long — :meth:`write` returns False, the rows are
-    counted lost in :attr:`stats` (``rows_dropped``, ``last_error``) and a warning is logged at
-    the first loss and every ``report_every``-th, exactly as the background writer does; the
-    prediction is answered either way. A database that comes back is written to again: a
-    connection that died with it is replaced (:meth:`PredictionLog.append`).
-
-    Parameters
-    ----------
-    model_name, model_version : str
-        The served version every row is logged under.
-    temperature : float
-        The T in force, logged with every row.
-    report_every : int, default=10
-        Log a warning at the first loss and then at every ``report_every``-th.
-
-    Examples
-    --------
-    >>> from monitoring import PredictionLog
-    >>> writer = SynchronousLogWriter("digits", "3", 1.5)
-    >>> log = PredictionLog("sqlite://"); log.create()
-    >>> writer.write(log, np.array([[2.0, 0.0]]), ["a"]), writer.write(log, np.array([[0.0, 1.0]]), ["a"])
-    (True, False)
-    >>> writer.stats.rows_written, writer.stats.rows_dropped, log.count_rows()
-    (1, 1, 1)
-    """
-
-    def __init__(self, model_name: str, model_version: str, temperature: float, *, report_every: int = 10) -> None:
-        self._model_name, self._model_version, self._temperature = _check_served_version(
-            model_name, model_version, temperature
-        )
-        self._ledger = _Ledger(self._model_name, self._model_version, report_every, threading.RLock())
-
-    def __repr__(self) -> str:
-        return f"SynchronousLogWriter({self._model_name!r} v{self._model_version}, T={self._temperature})"
-
-    @property
-    def stats(self) -> LogWriterStats:
-        """The counts so far (a snapshot; nothing is ever pending)."""
-        with self._ledger.lock:
-            return self._ledger.stats(pending_rows=0, closed=False)
-
-    def write(
-        self,
-        log: PredictionLog,
-        logits: ArrayLike,
-        request_ids: Sequence[str],
-        *,
-        groups: Sequence[str | None] | str | None = None,
-        time_served: datetime | Sequence[datetime] | None = None,
-        labels: ArrayLike | None = None,
-    ) -> bool:
-        """Write one request's rows (:func:`log_predictions`); True if written, False if lost
-        (counted and reported). Never raises."""
-        n_rows = len(request_ids) if isinstance(request_ids, Sequence) and not isinstance(request_ids, str) else 1
-        try:
-            log_predictions(log, self._model_name, self._model_version, self._temperature, logits, request_ids,
-                            groups=groups, time=time_served, labels=labels)
-        except Exception as error:  # a prediction never fails because of its log
-            with self._ledger.lock:  # submitted and lost at once: the counts always add up
-                self._ledger.submitted(n_rows)
-                self._ledger.lose(n_rows, _reason(error))
-            return False
-        with self._ledger.lock:
-            self._ledger.submitted(n_rows)
-            self._ledger.wrote(n_rows)
-        return True
+    def _reason(self, error: BaseException) -> str:
+        """Why a write failed, without the log's credentials (a driver may quote its URL or a piece of it)."""
+        return redact_credentials(_reason(error), self._log.engine.url.render_as_string(hide_password=False))
 
 
 def _check_served_version(model_name: str, model_version: str, temperature: float) -> tuple[str, str, float]:

@@ -39,12 +39,15 @@ Design decisions
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from random import uniform
 from time import sleep
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -63,6 +66,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    bindparam,
     case,
     create_engine,
     literal,
@@ -84,9 +88,11 @@ from sqlalchemy.types import TypeDecorator
 from calibration import check_logits, check_temperature, top_label_confidence
 
 from ._validation import as_utc, check_chunk_size, check_window
+from .store import LabelledChunk, ServedChunk, StoreScope
 from .urls import mask_url
 
 __all__ = [
+    "DEFAULT_STATE_DIR",
     "MAX_NAME_LENGTH",
     "LabelAttachReport",
     "LabelConflict",
@@ -96,12 +102,18 @@ __all__ = [
     "PredictionLog",
     "PredictionRecord",
     "PredictionRowError",
+    "RowRefusal",
     "ServedChunk",
+    "default_log_url",
     "log_predictions",
+    "open_prediction_log",
 ]
 
 MAX_NAME_LENGTH: Final = 255
 """Longest model name, model version, request id or group the log stores."""
+
+DEFAULT_STATE_DIR: Final = ".thermostat"
+"""The local state folder when none is set (``THERMOSTAT_STATE_DIR``): the default log lives in it."""
 
 # The earliest serving time a window can start at (every row of a version is served after it).
 _BEGINNING: Final = datetime(1, 1, 2, tzinfo=UTC)
@@ -116,6 +128,8 @@ _LOCK_CONFLICT_BACKOFF: Final = 0.05
 # SQLSTATEs of a transaction the database rolled back whole and that may simply run again:
 # serialization_failure and deadlock_detected.
 _LOCK_CONFLICT_STATES: Final = frozenset({"40001", "40P01"})
+# The SQL log holds every served row and when each label arrived, and is written.
+_SQL_SCOPE: Final = StoreScope(served_rows=True, label_times=True, writable=True)
 
 
 # --------------------------------------------------------------------------- schema
@@ -252,6 +266,23 @@ class LabelConflict:
 
 
 @dataclass(frozen=True, slots=True)
+class RowRefusal:
+    """A row of an input that was refused, and why; the input's other rows were not affected.
+
+    ``index`` is the row's position in the input (0-based: in a file, the data rows after the
+    header), ``request_id`` its request id (None when the id itself is unreadable).
+    """
+
+    index: int
+    request_id: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The refusal as JSON-ready data (the ingestion service's and the command line's)."""
+        return {"index": self.index, "request_id": self.request_id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class LabelAttachReport:
     """What :meth:`PredictionLog.attach_labels` did with each requested id.
 
@@ -259,8 +290,10 @@ class LabelAttachReport:
     ``unchanged`` already had that same label (idempotent re-delivery); ``conflicts`` already
     had a different label, or were given two different labels in one call, and were left as
     they were; ``unknown_request_ids`` are not in the log (a label that arrived before its
-    prediction, or a wrong id). A row labelled by a concurrent call first is unchanged or a
-    conflict, never attached twice.
+    prediction, a wrong id, or a row the retention deleted, even while this call ran); ``refused``
+    rows were not applied because the row itself is bad (a label that is not an integer in
+    [0, K) of its version, an unreadable id). A row labelled by a concurrent call first is
+    unchanged or a conflict, never attached twice. Each id asked is accounted for in one of them.
     """
 
     n_requested: int
@@ -268,53 +301,12 @@ class LabelAttachReport:
     unchanged: int
     conflicts: tuple[LabelConflict, ...]
     unknown_request_ids: tuple[str, ...]
+    refused: tuple[RowRefusal, ...] = ()
 
     @property
     def complete(self) -> bool:
         """True when every requested label is now in the log as requested."""
-        return not self.conflicts and not self.unknown_request_ids
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _ChunkRows:
-    """What every chunk read from the log holds per row, in (time, id) order: ``time`` UTC as
-    ``datetime64[us]``, ``logits`` the stored float32 values, ``labels``, ``groups`` (str or None)
-    and ``temperature``, the T in force when the row was served."""
-
-    time: NDArray[np.datetime64]
-    logits: NDArray[np.float32]
-    labels: NDArray[np.int64]
-    groups: NDArray[np.object_]
-    temperature: NDArray[np.float64]
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LabelledChunk(_ChunkRows):
-    """One chunk of labelled rows of a version, in (time, id) order: the rows' ``time``,
-    ``logits``, ``labels``, ``groups`` and served ``temperature`` (as :class:`ServedChunk`), with
-    their ``request_ids`` and the ``predicted_class`` and ``confidence`` logged when served."""
-
-    request_ids: NDArray[np.object_]
-    predicted_class: NDArray[np.int64]
-    confidence: NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class ServedChunk(_ChunkRows):
-    """One chunk of a version's served rows, labelled or not, in (time, id) order: the per-row
-    fields every chunk holds, ``labels`` -1 where no label was attached yet, and ``arrived`` True
-    where the label was attached in the labelling range the read asked for (every labelled row
-    when it asked for none)."""
-
-    arrived: NDArray[np.bool_]
-
-    @property
-    def labelled(self) -> NDArray[np.bool_]:
-        """True for the rows whose label has arrived."""
-        return self.labels >= 0
+        return not self.conflicts and not self.unknown_request_ids and not self.refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +337,11 @@ def _check_name(value: object, *, name: str) -> str:
     return value
 
 
+# The columns a row is written with, in order (``id`` is the database's).
+_ROW_KEYS: Final = ("served_at", "model_name", "model_version", "request_id", "n_classes", "logits", "predicted_class",
+                    "confidence", "temperature", "group_key", "label", "labelled_at")
+
+
 @dataclass(slots=True)
 class _Columns:
     """A validated batch in column form (private: built by the two public entry points)."""
@@ -362,18 +359,20 @@ class _Columns:
     label: list[int | None]
     labelled_at: list[datetime | None]
     versions: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # -> (K, first row)
+    positions: NDArray[np.intp] | None = None  # each row's position in the batch it was screened from
 
-    def rows(self) -> list[dict[str, Any]]:
-        keys = (
-            "served_at", "model_name", "model_version", "request_id", "n_classes", "logits",
-            "predicted_class", "confidence", "temperature", "group_key", "label", "labelled_at",
-        )  # fmt: skip
+    def values(self, pick: list[int] | None = None) -> tuple[list[Any], ...]:
+        """The columns in the table's order (:data:`_ROW_KEYS`), of the rows ``pick`` (default: all)."""
         columns = (
             self.time, self.model_name, self.model_version, self.request_id, self.n_classes.tolist(),
             self.logits_bytes, self.predicted_class.tolist(), self.confidence.tolist(),
             self.temperature.tolist(), self.group, self.label, self.labelled_at,
         )  # fmt: skip
-        return [dict(zip(keys, values, strict=True)) for values in zip(*columns, strict=True)]
+        return columns if pick is None else tuple([column[j] for j in pick] for column in columns)
+
+    def rows(self, pick: list[int] | None = None) -> list[dict[str, Any]]:
+        """One mapping of column name to value per row (of the rows ``pick``; default: all)."""
+        return [dict(zip(_ROW_KEYS, values, strict=True)) for values in zip(*self.values(pick), strict=True)]
 
 
 def _row_error(index: int, request_id: str | None, message: str, n_rows: int) -> PredictionRowError:
@@ -383,13 +382,38 @@ def _row_error(index: int, request_id: str | None, message: str, n_rows: int) ->
     )
 
 
-def _first(mask: NDArray[np.bool_]) -> int | None:
-    """Index of the first True, or None."""
-    hits = np.flatnonzero(mask)
-    return int(hits[0]) if hits.size else None
+class _Refusals:
+    """The rows of a batch refused so far (position -> (request id or None, why)), in the order the
+    rules found them, and the rows still kept (``ok``): a later rule looks only at kept rows."""
+
+    def __init__(self, n_rows: int, earlier: dict[int, tuple[str | None, str]] | None = None) -> None:
+        self.ok = np.ones(n_rows, dtype=bool)
+        self.found: dict[int, tuple[str | None, str]] = {}
+        for index, (request_id, message) in (earlier or {}).items():
+            self.refuse(index, request_id, message)
+
+    def refuse(self, index: int, request_id: str | None, message: str) -> None:
+        if self.ok[index]:
+            self.ok[index] = False
+            self.found[index] = (request_id or None, message)
+
+    def refuse_where(self, mask: NDArray[np.bool_], ids: list[str], message: Any) -> None:
+        """Refuse every kept row where ``mask`` holds, ``message(i)`` saying why."""
+        for i in np.flatnonzero(mask & self.ok).tolist():
+            self.refuse(i, ids[i], message(i))
 
 
-def _validate_columns(
+def _validate_columns(*, now: datetime, **values: Any) -> _Columns:
+    """Check a whole batch (vectorised where the data are numeric) and return it in column form;
+    the first refused row (:func:`_screen_columns`' first rule that refuses one) raises."""
+    columns, refused = _screen_columns(now=now, **values)
+    if refused:
+        index, (request_id, message) = next(iter(refused.items()))
+        raise _row_error(index, request_id, message, len(values["request_id"]))
+    return columns
+
+
+def _screen_columns(
     *,
     time: list[object],
     model_name: list[object],
@@ -404,145 +428,177 @@ def _validate_columns(
     label: list[object],
     labelled_at: list[object],
     now: datetime,
-) -> _Columns:
-    """Check a whole batch (vectorised where the data are numeric) and return it in column form."""
+    refused: dict[int, tuple[str | None, str]] | None = None,
+) -> tuple[_Columns, dict[int, tuple[str | None, str]]]:
+    """Check every row of a batch and return the rows that pass, in column form (their positions
+    in ``positions``), with the refused ones: position -> (request id or None, why), in the
+    order the rules found them. ``refused`` holds rows already refused by the caller (their
+    values are placeholders: K = 0 and no logits)."""
     n_rows = len(request_id)
-    ids: list[str] = []
+    rows = _Refusals(n_rows, refused)
+    ids = [""] * n_rows
     for i, value in enumerate(request_id):
+        if type(value) is str and 0 < len(value) <= MAX_NAME_LENGTH:  # the common case, without a call
+            ids[i] = value
+            continue
         try:
-            ids.append(_check_name(value, name="request_id"))
+            ids[i] = _check_name(value, name="request_id")
         except (TypeError, ValueError) as exc:
-            raise _row_error(i, None, str(exc), n_rows) from exc
-    names: list[str] = []
-    versions: list[str] = []
-    for i, (name, version) in enumerate(zip(model_name, model_version, strict=True)):
-        try:
-            names.append(_check_name(name, name="model_name"))
-            versions.append(_check_name(version, name="model_version"))
-        except (TypeError, ValueError) as exc:
-            raise _row_error(i, ids[i], str(exc), n_rows) from exc
-    times: list[datetime] = []
-    for i, value in enumerate(time):
-        try:
-            times.append(as_utc(value, name="time"))
-        except (TypeError, ValueError) as exc:
-            raise _row_error(i, ids[i], str(exc), n_rows) from exc
-    groups: list[str | None] = []
-    for i, value in enumerate(group):
-        try:
-            groups.append(None if value is None else _check_name(value, name="group"))
-        except (TypeError, ValueError) as exc:
-            raise _row_error(i, ids[i], str(exc), n_rows) from exc
+            rows.refuse(i, None, str(exc))
+    names, versions, times, groups = _checked_texts(rows, ids, model_name, model_version, time, group)
 
-    # Duplicate request ids inside the batch: name the second occurrence.
-    _, first_index, inverse = np.unique(np.asarray(ids, dtype=object), return_index=True, return_inverse=True)
-    repeated = _first(first_index[inverse] != np.arange(n_rows))
-    if repeated is not None:
-        earlier = int(first_index[inverse[repeated]])
-        raise _row_error(repeated, ids[repeated], f"request id repeats row {earlier} of the same batch", n_rows)
+    # Duplicate request ids inside the batch: the second occurrence is refused.
+    kept = np.flatnonzero(rows.ok)
+    _, first_index, inverse = np.unique(np.asarray([ids[i] for i in kept], dtype=object), return_index=True,
+                                        return_inverse=True)
+    for j in np.flatnonzero(first_index[inverse] != np.arange(kept.size)).tolist():
+        rows.refuse(int(kept[j]), ids[kept[j]], f"request id repeats row {kept[first_index[inverse[j]]]} of the same batch")
 
     # Number of classes: >= 2, and one K per (model, version) inside the batch.
-    too_few = _first(n_classes < 2)
-    if too_few is not None:
-        raise _row_error(too_few, ids[too_few], f"logits have {n_classes[too_few]} value(s); K >= 2 is required", n_rows)
+    rows.refuse_where(n_classes < 2, ids, lambda i: f"logits have {n_classes[i]} value(s); K >= 2 is required")
     version_k: dict[tuple[str, str], tuple[int, int]] = {}
-    for i, key in enumerate(zip(names, versions, strict=True)):
+    for i in np.flatnonzero(rows.ok).tolist():
+        key = (names[i], versions[i])
         known = version_k.setdefault(key, (int(n_classes[i]), i))
         if known[0] != n_classes[i]:
-            raise _row_error(
-                i, ids[i],
-                f"logits have {n_classes[i]} classes but row {known[1]} of {key[0]!r} version {key[1]!r} "
-                f"in the same batch has {known[0]}; every row of a version must have the same K",
-                n_rows,
-            )  # fmt: skip
+            rows.refuse(i, ids[i], f"logits have {n_classes[i]} classes but row {known[1]} of {key[0]!r} version "
+                                   f"{key[1]!r} in the same batch has {known[0]}; every row of a version must have the "
+                                   "same K")
 
     # Finite logits (in float32: a float64 beyond float32's range would be stored as inf).
-    offsets = np.concatenate(([0], np.cumsum(n_classes)[:-1]))
-    bad_values = np.add.reduceat((~np.isfinite(flat_logits)).astype(np.int64), offsets)
-    bad = _first(bad_values > 0)
-    if bad is not None:
-        row = flat_logits[offsets[bad] : offsets[bad] + n_classes[bad]]
-        raise _row_error(
-            bad, ids[bad],
-            f"logits contain {row[~np.isfinite(row)][0]} (as float32); every logit must be finite",
-            n_rows,
-        )  # fmt: skip
+    offsets = np.concatenate(([0], np.cumsum(n_classes)[:-1])).astype(np.int64)
+    bad_so_far = np.concatenate(([0], np.cumsum(~np.isfinite(flat_logits))))
+    rows.refuse_where(bad_so_far[offsets + n_classes] > bad_so_far[offsets], ids, lambda i: (
+        f"logits contain {_first_nonfinite(flat_logits[offsets[i]:offsets[i] + n_classes[i]])} (as float32); every "
+        "logit must be finite"))
 
-    predicted = _integers(predicted_class, "predicted_class", ids, n_rows)
-    outside = _first((predicted < 0) | (predicted >= n_classes))
-    if outside is not None:
-        raise _row_error(
-            outside, ids[outside],
-            f"predicted_class is {predicted[outside]}; it must be in [0, {n_classes[outside]})", n_rows,
-        )  # fmt: skip
-    confidences = _floats(confidence, "confidence", ids, n_rows)
-    outside = _first(~((confidences >= 0.0) & (confidences <= 1.0)))
-    if outside is not None:
-        raise _row_error(outside, ids[outside], f"confidence is {confidences[outside]}; it must be in [0, 1]", n_rows)
-    temperatures = _floats(temperature, "temperature", ids, n_rows)
-    outside = _first(~(np.isfinite(temperatures) & (temperatures > 0.0)))
-    if outside is not None:
-        raise _row_error(
-            outside, ids[outside], f"temperature is {temperatures[outside]}; it must be finite and > 0", n_rows
-        )
+    predicted = _numbers(predicted_class, "predicted_class", rows, ids, integer=True)
+    rows.refuse_where((predicted < 0) | (predicted >= n_classes), ids,
+                      lambda i: f"predicted_class is {predicted[i]}; it must be in [0, {n_classes[i]})")
+    confidences = _numbers(confidence, "confidence", rows, ids)
+    rows.refuse_where(~((confidences >= 0.0) & (confidences <= 1.0)), ids,
+                      lambda i: f"confidence is {confidences[i]}; it must be in [0, 1]")
+    temperatures = _numbers(temperature, "temperature", rows, ids)
+    rows.refuse_where(~(np.isfinite(temperatures) & (temperatures > 0.0)), ids,
+                      lambda i: f"temperature is {temperatures[i]}; it must be finite and > 0")
+    labels, label_times = _checked_labels(rows, ids, label, labelled_at, n_classes, now)
 
-    labels: list[int | None] = []
-    label_times: list[datetime | None] = []
+    keep = np.flatnonzero(rows.ok)
+    raw = flat_logits.astype("<f4", copy=False).tobytes()
+    starts, ends = (offsets[keep] * 4).tolist(), ((offsets + n_classes)[keep] * 4).tolist()
+    pick = keep.tolist()
+    final_versions: dict[tuple[str, str], tuple[int, int]] = {}
+    for j, i in enumerate(pick):
+        final_versions.setdefault((names[i], versions[i]), (int(n_classes[i]), j))
+    return _Columns(
+        time=[times[i] for i in pick],
+        model_name=[names[i] for i in pick],
+        model_version=[versions[i] for i in pick],
+        request_id=[ids[i] for i in pick],
+        logits_bytes=[raw[a:b] for a, b in zip(starts, ends, strict=True)],
+        n_classes=n_classes[keep],
+        predicted_class=predicted[keep],
+        confidence=confidences[keep],
+        temperature=temperatures[keep],
+        group=[groups[i] for i in pick],
+        label=[labels[i] for i in pick],
+        labelled_at=[label_times[i] for i in pick],
+        versions=final_versions,
+        positions=keep,
+    ), rows.found
+
+
+def _checked_texts(
+    rows: _Refusals, ids: list[str], model_name: list[object], model_version: list[object], time: list[object],
+    group: list[object],
+) -> tuple[list[str], list[str], list[datetime], list[str | None]]:
+    """The names, versions, times and groups of the kept rows (placeholders where refused)."""
+    n_rows = len(ids)
+    names, versions = [""] * n_rows, [""] * n_rows
+    times: list[datetime] = [_BEGINNING] * n_rows
+    groups: list[str | None] = [None] * n_rows
+    good_names: set[object] = set()  # names seen valid (most rows repeat a few names)
+    utc: dict[object, datetime] = {}  # the same serving time is converted once
+    ok = rows.ok.tolist()
+    for i in range(n_rows):
+        if not ok[i]:
+            continue
+        name, version, when, key = model_name[i], model_version[i], time[i], group[i]
+        try:
+            names[i] = name if type(name) is str and name in good_names else _check_name(name, name="model_name")
+            versions[i] = version if type(version) is str and version in good_names else \
+                _check_name(version, name="model_version")
+            times[i] = utc[when] if type(when) is datetime and when in utc else as_utc(when, name="time")
+            groups[i] = None if key is None else key if type(key) is str and key in good_names else \
+                _check_name(key, name="group")
+        except (TypeError, ValueError) as exc:
+            rows.refuse(i, ids[i], str(exc))
+            continue
+        good_names.update((names[i], versions[i], groups[i]))
+        if type(when) is datetime:
+            utc[when] = times[i]
+    return names, versions, times, groups
+
+
+def _checked_labels(
+    rows: _Refusals, ids: list[str], label: list[object], labelled_at: list[object], n_classes: NDArray[np.int64],
+    now: datetime,
+) -> tuple[list[int | None], list[datetime | None]]:
+    """The labels given with the kept rows and their labelling times (None where none)."""
+    labels: list[int | None] = [None] * len(ids)
+    label_times: list[datetime | None] = [None] * len(ids)
     for i, (value, when) in enumerate(zip(label, labelled_at, strict=True)):
+        if not rows.ok[i]:
+            continue
         if value is None:
             if when is not None:
-                raise _row_error(i, ids[i], "labelled_at is given without a label", n_rows)
-            labels.append(None)
-            label_times.append(None)
+                rows.refuse(i, ids[i], "labelled_at is given without a label")
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise _row_error(i, ids[i], f"label must be an integer or None; got {value!r}", n_rows)
-        if not 0 <= value < n_classes[i]:
-            raise _row_error(i, ids[i], f"label is {value}; it must be in [0, {n_classes[i]})", n_rows)
-        labels.append(int(value))
+            rows.refuse(i, ids[i], f"label must be an integer or None; got {value!r}")
+        elif not 0 <= value < n_classes[i]:
+            rows.refuse(i, ids[i], f"label is {value}; it must be in [0, {n_classes[i]})")
+        else:
+            try:
+                label_times[i] = now if when is None else as_utc(when, name="labelled_at")
+                labels[i] = int(value)
+            except (TypeError, ValueError) as exc:
+                rows.refuse(i, ids[i], str(exc))
+    return labels, label_times
+
+
+def _first_nonfinite(row: NDArray[np.float32]) -> float:
+    return float(row[~np.isfinite(row)][0])
+
+
+def _numbers(
+    values: list[object] | NDArray[Any], name: str, rows: _Refusals, ids: list[str], *, integer: bool = False
+) -> NDArray[Any]:
+    """A numeric column (int64 with ``integer``, else float64); a kept row whose value is not a
+    number of that kind (a bool, a str, None, an int beyond int64) is refused and holds 0."""
+    try:
+        array = values if isinstance(values, np.ndarray) else np.asarray(values)
+    except (ValueError, TypeError):  # lists of different lengths among the values
+        array = np.empty(0, dtype=object)
+    if array.ndim == 1 and len(array) == len(values) and array.dtype.kind in ("iu" if integer else "iuf"):
+        return array.astype(np.int64 if integer else np.float64)
+    if not isinstance(values, np.ndarray) or array.ndim != 1:  # each value as given: a str, None, a list
+        array = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            array[i] = value
+    out = np.zeros(len(array), dtype=np.int64 if integer else np.float64)
+    kinds: tuple[type, ...] = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    for i, value in enumerate(array.tolist()):
+        if not rows.ok[i]:
+            continue
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            rows.refuse(i, ids[i], f"{name} must be {'an integer' if integer else 'a number'}; got {value!r}")
+            continue
         try:
-            label_times.append(now if when is None else as_utc(when, name="labelled_at"))
-        except (TypeError, ValueError) as exc:
-            raise _row_error(i, ids[i], str(exc), n_rows) from exc
-
-    raw = flat_logits.astype("<f4", copy=False).tobytes()
-    starts = (offsets * 4).tolist()
-    ends = ((offsets + n_classes) * 4).tolist()
-    return _Columns(
-        time=times,
-        model_name=names,
-        model_version=versions,
-        request_id=ids,
-        logits_bytes=[raw[a:b] for a, b in zip(starts, ends, strict=True)],
-        n_classes=n_classes,
-        predicted_class=predicted,
-        confidence=confidences,
-        temperature=temperatures,
-        group=groups,
-        label=labels,
-        labelled_at=label_times,
-        versions=version_k,
-    )
-
-
-def _integers(values: list[object] | NDArray[Any], name: str, ids: list[str], n_rows: int) -> NDArray[np.int64]:
-    array = np.asarray(values)
-    if array.dtype.kind in "iu":
-        return array.astype(np.int64)
-    for i, value in enumerate(array.tolist()):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _row_error(i, ids[i], f"{name} must be an integer; got {value!r}", n_rows)
-    raise AssertionError("unreachable: a non-integer array without a non-integer element")  # pragma: no cover
-
-
-def _floats(values: list[object] | NDArray[Any], name: str, ids: list[str], n_rows: int) -> NDArray[np.float64]:
-    array = np.asarray(values)
-    if array.dtype.kind in "iuf":
-        return array.astype(np.float64)
-    for i, value in enumerate(array.tolist()):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _row_error(i, ids[i], f"{name} must be a number; got {value!r}", n_rows)
-    raise AssertionError("unreachable: a non-numeric array without a non-numeric element")  # pragma: no cover
+            out[i] = cast(float, value)  # an int or a float: checked above
+        except OverflowError:
+            rows.refuse(i, ids[i], f"{name} is {value}, beyond a 64-bit integer")
+    return out
 
 
 def _records_to_columns(records: Sequence[PredictionRecord], now: datetime) -> _Columns:
@@ -578,6 +634,40 @@ def _records_to_columns(records: Sequence[PredictionRecord], now: datetime) -> _
     )
 
 
+def _label_values(labels: ArrayLike | Sequence[object], n_ids: int) -> list[object]:
+    """The labels of :meth:`PredictionLog.attach_labels` as Python values, one per id."""
+    array = np.asarray(labels, dtype=object) if isinstance(labels, (list, tuple)) else np.asarray(labels)
+    if array.ndim != 1 or array.shape[0] != n_ids:
+        raise ValueError(f"labels must be 1-D with one label per request id ({n_ids}); got shape {array.shape}")
+    values: list[object] = array.tolist()
+    return values
+
+
+def _checked_label(request_id: object, label: object) -> int | str:
+    """A (request id, label) row of :meth:`PredictionLog.attach_labels` checked before the log is
+    read: the label as an int, or why the row is refused. A float with an integral value (a
+    label column that pandas read as floats because of a missing value) is that integer."""
+    if not isinstance(request_id, str) or not request_id or len(request_id) > MAX_NAME_LENGTH:
+        shown = f"{len(request_id)} characters" if isinstance(request_id, str) else \
+            f"{type(request_id).__name__} {request_id!r}"
+        return f"the request id must be a str of 1 to {MAX_NAME_LENGTH} characters; got {shown}"
+    if isinstance(label, (float, np.floating)) and float(label).is_integer():
+        label = int(label)
+    if isinstance(label, bool) or not isinstance(label, (int, np.integer)):
+        return f"the label must be an integer class index; got {type(label).__name__} {label!r}"
+    if label < 0:
+        return f"the label is {label}; labels must be >= 0"
+    return int(label)
+
+
+def _refuse_strictly(refused: dict[int, RowRefusal], n_rows: int) -> None:
+    """Raise the first refusal of a call that asked for all or nothing (``strict``), if any."""
+    if refused:
+        first = min(refused.values(), key=lambda refusal: refusal.index)
+        where = f"row {first.index}" + (f" (request id {first.request_id!r})" if first.request_id else "")
+        raise ValueError(f"{where}: {first.reason}; nothing of the {n_rows} rows was written")
+
+
 # --------------------------------------------------------------------------- the log
 
 
@@ -588,17 +678,72 @@ def _is_lock_conflict(error: DBAPIError) -> bool:
     return state in _LOCK_CONFLICT_STATES
 
 
-def _enable_sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets the monitor read while the serving wrapper writes; busy_timeout waits for the
-    # writer lock instead of failing at once.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
+# How long a SQLite connection waits for another writer's lock when the log has no timeout.
+_SQLITE_BUSY_MS: Final = 30_000
+# PostgreSQL drivers built on libpq, which read connect_timeout, tcp_user_timeout and options.
+_LIBPQ_DRIVERS: Final = frozenset({"psycopg", "psycopg2", "psycopg2cffi"})
+
+
+class _SqliteSetup:
+    """The ``connect`` listener of a SQLite file's engine: WAL lets the monitor read while the
+    serving wrapper writes; the busy timeout waits that long for the writer lock instead of
+    failing at once."""
+
+    def __init__(self, busy_ms: int) -> None:
+        self.busy_ms = busy_ms
+
+    def __call__(self, dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(self.busy_ms)}")
+        cursor.close()
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise ValueError(f"timeout must be a finite number of seconds > 0 (or None: no bound); got {timeout!r}")
+    return float(timeout)
+
+
+def _bounded_connect_args(url: str | URL, timeout: float) -> dict[str, Any]:
+    """The driver arguments that bound, by ``timeout`` seconds, how long a PostgreSQL connection
+    may take to open and each statement may run; empty for other databases and drivers.
+
+    With a libpq driver (psycopg, psycopg2): ``connect_timeout`` (whole seconds, at least 2:
+    libpq's own floor), the server's ``statement_timeout`` (through ``options``) and
+    ``tcp_user_timeout`` (how long sent data may stay unacknowledged before the client's kernel
+    drops the connection: a network that swallows packets). A value the URL sets itself is kept.
+
+    Examples
+    --------
+    >>> _bounded_connect_args("postgresql+psycopg://u@db/log", 1.5)
+    {'connect_timeout': 2, 'tcp_user_timeout': 1500, 'options': '-c statement_timeout=1500'}
+    >>> _bounded_connect_args("postgresql+psycopg://u@db/log?connect_timeout=10&options=-c%20search_path%3Dlog", 3)
+    {'tcp_user_timeout': 3000, 'options': '-c statement_timeout=3000 -c search_path=log'}
+    >>> _bounded_connect_args("sqlite:///log.db", 2.0)
+    {}
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql" or parsed.get_driver_name() not in _LIBPQ_DRIVERS:
+        return {}
+    millis = max(1, round(timeout * 1000))
+    args: dict[str, Any] = {}
+    if "connect_timeout" not in parsed.query:
+        args["connect_timeout"] = max(2, math.ceil(timeout))
+    if "tcp_user_timeout" not in parsed.query:
+        args["tcp_user_timeout"] = millis
+    given = parsed.query.get("options", ())
+    # The URL's own options come last: a statement_timeout it sets wins.
+    args["options"] = " ".join([f"-c statement_timeout={millis}", *((given,) if isinstance(given, str) else given)])
+    return args
 
 
 class PredictionLog:
     """The prediction log in the database at ``url`` (any SQLAlchemy URL; SQLite file by default).
+
+    A :class:`~monitoring.PredictionStore` that holds everything (:attr:`scope`).
 
     Parameters
     ----------
@@ -607,6 +752,14 @@ class PredictionLog:
         ``"postgresql+psycopg://user@host/db"``.
     engine : sqlalchemy.Engine, optional
         An engine to use instead of creating one from ``url`` (shared pools, tests).
+    timeout : float, optional
+        Seconds that opening a connection and running one statement may take (a serving
+        process's log: a database that hangs must not hang its writer for long). PostgreSQL
+        through psycopg or psycopg2: ``connect_timeout``, ``statement_timeout`` and
+        ``tcp_user_timeout`` (a value the URL sets itself is kept); a SQLite file: the busy
+        timeout (how long a write waits for another writer's lock). None (the default): the
+        drivers' own, unbounded on PostgreSQL; 30 s of busy timeout on SQLite. Not applied to
+        a given ``engine``.
 
     Notes
     -----
@@ -627,12 +780,18 @@ class PredictionLog:
     >>> log.dispose()
     """
 
-    def __init__(self, url: str | URL = "sqlite:///prediction_log.db", *, engine: Engine | None = None) -> None:
+    def __init__(
+        self, url: str | URL = "sqlite:///prediction_log.db", *, engine: Engine | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._timeout = _check_timeout(timeout)
         if engine is None:
             parsed = make_url(url)
-            engine = create_engine(parsed)
+            bounded = {} if self._timeout is None else _bounded_connect_args(parsed, self._timeout)
+            engine = create_engine(parsed, **({"connect_args": bounded} if bounded else {}))
         if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-            event.listen(engine, "connect", _enable_sqlite_wal)
+            busy_ms = _SQLITE_BUSY_MS if self._timeout is None else max(1, round(self._timeout * 1000))
+            event.listen(engine, "connect", _SqliteSetup(busy_ms))
         self._engine = engine
         self._metadata, self._table, self._versions = _build_metadata()
         # A version's K never changes once logged (its first batch fixes it): read once per log.
@@ -648,8 +807,6 @@ class PredictionLog:
         FileNotFoundError
             The SQLite file does not exist; the message names the URL (its password masked).
         """
-        from pathlib import Path
-
         parsed = make_url(url)
         database = parsed.database
         if parsed.get_backend_name() == "sqlite" and database not in (None, "", ":memory:") and not (
@@ -669,6 +826,26 @@ class PredictionLog:
         return self._engine
 
     @property
+    def timeout(self) -> float | None:
+        """Seconds a connection may take to open and a statement to run (None: the drivers' own)."""
+        return self._timeout
+
+    def with_timeout(self, timeout: float) -> PredictionLog:
+        """The same log through a new engine whose connections and statements are bounded by
+        ``timeout`` seconds (see the class's ``timeout``): what a serving process writes with.
+        (An in-memory SQLite database is not shared by a new engine: write to a file.)
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> log = PredictionLog(f"sqlite:///{tempfile.mkdtemp()}/log.db")
+        >>> bounded = log.with_timeout(1.5)
+        >>> bounded.timeout, bounded.engine.url == log.engine.url
+        (1.5, True)
+        """
+        return PredictionLog(self._engine.url, timeout=timeout)
+
+    @property
     def table(self) -> Table:
         """The ``prediction_log`` table (read-only use: dashboards, ad-hoc SQL)."""
         return self._table
@@ -678,10 +855,32 @@ class PredictionLog:
         """Both tables of the log (``prediction_log`` and ``prediction_log_versions``)."""
         return self._metadata
 
+    @property
+    def scope(self) -> StoreScope:
+        """The :class:`~monitoring.StoreScope` of the log: every served row, label times, writable."""
+        return _SQL_SCOPE
+
+    def missing_tables(self) -> list[str]:
+        """The log's tables the database does not hold (empty: it holds a prediction log).
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://")
+        >>> log.missing_tables()
+        ['prediction_log', 'prediction_log_versions']
+        >>> log.create(); log.missing_tables()
+        []
+        """
+        inspector = inspect(self._engine)
+        return [name for name in self._metadata.tables if not inspector.has_table(name)]
+
     def create(self) -> None:
         """Create the tables and indexes if they do not exist (idempotent; an index added in a
         later release is created on an existing table too)."""
-        self._metadata.create_all(self._engine, checkfirst=True)
+        try:
+            self._metadata.create_all(self._engine, checkfirst=True)
+        except DBAPIError:  # another process created a table between the check and ours (two servers
+            self._metadata.create_all(self._engine, checkfirst=True)  # starting on one log): look again
         for table in self._metadata.sorted_tables:
             for index in table.indexes:
                 try:
@@ -844,9 +1043,10 @@ class PredictionLog:
         return int(conn.execute(select(versions.c.n_classes).where(key)).scalar_one())
 
     def attach_labels(
-        self, request_ids: Sequence[str], labels: ArrayLike, *, labelled_at: datetime | None = None
+        self, request_ids: Sequence[str] | Sequence[object], labels: ArrayLike | Sequence[object], *,
+        labelled_at: datetime | None = None, strict: bool = False,
     ) -> LabelAttachReport:
-        """Attach late labels by request id, in one transaction.
+        """Attach late labels by request id, in one transaction; a bad row is refused alone.
 
         Parameters
         ----------
@@ -856,113 +1056,128 @@ class PredictionLog:
             Their true classes, integers in [0, K) of each request's version.
         labelled_at : datetime, optional
             When the labels arrived (timezone-aware); default: now.
+        strict : bool, default=False
+            Refuse the whole call, writing nothing, when any row is refused (instead of
+            attaching the good rows and reporting the bad ones).
 
         Returns
         -------
         LabelAttachReport
             Counts of newly attached and unchanged (same label again: idempotent) rows, the
             conflicts (a different label for an already labelled id, or two labels for one id
-            in this call: left as they were) and the unknown request ids.
+            in this call: left as they were), the unknown request ids and the refused rows (a
+            label that is not an integer in [0, K) of its request's version, an id that is not
+            a non-empty string of at most :data:`MAX_NAME_LENGTH` characters), each with its
+            position and reason. The other rows are attached whatever the refused ones hold.
 
         Raises
         ------
-        TypeError
-            If the ids are not strings or the labels not integers.
         ValueError
-            If the lengths differ, or a label is outside [0, K) of its request's version
-            (nothing is written then).
+            If the lengths differ; with ``strict``, if a row is refused (nothing is written then).
 
         Examples
         --------
         >>> log = PredictionLog("sqlite://"); log.create()
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
-        >>> _ = log.append([PredictionRecord(t, "m", "1", "a", [1.0, 0.0], 0, 0.73, 1.0)])
-        >>> log.attach_labels(["a"], [1]).attached
+        >>> _ = log.append([PredictionRecord(t, "m", "1", f"r{i}", [1.0, 0.0], 0, 0.73, 1.0) for i in range(3)])
+        >>> log.attach_labels(["r0"], [1]).attached
         1
-        >>> report = log.attach_labels(["a", "a"], [1, 1])
+        >>> report = log.attach_labels(["r0", "r0"], [1, 1])  # the same label again: unchanged, twice
         >>> report.unchanged, report.complete
-        (1, True)
-        >>> log.attach_labels(["a"], [0]).conflicts
-        (LabelConflict(request_id='a', existing_label=1, new_label=0),)
+        (2, True)
+        >>> log.attach_labels(["r0"], [0]).conflicts
+        (LabelConflict(request_id='r0', existing_label=1, new_label=0),)
+        >>> report = log.attach_labels(["r1", "r2"], [5, 1])  # K = 2: the first row is refused, the second attached
+        >>> report.attached, report.refused[0].reason
+        (1, "label 5 is outside [0, 2) of model 'm' version '1'")
         """
         when = datetime.now(UTC) if labelled_at is None else as_utc(labelled_at, name="labelled_at")
-        ids = list(request_ids) if not isinstance(request_ids, str) else [request_ids]
-        for i, rid in enumerate(ids):
-            if not isinstance(rid, str):
-                raise TypeError(f"request_ids[{i}] must be a str; got {type(rid).__name__} {rid!r}")
-        label_array = np.asarray(labels)
-        if label_array.ndim != 1 or label_array.shape[0] != len(ids):
-            raise ValueError(
-                f"labels must be 1-D with one label per request id ({len(ids)}); got shape {label_array.shape}"
-            )
-        if len(ids) == 0:
-            return LabelAttachReport(0, 0, 0, (), ())
-        if label_array.dtype.kind not in "iu":
-            raise TypeError(f"labels must be integers; got dtype {label_array.dtype}")
-        negative = _first(label_array < 0)
-        if negative is not None:
-            raise ValueError(
-                f"labels[{negative}] (request id {ids[negative]!r}) is {label_array[negative]}; labels must be >= 0"
-            )
+        ids: list[object] = list(request_ids) if not isinstance(request_ids, str) else [request_ids]
+        values = _label_values(labels, len(ids))
+        refused: dict[int, RowRefusal] = {}
         # One label per id in this call: the same label twice is one request; two labels conflict.
         wanted: dict[str, int] = {}
+        position: dict[str, int] = {}  # the first row of each id
         clashing: dict[str, tuple[int, int]] = {}
-        for rid, value in zip(ids, label_array.tolist(), strict=True):
-            previous = wanted.setdefault(rid, value)
+        repeated: dict[str, int] = {}  # rows repeating an earlier row of this call (same id, same label)
+        for i, (rid, raw) in enumerate(zip(ids, values, strict=True)):
+            value = _checked_label(rid, raw)
+            if isinstance(value, str):
+                refused[i] = RowRefusal(i, rid if isinstance(rid, str) and rid else None, value)
+                continue
+            key = str(rid)
+            previous = wanted.setdefault(key, value)
+            if key in position and previous == value:
+                repeated[key] = repeated.get(key, 0) + 1
+            position.setdefault(key, i)
             if previous != value:
-                clashing[rid] = (previous, value)
+                clashing[key] = (previous, value)
         for rid in clashing:
             del wanted[rid]
+        if strict:
+            _refuse_strictly(refused, len(ids))
 
         table = self._table
         conflicts = [LabelConflict(rid, first, second) for rid, (first, second) in clashing.items()]
         with self._engine.begin() as conn:
-            found: dict[str, tuple[int, int, int | None]] = {}
+            found: dict[str, tuple[int, int, int | None, str, str]] = {}
             keys = list(wanted)
             for offset in range(0, len(keys), _IN_CHUNK):
                 part = keys[offset : offset + _IN_CHUNK]
                 rows = conn.execute(
-                    select(table.c.request_id, table.c.id, table.c.n_classes, table.c.label).where(
-                        table.c.request_id.in_(part)
-                    )
+                    select(table.c.request_id, table.c.id, table.c.n_classes, table.c.label, table.c.model_name,
+                           table.c.model_version).where(table.c.request_id.in_(part))
                 )
-                found.update((rid, (row_id, k, label)) for rid, row_id, k, label in rows)
+                found.update((rid, (row_id, k, label, name, version)) for rid, row_id, k, label, name, version in rows)
             unknown = tuple(rid for rid in keys if rid not in found)
             pending: dict[int, tuple[str, int]] = {}  # row id -> (request id, label), unlabelled when read
             unchanged = 0
-            for rid, (row_id, k, existing) in found.items():
+            settled: list[str] = []  # ids whose label in the log is now the one asked for
+            for rid, (row_id, k, existing, name, version) in found.items():
                 value = wanted[rid]
                 if value >= k:
-                    raise ValueError(
-                        f"label {value} for request id {rid!r} is outside [0, {k}) of its version; "
-                        "nothing was written"
-                    )
-                if existing is None:
+                    index = position[rid]
+                    refused[index] = RowRefusal(index, rid, f"label {value} is outside [0, {k}) of model {name!r} "
+                                                            f"version {version!r}")
+                elif existing is None:
                     pending[row_id] = (rid, value)
                 elif existing == value:
                     unchanged += 1
+                    settled.append(rid)
                 else:
                     conflicts.append(LabelConflict(rid, int(existing), value))
+            if strict:
+                _refuse_strictly(refused, len(ids))
             # The report says what the database did: a row another caller labelled since the
             # read above is not updated (``label IS NULL``) and is re-read, then counted as
             # unchanged (same label) or a conflict (another label) like any labelled row.
             applied = self._write_labels(conn, pending, when) if pending else set()
             lost = sorted(set(pending) - applied)
+            gone = set(lost)
             for offset in range(0, len(lost), _IN_CHUNK):
                 lost_part = lost[offset : offset + _IN_CHUNK]
                 reread = select(table.c.id, table.c.label).where(table.c.id.in_(lost_part))
                 for row_id, existing in conn.execute(reread):
+                    gone.discard(row_id)
                     rid, value = pending[row_id]
                     if existing == value:
                         unchanged += 1
+                        settled.append(rid)
                     else:
                         conflicts.append(LabelConflict(rid, int(existing), value))
+            # A row the read found and the write did not is gone: the retention deleted it in
+            # between (an unlabelled row served before its cutoff). It is not in the log any more.
+            unknown += tuple(sorted(pending[row_id][0] for row_id in gone))
+        # A row that repeats one of this call is unchanged once that row's label is in the log.
+        settled.extend(pending[row_id][0] for row_id in applied)
+        unchanged += sum(repeated.get(rid, 0) for rid in settled)
         return LabelAttachReport(
             n_requested=len(ids),
             attached=len(applied),
             unchanged=unchanged,
             conflicts=tuple(conflicts),
             unknown_request_ids=unknown,
+            refused=tuple(sorted(refused.values(), key=lambda refusal: refusal.index)),
         )
 
     def _write_labels(self, conn: Connection, pending: dict[int, tuple[str, int]], when: datetime) -> set[int]:
@@ -1067,17 +1282,20 @@ class PredictionLog:
         return and_(*clauses)
 
     def delete_served_before(
-        self, model_name: str, model_version: str, cutoff: datetime, *, keep_labelled_after: datetime | None = None,
+        self, model_name: str, model_version: str, cutoff: datetime, *, unlabelled_only: bool = False,
         batch_size: int = 10_000, dry_run: bool = False,
     ) -> int:
         """Delete a version's rows served before ``cutoff``; how many (with ``dry_run``: would be).
 
-        The retention's delete (:func:`monitoring.prune_prediction_log`). Rows labelled after
-        ``keep_labelled_after`` are kept (their labels are not in the archive yet: the next
-        prune archives, then deletes them); None deletes every row served before ``cutoff``.
-        Deleted in batches of ``batch_size`` rows, oldest first, one short transaction each (on
-        the version's serving-time index), so serving writers and label writers wait for one
-        batch at most. The version's K (``prediction_log_versions``) is kept.
+        The retention's delete (:func:`monitoring.prune_prediction_log`). With ``unlabelled_only``
+        only the rows without a label go, and the delete itself checks it on each row it removes:
+        a row labelled meanwhile is kept (its label archived by the next prune), and a label that
+        arrives after its row was deleted is reported as an unknown request id. The labelled rows
+        leave by :meth:`delete_labelled`, once archived. Deleted in batches of ``batch_size``
+        rows, oldest first, one short transaction each (on the version's serving-time index), so
+        serving writers and label writers wait for one batch at most; a batch the database
+        aborted to break a lock cycle runs again. The version's K (``prediction_log_versions``)
+        is kept.
 
         Examples
         --------
@@ -1085,29 +1303,86 @@ class PredictionLog:
         >>> t = datetime(2026, 1, 1, tzinfo=UTC)
         >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"],
         ...                     time=[t, t + timedelta(days=1), t + timedelta(days=2)])
+        >>> _ = log.attach_labels(["a"], [0])
         >>> log.delete_served_before("m", "1", t + timedelta(days=2), dry_run=True), log.count_rows()
         (2, 3)
-        >>> log.delete_served_before("m", "1", t + timedelta(days=2), batch_size=1), log.count_rows()
-        (2, 1)
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2), unlabelled_only=True, batch_size=1)
+        1
+        >>> log.delete_served_before("m", "1", t + timedelta(days=2)), log.count_rows()
+        (1, 1)
         """
         cutoff = as_utc(cutoff, name="cutoff")
         batch_size = check_chunk_size(batch_size)
         table = self._table
         where = self._window_filter(model_name, model_version, _BEGINNING, cutoff, labelled_only=False)
-        if keep_labelled_after is not None:
-            kept = as_utc(keep_labelled_after, name="keep_labelled_after")
-            where = and_(where, (table.c.label.is_(None)) | (table.c.labelled_at <= kept))
+        if unlabelled_only:
+            where = and_(where, table.c.label.is_(None))
         if dry_run:
             with self._engine.connect() as conn:
                 return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one())
         batch = select(table.c.id).where(where).order_by(table.c.served_at, table.c.id).limit(batch_size)
+        statement = table.delete().where(table.c.id.in_(batch.scalar_subquery()))
+        if unlabelled_only:
+            # Checked again on the row being deleted (PostgreSQL re-evaluates the outer condition
+            # on a row updated since the subquery's snapshot): a label written meanwhile keeps it.
+            statement = statement.where(table.c.label.is_(None))
+        # A short batch is the last one, except when rows were labelled meanwhile (unlabelled_only):
+        # then only an empty one is.
+        last = 1 if unlabelled_only else batch_size
         deleted = 0
         while True:
-            with self._engine.begin() as conn:
-                done = conn.execute(table.delete().where(table.c.id.in_(batch.scalar_subquery()))).rowcount
+            done = self._commit_retrying(lambda conn: int(conn.execute(statement).rowcount))
             deleted += done
-            if done < batch_size:
+            if done < last:
                 return deleted
+
+    def delete_labelled(self, row_ids: ArrayLike, request_ids: Sequence[str], *, batch_size: int = 10_000) -> int:
+        """Delete the labelled rows with these log row ids, each still holding its request id; how many.
+
+        The retention's delete of archived rows (:func:`monitoring.prune_prediction_log`): it
+        passes the rows of a day the log has (:meth:`iter_labelled_ids`) whose request id the
+        day's archived file holds, so a row leaves the log only if the archive has it. By row id
+        (primary-key lookups: a day's range of the serving-time index is not walked again for
+        every batch); ``batch_size`` rows per transaction, in the order given; a batch the
+        database aborted to break a lock cycle runs again.
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"], time=t)
+        >>> _ = log.attach_labels(["a", "b"], [0, 1])
+        >>> log.delete_labelled([1, 3, 2], ["a", "c", "x"]), log.count_rows()  # "c" is unlabelled; 2 is not "x"
+        (1, 2)
+        """
+        batch_size = check_chunk_size(batch_size)
+        pairs = [{"row_id": row_id, "request_id": request_id} for row_id, request_id in
+                 zip(np.asarray(row_ids, dtype=np.int64).tolist(), request_ids, strict=True)]  # fmt: skip
+        table = self._table
+        # One statement run for every row of a batch (the driver's executemany): no IN list to
+        # expand, and the database sums the rows each run deleted.
+        statement = table.delete().where(table.c.id == bindparam("row_id"), table.c.request_id == bindparam("request_id"),
+                                         table.c.label.is_not(None))  # fmt: skip
+
+        def delete_batch(conn: Connection, batch: list[dict[str, Any]]) -> int:
+            return int(conn.execute(statement, batch).rowcount)
+
+        return sum(self._commit_retrying(partial(delete_batch, batch=pairs[offset : offset + batch_size]))
+                   for offset in range(0, len(pairs), batch_size))  # fmt: skip
+
+    def _commit_retrying(self, work: Callable[[Connection], int]) -> int:
+        """``work(conn)`` in one transaction, run again (up to ``_LOCK_CONFLICT_RETRIES`` times)
+        when the database rolled it back whole to break a lock cycle; what ``work`` returned."""
+        conflicts = 0
+        while True:
+            try:
+                with self._engine.begin() as conn:
+                    return work(conn)
+            except DBAPIError as exc:
+                if not _is_lock_conflict(exc) or conflicts >= _LOCK_CONFLICT_RETRIES:
+                    raise
+                conflicts += 1
+                sleep(uniform(0.5, 1.0) * _LOCK_CONFLICT_BACKOFF * 2**conflicts)
 
     def count_labelled(self, model_name: str, model_version: str, start: datetime, end: datetime) -> int:
         """Number of labelled rows of a version served in [start, end).
@@ -1122,6 +1397,33 @@ class PredictionLog:
         where = self._window_filter(model_name, model_version, start, end)
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(self._table).where(where)).scalar_one())
+
+    def served_rows(self, model_name: str, model_version: str, start: datetime, end: datetime) -> tuple[int, datetime | None]:
+        """How many rows of a version were served in [start, end), labelled or not, and when the
+        last of them was (``(0, None)``: none).
+
+        The last row is found first, at the end of the version's serving-time index; the rows are
+        counted only when there is one, so asking about a version that no longer serves costs one
+        index look-up.
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 2, ["a", "b"], time=[t, t + timedelta(hours=1)])
+        >>> n, last = log.served_rows("m", "1", t, t + timedelta(days=1))
+        >>> n, last == t + timedelta(hours=1), log.served_rows("m", "2", t, t + timedelta(days=1))
+        (2, True, (0, None))
+        """
+        start, end = check_window(start, end)
+        table = self._table
+        where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
+        with self._engine.connect() as conn:
+            last = conn.execute(select(table.c.served_at).where(where).order_by(table.c.served_at.desc())
+                                .limit(1)).scalar_one_or_none()
+            if last is None:
+                return 0, None
+            return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()), last
 
     def labelled_fingerprint(
         self, model_name: str, model_version: str, start: datetime, end: datetime
@@ -1216,10 +1518,7 @@ class PredictionLog:
         if order not in ("served", "labelled"):
             raise ValueError(f"order must be 'served' or 'labelled'; got {order!r}")
         table = self._table
-        columns = (
-            table.c.request_id, table.c.n_classes, table.c.logits,
-            table.c.label, table.c.group_key, table.c.predicted_class, table.c.confidence, table.c.temperature,
-        )  # fmt: skip
+        columns = _labelled_columns(table)
         where = self._window_filter(model_name, model_version, start, end, labelled_from=labelled_from,
                                     labelled_to=labelled_to)
         if order == "served":
@@ -1231,6 +1530,53 @@ class PredictionLog:
         for rows in self._pages((served, *columns), where, chunk_size, key=table.c.labelled_at):
             _, _, *rest = zip(*rows, strict=True)
             yield _chunk_from_rows([(), *rest], model_name, model_version)
+
+    def iter_labelled_ids(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
+    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.object_]]]:
+        """The (log row ids, request ids) of a version's labelled rows served in [start, end), in
+        (time, id) order, at most ``chunk_size`` rows at a time: what the export and the retention
+        compare with an archived day, without reading the logits.
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 3, ["a", "b", "c"], time=t)
+        >>> _ = log.attach_labels(["a", "c"], [0, 1])
+        >>> [(rows.tolist(), ids.tolist()) for rows, ids in log.iter_labelled_ids("m", "1", t, t + timedelta(days=1))]
+        [([1, 3], ['a', 'c'])]
+        """
+        start, end = check_window(start, end)
+        chunk_size = check_chunk_size(chunk_size)
+        where = self._window_filter(model_name, model_version, start, end)
+        for rows in self._pages((self._table.c.request_id,), where, chunk_size):
+            row_ids, _, request_ids = zip(*rows, strict=True)
+            yield np.array(row_ids, dtype=np.int64), np.array(request_ids, dtype=object)
+
+    def iter_labelled_rows(
+        self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000
+    ) -> Iterator[tuple[NDArray[np.int64], LabelledChunk]]:
+        """:meth:`iter_labelled` (in (time, id) order) with each chunk's log row ids: (row ids, chunk).
+
+        What the export stores with each row, so that a day it merges keeps the log's order.
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.0, [[1.0, 0.0]] * 2, ["a", "b"], time=t)
+        >>> _ = log.attach_labels(["b"], [1])
+        >>> [(rows.tolist(), chunk.request_ids.tolist()) for rows, chunk in
+        ...  log.iter_labelled_rows("m", "1", t, t + timedelta(days=1))]
+        [([2], ['b'])]
+        """
+        start, end = check_window(start, end)
+        chunk_size = check_chunk_size(chunk_size)
+        where = self._window_filter(model_name, model_version, start, end)
+        for rows in self._pages(_labelled_columns(self._table), where, chunk_size):
+            columns = list(zip(*rows, strict=True))
+            yield np.array(columns[0], dtype=np.int64), _chunk_from_rows(columns, model_name, model_version)
 
     def iter_served(
         self, model_name: str, model_version: str, start: datetime, end: datetime, *, chunk_size: int = 50_000,
@@ -1321,6 +1667,14 @@ def _times(times: Sequence[datetime]) -> NDArray[np.datetime64]:
         times if times[0].tzinfo is None else [t.astimezone(UTC).replace(tzinfo=None) for t in times],
         dtype="datetime64[us]",
     )
+
+
+def _labelled_columns(table: Table) -> tuple[Column[Any], ...]:
+    """The columns a :class:`LabelledChunk` is made of, after the page's (id, time) head."""
+    return (
+        table.c.request_id, table.c.n_classes, table.c.logits,
+        table.c.label, table.c.group_key, table.c.predicted_class, table.c.confidence, table.c.temperature,
+    )  # fmt: skip
 
 
 def _chunk_from_rows(columns: Iterable[Sequence[Any]], model_name: str, model_version: str) -> LabelledChunk:
@@ -1483,3 +1837,47 @@ def log_predictions(
         now=now,
     )
     return log._insert(columns)  # noqa: SLF001 - the module's own fast path
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def default_log_url(state_dir: str | Path = DEFAULT_STATE_DIR) -> str:
+    """The prediction log's URL when none is set: the SQLite file ``predictions.db`` in the state folder
+    (as an absolute path: the URL means the same file from any working directory).
+
+    Examples
+    --------
+    >>> default_log_url("/srv/thermostat")
+    'sqlite:////srv/thermostat/predictions.db'
+    """
+    return f"sqlite:///{Path(state_dir).absolute() / 'predictions.db'}"
+
+
+def open_prediction_log(url: str | URL, *, must_exist: bool = False) -> PredictionLog:
+    """The prediction log at ``url``, its tables created if missing (idempotent) and, for a SQLite
+    file, its folder; with ``must_exist`` (for reading) a SQLite file that is not there is a
+    :class:`FileNotFoundError` naming the URL instead (:meth:`PredictionLog.existing`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> log = open_prediction_log(default_log_url(Path(tempfile.mkdtemp()) / "state"))
+    >>> log.count_rows()
+    0
+    >>> log.dispose()
+    """
+    parsed = make_url(url)
+    if must_exist:
+        log = PredictionLog.existing(parsed)
+    else:
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+                and not parsed.query.get("uri"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        log = PredictionLog(parsed)
+    try:
+        log.create()
+    except BaseException:
+        log.dispose()
+        raise
+    return log

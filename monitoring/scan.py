@@ -54,7 +54,7 @@ from calibration import (
 
 from ._validation import as_utc, check_chunk_size
 from .early_warning import CONFIDENCE_EDGES, ConfidenceProfile
-from .prediction_log import LabelledChunk, PredictionLog
+from .store import LabelledChunk, PredictionStore
 from .window import WindowQuery, WindowSummary, _Accumulator, _checked_query, _logged_classes
 
 __all__ = ["LabelArrivals", "WindowScan", "scan_window"]
@@ -118,8 +118,26 @@ def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
     return moment if current is None or moment < current else current
 
 
+def _checked_scan(
+    log: PredictionStore, query: WindowQuery, arrivals: LabelArrivals | None, prior_capacity: int | None
+) -> int | None:
+    """What :func:`scan_window` checks of its arguments besides the query; the checked capacity."""
+    if prior_capacity is not None:
+        prior_capacity = Interval(1, integer=True).check_count(prior_capacity, name="prior_capacity")
+    start, end = query.start, query.end
+    if arrivals is not None and not arrivals.served_from <= start <= end <= arrivals.served_to:
+        raise ValueError(
+            f"the increment's served range [{arrivals.served_from.isoformat()}, {arrivals.served_to.isoformat()}) must "
+            f"cover the window [{start.isoformat()}, {end.isoformat()}): its rows inside the window ride on the window's read"
+        )
+    if not log.scope.served_rows:
+        raise ValueError(f"{log!r} holds labelled rows only: scan the served rows of a store that holds every one "
+                         "(the SQL prediction log)")
+    return prior_capacity
+
+
 def scan_window(
-    log: PredictionLog,
+    log: PredictionStore,
     query: WindowQuery,
     *,
     chunk_size: int = 50_000,
@@ -132,8 +150,10 @@ def scan_window(
 
     Parameters
     ----------
-    log : PredictionLog
-        The SQL prediction log (the export has neither unlabelled rows nor label times).
+    log : PredictionStore
+        A store of every served row (its ``scope.served_rows``: the SQL prediction log, a window
+        in memory; the export holds labelled rows only), with label times when ``arrivals`` are
+        asked for.
     query : WindowQuery
         The version, the window [start, end) on the serving time, and what it is read at (every
         statistic at its T).
@@ -159,11 +179,12 @@ def scan_window(
     LookupError
         If no prediction of this version was ever logged (as :func:`monitoring.summarise_window`).
     ValueError
-        If an argument is out of range, or the increment's served range does not cover the window.
+        If an argument is out of range, the increment's served range does not cover the window,
+        or the store does not hold every served row (or, for ``arrivals``, the label times).
 
     Examples
     --------
-    >>> from monitoring import WindowQuery, log_predictions
+    >>> from monitoring import PredictionLog, WindowQuery, log_predictions
     >>> log = PredictionLog("sqlite://"); log.create()
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> _ = log_predictions(log, "m", "1", 1.0, [[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]], ["a", "b", "c"], time=t)
@@ -181,13 +202,7 @@ def scan_window(
     query = _checked_query(query)
     model_name, model_version, temperature = query.model_name, query.model_version, query.temperature
     start, end = query.start, query.end
-    if prior_capacity is not None:
-        prior_capacity = Interval(1, integer=True).check_count(prior_capacity, name="prior_capacity")
-    if arrivals is not None and not arrivals.served_from <= start <= end <= arrivals.served_to:
-        raise ValueError(
-            f"the increment's served range [{arrivals.served_from.isoformat()}, {arrivals.served_to.isoformat()}) must "
-            f"cover the window [{start.isoformat()}, {end.isoformat()}): its rows inside the window ride on the window's read"
-        )
+    prior_capacity = _checked_scan(log, query, arrivals, prior_capacity)
     n_classes = _logged_classes(log, query)
     summary = _Accumulator(query, n_classes) if summarise else None
     profile = ConfidenceProfile.empty(temperature, CONFIDENCE_EDGES)

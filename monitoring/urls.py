@@ -26,11 +26,14 @@ it, which lies inside the span masked here. (A URL whose path, query or fragment
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote, unquote
 
-__all__ = ["URL_MASK", "encode_credentials", "holds_masked_credentials", "mask_url", "redact_credentials"]
+__all__ = ["URL_MASK", "credentials_redacted", "encode_credentials", "holds_masked_credentials", "mask_url",
+           "redact_credentials", "redact_exception"]
 
 URL_MASK: Final = "***"
 """What a masked password (or token, or secret query value) reads as."""
@@ -40,6 +43,11 @@ _SECRET_NAMES = r"(?:password|passwd|pwd|secret|token|access_token|api_key|apike
 _SECRET_QUERY = re.compile(rf"(?i)([?&;]{_SECRET_NAMES}=)([^&;#]*)")
 _MASKED_QUERY = re.compile(rf"(?i)[?&;]{_SECRET_NAMES}={re.escape(URL_MASK)}(?=$|[&;#])")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+# A parser that cuts a URL inside a password quotes a piece of it ("Invalid port: 'Pr3f'",
+# 'could not resolve host "w0rd@db"'): pieces between these characters are secrets too, from
+# this length on (a shorter one would blank out ordinary words and tells little).
+_PIECE_SEPARATORS = re.compile(r"[/?#@:]")
+_MIN_PIECE = 4
 _WEB_SCHEMES: Final = frozenset({"http", "https"})
 
 
@@ -150,14 +158,17 @@ def holds_masked_credentials(url: str) -> bool:
 
 
 def _secrets(url: str) -> list[str]:
-    """Every form in which ``url``'s secrets may be quoted: as written, percent-decoded, percent-encoded."""
+    """Every form in which ``url``'s secrets may be quoted: as written, percent-decoded,
+    percent-encoded, and the pieces of the decoded form that a parser cutting at ``/ ? # @ :``
+    would quote (at least :data:`_MIN_PIECE` characters). Longest first."""
     found = _credentials(url)
     written = [match[2] for match in _SECRET_QUERY.finditer(url if found is None else found.tail)]
     if found is not None and found.secret is not None:
         written.append(found.secret)
     forms = {form for secret in written if secret and secret != URL_MASK
              for form in (secret, unquote(secret), quote(unquote(secret), safe=""))}
-    return sorted(forms, key=len, reverse=True)
+    pieces = {piece for form in forms for piece in _PIECE_SEPARATORS.split(form) if len(piece) >= _MIN_PIECE}
+    return sorted(forms | pieces, key=len, reverse=True)
 
 
 def redact_credentials(text: str, *urls: str) -> str:
@@ -171,9 +182,93 @@ def redact_credentials(text: str, *urls: str) -> str:
     --------
     >>> redact_credentials('bad token "pa ss" in postgresql://u:pa ss@db/t', "postgresql://u:pa ss@db/t")
     'bad token "***" in postgresql://u:***@db/t'
+    >>> redact_credentials("Invalid port: 'Pr3f'", "http://u:Pr3f/w0rd@prefect:4200/api")  # a piece of it
+    "Invalid port: '***'"
     """
     for url in urls:
         text = text.replace(url, mask_url(url))
         for secret in _secrets(url):
             text = text.replace(secret, URL_MASK)
     return text
+
+
+# String attributes that exceptions of the standard library and the drivers print besides ``args``.
+_MESSAGE_ATTRIBUTES: Final = ("message", "msg", "strerror", "filename", "filename2", "reason", "detail")
+
+
+def redact_exception(error: BaseException, *urls: str) -> BaseException:
+    """``error``, with the secrets of ``urls`` taken out of its message (:func:`redact_credentials`),
+    in place, and out of every exception it was raised from or while handling (``__cause__``,
+    ``__context__``): its type and traceback stay, so a caller re-raises it (``raise``) and
+    whatever prints, logs or stores it — a traceback, a task's or a flow's failure message —
+    finds no password. An argument that is not a string and prints a secret is replaced by its
+    redacted text. Returns ``error``.
+
+    Examples
+    --------
+    >>> url = "http://alice:p%2Fw@mlflow:5000"
+    >>> try:
+    ...     try:
+    ...         raise ConnectionError(f"GET {url}/api failed")
+    ...     except ConnectionError as cause:
+    ...         raise RuntimeError("request failed", cause) from cause
+    ... except RuntimeError as error:
+    ...     print(redact_exception(error, url), "|", error.__cause__)
+    ('request failed', 'GET http://alice:***@mlflow:5000/api failed') | GET http://alice:***@mlflow:5000/api failed
+    """
+    secrets = [url for url in urls if mask_url(url) != url]
+    seen: set[int] = set()
+    chain: list[BaseException | None] = [error]
+    while chain:
+        current = chain.pop()
+        if current is not None and id(current) not in seen:
+            seen.add(id(current))
+            _redact_one(current, secrets)
+            chain += [current.__cause__, current.__context__]
+    return error
+
+
+@contextmanager
+def credentials_redacted(*urls: str) -> Iterator[None]:
+    """Any error raised inside leaves with the secrets of ``urls`` taken out of its message and of
+    the errors it came from (:func:`redact_exception`: in place, same type, same traceback).
+
+    Examples
+    --------
+    >>> try:
+    ...     with credentials_redacted("http://u:s3cret@mlflow:5000"):
+    ...         raise ConnectionError("GET http://u:s3cret@mlflow:5000/api failed")
+    ... except ConnectionError as error:
+    ...     print(error)
+    GET http://u:***@mlflow:5000/api failed
+    """
+    try:
+        yield
+    except BaseException as error:
+        redact_exception(error, *urls)
+        raise
+
+
+def _redact_one(error: BaseException, urls: list[str]) -> None:
+    def clean(value: object) -> object:
+        try:
+            text = value if isinstance(value, str) else str(value)
+        except Exception:  # noqa: BLE001 - an argument that cannot print cannot leak either
+            return value
+        redacted = redact_credentials(text, *urls)
+        return value if redacted == text else redacted
+
+    try:
+        error.args = tuple(clean(value) for value in error.args)
+    except (TypeError, AttributeError):  # pragma: no cover - an exception type that refuses new args
+        pass
+    for name in _MESSAGE_ATTRIBUTES:
+        value = getattr(error, name, None)
+        if isinstance(value, str):
+            try:
+                setattr(error, name, clean(value))
+            except (TypeError, AttributeError):  # a read-only property: its args carry the same text
+                pass
+    notes = getattr(error, "__notes__", None)
+    if isinstance(notes, list):
+        notes[:] = [clean(note) for note in notes]

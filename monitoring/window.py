@@ -47,7 +47,7 @@ from calibration import (
 from ._validation import as_utc, check_chunk_size, check_threshold, check_window
 
 if TYPE_CHECKING:  # the window reads the source it is given; it does not need the SQL layer to import
-    from .prediction_log import LabelledChunk
+    from .store import LabelledChunk
 
 __all__ = [
     "GateCounts", "LabelledSource", "WindowQuery", "WindowSummary", "merge_summaries", "summarise_arrays",

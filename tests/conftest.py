@@ -1,18 +1,10 @@
+"""The suite's fixtures and tiers (the process's environment is set by the root conftest.py, before
+anything imports Prefect)."""
+
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
-
-from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
-
-# Prefect reads its home at import: keep every test run's Prefect state out of ~/.prefect, and
-# each pytest-xdist worker's apart (a worker inherits the home its controller made: their
-# embedded API servers would share one database).
-if os.environ.get("PYTEST_XDIST_WORKER") or "PREFECT_HOME" not in os.environ:
-    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="thermostat-prefect-home-")
-# No telemetry or analytics leaves the machine from a test run either.
-os.environ.update(LOCAL_ONLY_ENVIRONMENT)
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -53,12 +45,17 @@ SERVER_FIXTURES = frozenset({
     "credentialed_server",    # `mlflow server` behind basic auth (tests/integration/test_credentials.py)
     "demo_state",             # `thermostat demo` (its temporary Prefect server)
     "dashboard",              # `thermostat dashboard`
-    "cluster",                # a local Dask cluster (tests/flows/test_engines.py)
+    "cluster",                # a local Dask cluster (tests/flows/orchestration/test_engines.py)
     "remote_cluster",         # `dask scheduler` and `dask worker`
 })
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _refuse_unmarked_servers(items)
+    _heaviest_files_first(items)
+
+
+def _refuse_unmarked_servers(items: list[pytest.Item]) -> None:
     unmarked = sorted(
         f"{item.nodeid} (uses {', '.join(sorted(SERVER_FIXTURES.intersection(getattr(item, 'fixturenames', ()))))})"
         for item in items
@@ -69,6 +66,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "these tests start servers but are not marked integration (mark them @pytest.mark.integration, "
             "the fast tier starts no server):\n  " + "\n  ".join(unmarked)
         )
+
+
+def _test_file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _heaviest_files_first(items: list[pytest.Item]) -> None:
+    """Order the test files so that those holding a slow test come first, then those holding an
+    integration test, then the rest; within each, the files with more such tests first (each
+    file's tests in their own order, ties in collection order). `make test` hands whole files to
+    its workers in this order (``--dist loadfile --no-loadscope-reorder``): the files of minutes
+    start while the other worker is still busy, and the many files of seconds fill both workers'
+    last minutes. (xdist's default order, files with the most tests first, starts the long files
+    of few tests last.)"""
+    rank: dict[str, int] = {}
+    heavy: dict[str, int] = {}
+    for item in items:
+        weight = 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("integration") else 2
+        rank[_test_file(item)] = min(rank.get(_test_file(item), 2), weight)
+        heavy[_test_file(item)] = heavy.get(_test_file(item), 0) + (weight < 2)
+    items.sort(key=lambda item: (rank[_test_file(item)], -heavy[_test_file(item)]))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -18,10 +18,10 @@ import pytest
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("calibration", "monitoring", "flows")
+PACKAGES = ("calibration", "monitoring", "flows", "thermostat")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The extras a base install goes without, and the modules each brings.
-OPTIONAL_EXTRAS = {"distributed": {"distributed", "dask", "prefect_dask"}, "postgresql": {"psycopg"}}
+OPTIONAL_EXTRAS = {"distributed": {"distributed", "dask", "prefect_dask"}, "postgresql": {"psycopg"}, "torch": {"torch"}}
 
 
 def _normalised(name: str) -> str:

@@ -55,3 +55,16 @@ def test_starting_a_server_in_a_test_not_marked_integration_fails_it(tmp_path: P
     finally:
         servers.note_current_test(request.node.nodeid, False)  # this test's own record
     assert not (tmp_path / "log").exists()  # refused before anything started
+
+
+def test_files_holding_slow_then_integration_tests_come_first_each_in_its_own_order() -> None:
+    """`make test` hands files to its workers in collection order: the long ones must start first."""
+    ordered = [_Item("tests/a.py::test_1", []), _Item("tests/b.py::test_1", [], ["integration"]),
+               _Item("tests/a.py::test_2", []), _Item("tests/c.py::test_1", []),
+               _Item("tests/c.py::test_2", [], ["integration", "slow"]), _Item("tests/b.py::test_2", []),
+               _Item("tests/d.py::test_1", [], ["integration"]), _Item("tests/d.py::test_2", [], ["integration"])]
+    pytest_collection_modifyitems(cast(pytest.Config, None), cast(list[pytest.Item], ordered))
+    assert [item.nodeid for item in ordered] == [
+        "tests/c.py::test_1", "tests/c.py::test_2", "tests/d.py::test_1", "tests/d.py::test_2",
+        "tests/b.py::test_1", "tests/b.py::test_2", "tests/a.py::test_1", "tests/a.py::test_2"], (
+        "slow files, then integration files (more integration tests first), then the rest")

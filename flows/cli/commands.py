@@ -16,7 +16,6 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,14 @@ from calibration import (
     ESTIMATORS,
     BootstrapComparison,
     LOCAL_ENGINE,
+    MAX_PRIOR_CLASSES,
     CalibrationErrorEstimate,
     CalibrationReport,
     Engine,
     PartitionedScoredSet,
+    PriorShiftTest,
     ScoredSet,
+    ShiftDiagnosis,
     TemperatureFit,
     TemperatureStats,
     TopLabelScores,
@@ -44,6 +46,7 @@ from calibration import (
     fit_partitioned,
     fit_temperature,
     nll_difference_partitioned,
+    not_a_regular_file,
     paired_bootstrap_nll,
     prior_corrected_logits,
     qualify_calibration_set,
@@ -51,7 +54,16 @@ from calibration import (
     top_label_confidence,
 )
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from monitoring import DriftPolicy, DriftReference, DriftReport, DriftTest, ShiftCheck, policy_knobs
+from monitoring import (
+    CheckOutcome,
+    CheckReference,
+    DriftPolicy,
+    DriftReference,
+    DriftReport,
+    DriftTest,
+    EarlyWarning,
+    policy_knobs,
+)
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
            "Outcome", "in_flags"]
@@ -81,9 +93,10 @@ _FLAG_WORDING = (
     (re.compile(r"\btemperature_margin\b"), "--margin"),
     (re.compile(r"^temperature must be\b"), "--temperature must be"),
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # the drift command's window has no time of its own
 _SWEEP_COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 _MISSING = "n/a"
+# What diagnose costs at the default --max-prior-classes (benchmarks/command_cost.py, 60 rows).
+_PRIOR_COST_AT_LIMIT = "17 s of CPU and 0.5 GB on 60 rows, more with more"
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,37 +400,77 @@ class _GivenPriors:
         return f"prior correction: posteriors re-weighted to priors ({shown}) from the {self.basis}"
 
 
+# The most bytes a priors file may hold a class: a number written out in full, its separator and
+# indentation. A longer file holds something else, and is not read into memory to find out.
+_PRIORS_FILE_BYTES_PER_CLASS = 256
+
+
+def _prior_file(path: str, flag: str, n_classes: int, expected: str) -> object:
+    """The JSON value of ``--priors FILE``: a regular file (a FIFO would block the read, a device never
+    end), no larger than K numbers take, parsed without a recursion error on deep nesting."""
+    file = Path(path)
+    if not file.exists():
+        raise ValueError(f"{flag} {path}: file not found; {expected}")
+    refusal = not_a_regular_file(file)
+    if refusal is not None:  # before anything opens it, as the scored-set readers do
+        raise ValueError(f"{flag} {path}: {refusal}; {expected}")
+    limit = 4096 + _PRIORS_FILE_BYTES_PER_CLASS * n_classes
+    size = file.stat().st_size
+    if size > limit:
+        raise ValueError(f"{flag} {path}: is {size:,} bytes, more than a list of {n_classes} numbers takes (at most "
+                         f"{limit:,}); {expected}")
+    try:
+        with file.open(encoding="utf-8") as handle:
+            return json.loads(handle.read(limit + 1))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{flag} {path}: cannot be read as JSON ({exc}); {expected}") from exc
+    except RecursionError as exc:  # "[[[[...": nested deeper than the parser's stack
+        raise ValueError(f"{flag} {path}: its JSON is nested too deeply to be read; {expected}") from exc
+
+
 def _prior_values(text: str, flag: str, n_classes: int) -> NDArray[np.float64]:
     """The value of ``--priors`` or ``--reference-priors``: K comma-separated numbers, or a .json
-    file holding a list of K numbers; each finite and > 0; normalised to sum to 1."""
+    file holding a list of K numbers; each finite and > 0, their sum finite; normalised to sum to 1."""
     expected = f"give {n_classes} comma-separated positive numbers (e.g. {','.join(['1'] * n_classes)}) or a .json " \
         "file holding a list of them" if n_classes <= 10 else f"give {n_classes} comma-separated positive numbers " \
         "or a .json file holding a list of them"
     values: object
+    source = flag
     if text.lower().endswith(".json"):
-        try:
-            values = json.loads(Path(text).read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ValueError(f"{flag} {text}: file not found; {expected}") from exc
-        except (OSError, UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
-            raise ValueError(f"{flag} {text}: cannot be read as JSON ({exc}); {expected}") from exc
+        source = f"{flag} {text}"
+        values = _prior_file(text, flag, n_classes, expected)
         if not (isinstance(values, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                  for v in values)):
-            raise ValueError(f"{flag} {text}: holds {type(values).__name__} {str(values)[:80]}; {expected}")
+            raise ValueError(f"{source}: holds {type(values).__name__} {str(values)[:80]}; {expected}")
     else:
         try:
             values = [float(part) for part in text.split(",")]
         except ValueError as exc:
             raise ValueError(f"{flag}: {text[:80]!r} is not a list of numbers; {expected}") from exc
-    array = np.asarray(values, dtype=np.float64)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except OverflowError as exc:  # a JSON integer beyond the largest float
+        raise ValueError(f"{source}: a value is too large for a float ({exc}); every prior must be finite and > 0"
+                         ) from exc
     if array.shape != (n_classes,):
-        raise ValueError(f"{flag}: has {array.size} values but the data has {n_classes} classes; {expected}")
+        raise ValueError(f"{source}: has {array.size} values but the data has {n_classes} classes; {expected}")
     refused = ~np.isfinite(array) | (array <= 0)
     if refused.any():
         k = int(np.argmax(refused))
-        raise ValueError(f"{flag}: the prior of class {k} is {float(array[k])!r}; every prior must be finite and > 0 "
+        raise ValueError(f"{source}: the prior of class {k} is {float(array[k])!r}; every prior must be finite and > 0 "
                          "(a class with prior 0 could never be predicted)")
-    result: NDArray[np.float64] = array / array.sum()
+    with np.errstate(over="ignore"):  # an overflowing sum is refused below, by name
+        total = float(array.sum())
+    if not math.isfinite(total):
+        raise ValueError(f"{source}: the priors sum to {total!r} (more than the largest float, "
+                         f"{np.finfo(np.float64).max:.4g}); they are normalised to sum to 1, so every prior must be "
+                         "finite and > 0 and their sum finite: give proportions or counts")
+    result: NDArray[np.float64] = array / total
+    if not result.all():
+        k = int(np.argmin(result))
+        raise ValueError(f"{source}: the prior of class {k}, {float(array[k])!r}, is 0 once normalised by their sum "
+                         f"{total!r}; every prior must be > 0 after normalisation (a class with prior 0 could never "
+                         "be predicted): give proportions or counts of a smaller range")
     return result
 
 
@@ -722,7 +775,7 @@ def _resamples(args: argparse.Namespace) -> dict[str, Any]:
 def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
     registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
-    from monitoring import decide_drift, drift_payload, summarise_arrays
+    from monitoring import drift_payload
 
     reference, window, temperature = _reference_and_window(sets, args)
     if args.groups and window.groups is None:
@@ -735,9 +788,10 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
     against = _drift_reference(reference, temperature, policy, args, resamples)
     args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
-    summary = summarise_arrays(window, None, temperature=temperature, start=_EPOCH, end=_EPOCH,
-                               groups=window.groups if args.groups else None, n_bins=args.bins)
-    report = decide_drift(summary, against, policy)
+    report = _check(window, None, temperature, CheckReference(against), policy, args,
+                    groups=window.groups if args.groups else None).report
+    if report is None:
+        raise RuntimeError("the check of the window read no row")  # it holds them: not reached
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
     estimates = [calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins, **resamples)
                  for data in (window, reference)]
@@ -764,71 +818,101 @@ def _served_logits(args: argparse.Namespace, window: ScoredSet) -> NDArray[np.fl
     return served
 
 
+def _prior_classes(reference: ScoredSet, args: argparse.Namespace) -> None:
+    """diagnose's bound on K (``--max-prior-classes``), checked before any of its statistics is formed."""
+    limit = args.max_prior_classes
+    if limit < 2:
+        raise ValueError(f"--max-prior-classes must be an integer >= 2; got {limit}")
+    if reference.n_classes > limit:
+        raise ValueError(
+            f"{args.reference}: {reference.n_classes:,} classes; diagnose estimates and tests the class priors on "
+            "K x K matrices (the reference's posterior outer products and confusion matrix, the prior test's "
+            "covariance, EM's information), whose memory grows as K^2 and time as K^3: it takes at most "
+            f"--max-prior-classes {limit:,} classes (at {MAX_PRIOR_CLASSES:,}: {_PRIOR_COST_AT_LIMIT}). Raise "
+            "--max-prior-classes to diagnose more at that cost, or test the calibration alone with `thermostat "
+            "drift`, linear in K")
+
+
+def _check(window: ScoredSet, served: NDArray[np.floating[Any]] | None, temperature: float,
+           reference: CheckReference, policy: DriftPolicy, args: argparse.Namespace, *,
+           groups: NDArray[np.object_] | None = None) -> CheckOutcome:
+    """The monitor's check (:func:`monitoring.check_version`) of the window in memory, read in the
+    monitor's chunks: with ``served`` rows (or the window's, for the shift diagnosis) in one pass,
+    else the labelled rows alone (the drift decision)."""
+    from monitoring import CheckState, WindowInMemory, check_version
+
+    store = WindowInMemory(window, None, temperature=temperature, groups=groups, served_logits=served)
+    query = store.query(n_bins=args.bins)
+    return check_version(store, query, reference, CheckState(), policy, query.end,
+                         stream=store if reference.accuracy_floor is not None else None,
+                         chunk_size=args.settings.monitor_chunk_size)
+
+
 def _diagnose(sets: Sets, args: argparse.Namespace) -> Outcome:
     """Which shift WINDOW (and the served rows of ``--served``) shows against REFERENCE, both
-    read at ``--temperature``: :func:`monitoring.diagnose_arrays`, as the study runs it."""
-    from calibration import ReferencePriors
-    from monitoring import ConfidenceProfile, diagnose_arrays
+    read at ``--temperature``: :func:`_check`, the monitor's check, as the study runs it."""
+    from calibration import ReferencePriors, class_accuracy_test
+    from monitoring import ConfidenceProfile
 
     reference, window, temperature = _reference_and_window(sets, args)
+    _prior_classes(reference, args)
     if not 0.0 <= args.accuracy_floor <= 1.0:
         raise ValueError(f"--accuracy-floor must be in [0, 1] (an accuracy); got {args.accuracy_floor!r}")
     served = _served_logits(args, window)
     policy = drift_policy(args)
     args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
     drift_reference = _drift_reference(reference, temperature, policy, args, _resamples(args))
-    priors = ReferencePriors.from_logits(reference.logits, reference.labels, temperature=temperature)
+    priors = ReferencePriors.from_logits(reference.logits, reference.labels, temperature=temperature,
+                                         max_classes=args.max_prior_classes)
     profile = ConfidenceProfile.from_logits(reference.logits, reference.labels, temperature=temperature)
     args.progress.stage(f"diagnosing the window: {window.n_samples:,} rows")
-    check = diagnose_arrays(window.logits, window.labels, temperature=temperature, reference=drift_reference,
-                            reference_priors=priors, reference_profile=profile, accuracy_floor=args.accuracy_floor,
-                            served_logits=served, policy=policy, n_bins=args.bins, seed=args.seed)
-    diagnosis, estimate = check.diagnosis, check.prior_test.estimate
+    outcome = _check(window, served, temperature, CheckReference(drift_reference, priors=priors, profile=profile,
+                                                                  accuracy_floor=args.accuracy_floor), policy, args)
+    report, scan = outcome.report, outcome.scan
+    if report is None or report.diagnosis is None or report.early_warning is None or scan is None:
+        raise RuntimeError("the check of the window read no served row")  # it holds them: not reached
+    diagnosis, warning, test = report.diagnosis, report.early_warning, report.prior_test
+    # The per-class accuracies of the labelled served rows (none: --served rows have no labels).
+    rows, correct = (None, None) if served is not None else (scan.class_rows, scan.class_correct)
+    class_accuracy = None if rows is None or correct is None else class_accuracy_test(
+        rows, correct, priors, level=policy.prior_shift_level, seed=policy.seed)
     payload = {
         "reference": args.reference, "window": args.window, "served": args.served, "reference_n": reference.n_samples,
-        "window_n": window.n_samples, "served_n": check.served.n, "temperature": temperature,
+        "window_n": window.n_samples, "served_n": scan.served_rows, "temperature": temperature,
         "verdict": diagnosis.sentence(), **diagnosis.to_dict(),
-        "priors_low": estimate.priors_low, "priors_high": estimate.priors_high,
-        "em_iterations": estimate.iterations, "em_converged": estimate.converged,
-        "prior_test": {key: value for key, value in check.prior_test.to_dict().items() if key != "estimate"},
-        "class_accuracy": check.class_accuracy.to_dict(),
-        "early_warning": check.warning.to_dict(), "policy": policy.to_dict(),
+        "priors_low": None if test is None else test.estimate.priors_low,
+        "priors_high": None if test is None else test.estimate.priors_high,
+        "em_iterations": None if test is None else test.estimate.iterations,
+        "em_converged": None if test is None else test.estimate.converged,
+        "prior_test": None if test is None else {key: value for key, value in test.to_dict().items() if key != "estimate"},
+        "class_accuracy": None if class_accuracy is None else class_accuracy.to_dict(),
+        "early_warning": warning.to_dict(), "policy": policy.to_dict(),
     }
     found = diagnosis.kind != "no_change"
     warnings = (f"shift found: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')})",) \
         if found else ()
-    return Outcome(payload, _diagnose_text(check, args, reference.n_samples, window.n_samples), warnings,
-                   EXIT_DID_NOT_PASS if found else EXIT_OK)
+    text = _diagnose_text(report.temperature, diagnosis, test, warning, scan.served_rows, args, reference.n_samples,
+                          window.n_samples)
+    return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if found else EXIT_OK)
 
 
 _SHOWN_CLASSES = 20
 
 
-def _diagnose_text(check: ShiftCheck, args: argparse.Namespace, reference_n: int, window_n: int) -> str:
-    """diagnose's report: the verdict, the priors class by class (the largest moves first when
-    there are many), the tests at the deployed and re-weighted posteriors, the reasons."""
-    diagnosis, test, estimate = check.diagnosis, check.prior_test, check.prior_test.estimate
-    move = np.abs(estimate.priors - estimate.reference_priors)
-    classes = np.arange(move.shape[0]) if move.shape[0] <= _SHOWN_CLASSES else np.argsort(-move)[:_SHOWN_CLASSES]
-    level = f"{estimate.confidence_level:.0%}"
-    rows = [[str(int(c)), _number(estimate.reference_priors[c]), _number(estimate.priors[c]),
-             f"[{_number(estimate.priors_low[c])}, {_number(estimate.priors_high[c])}]"] for c in classes]
+def _diagnose_text(temperature: float, diagnosis: ShiftDiagnosis, test: PriorShiftTest | None, warning: EarlyWarning,
+                   served_n: int, args: argparse.Namespace, reference_n: int, window_n: int) -> str:
+    """diagnose's report: the verdict, the priors and their test, the tests at the deployed and
+    re-weighted posteriors, the reasons."""
     served = args.served if args.served is not None else "the window's rows"
     reweighted = ("not run (the priors did not move)" if diagnosis.reweighted_tests_fired is None
                   else ", ".join(diagnosis.reweighted_tests_fired) or "none")
     return "\n".join([
-        f"{args.window}: {window_n} labelled rows, {check.served.n} served rows ({served}), against the reference "
-        f"{args.reference} ({reference_n} rows), all at T = {check.served.temperature:g}",
+        f"{args.window}: {window_n} labelled rows, {served_n} served rows ({served}), against the reference "
+        f"{args.reference} ({reference_n} rows), all at T = {temperature:g}",
         f"diagnosis: {diagnosis.kind.replace('_', ' ').upper()}; fix: {diagnosis.fix.replace('_', ' ')}"
         + ("" if diagnosis.confirmed else " (from unlabelled rows: to be confirmed)"),
         "",
-        f"class priors (EM on {estimate.n} served rows, {estimate.iterations} iterations, "
-        f"{'converged' if estimate.converged else 'NOT converged'})"
-        + ("" if len(classes) == move.shape[0] else f", the {_SHOWN_CLASSES} largest moves of {move.shape[0]}"),
-        _table(["class", "reference", "estimated", f"{level} interval"], rows),
-        f"prior test: Hotelling T2 = {_number(test.statistic, 2)}, df {test.df}, p = {_p_text(test.p_value)} (level "
-        f"{_p_text(test.level)}): {'MOVED' if test.fired else 'unchanged'}; total variation {_number(test.effect)} "
-        f"[{_number(test.effect_low)}, {_number(test.effect_high)}]",
+        *(_prior_lines(test) if test is not None else ["class priors not tested (the reasons say why)"]),
         "",
         f"drift tests fired at the deployed posteriors: {', '.join(diagnosis.tests_fired) or 'none'}",
         f"at the re-weighted posteriors: {reweighted}",
@@ -838,8 +922,27 @@ def _diagnose_text(check: ShiftCheck, args: argparse.Namespace, reference_n: int
         + ("SHIFTED" if diagnosis.confidence_shifted else "unchanged"),
         "",
         "reasons:",
-        *(f"- {reason}" for reason in (*diagnosis.reasons, check.warning.sentence())),
+        *(f"- {reason}" for reason in (*diagnosis.reasons, warning.sentence())),
     ])
+
+
+def _prior_lines(test: PriorShiftTest) -> list[str]:
+    """The class priors EM estimated, class by class (the largest moves first when there are
+    many), and the prior test."""
+    estimate = test.estimate
+    move = np.abs(estimate.priors - estimate.reference_priors)
+    classes = np.arange(move.shape[0]) if move.shape[0] <= _SHOWN_CLASSES else np.argsort(-move)[:_SHOWN_CLASSES]
+    rows = [[str(int(c)), _number(estimate.reference_priors[c]), _number(estimate.priors[c]),
+             f"[{_number(estimate.priors_low[c])}, {_number(estimate.priors_high[c])}]"] for c in classes]
+    return [
+        f"class priors (EM on {estimate.n} served rows, {estimate.iterations} iterations, "
+        f"{'converged' if estimate.converged else 'NOT converged'})"
+        + ("" if len(classes) == move.shape[0] else f", the {_SHOWN_CLASSES} largest moves of {move.shape[0]}"),
+        _table(["class", "reference", "estimated", f"{estimate.confidence_level:.0%} interval"], rows),
+        f"prior test: Hotelling T2 = {_number(test.statistic, 2)}, df {test.df}, p = {_p_text(test.p_value)} (level "
+        f"{_p_text(test.level)}): {'MOVED' if test.fired else 'unchanged'}; total variation {_number(test.effect)} "
+        f"[{_number(test.effect_low)}, {_number(test.effect_high)}]",
+    ]
 
 
 def _p_text(p: float) -> str:

@@ -44,9 +44,11 @@ order. A day whose rows all have a group is also a scored set for fit/evaluate.
 
 Idempotent and resumable: every file is written to a temporary file and moved into place,
 and the manifest records each day's fingerprint in the database (labelled rows, last
-label time, last row id). Running the command again writes only the days that changed
-(late labels, late rows) or that an interrupted run did not finish; re-running a
-finished export writes nothing."""
+label time, last row id). Running the command again merges the log's new labelled rows
+into only the days that changed (late labels, late rows) or that an interrupted run did
+not finish; a written day is never replaced by fewer rows (it is the archive of
+`thermostat prune`); re-running a finished export writes nothing. One export of a version
+runs at a time: another waits for it (the version folder's .export.lock)."""
 
 _EPILOG = """\
 --json keys: directory, model_name, model_version, until, n_classes, days_written,
@@ -108,16 +110,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") 
     from monitoring import PredictionLog, export_prediction_log  # after parsing: --help loads no SQL layer
 
     try:
-        log = PredictionLog(url)
+        log = PredictionLog.existing(url)  # a SQLite file that is not there is not created
     except (sa.exc.ArgumentError, ImportError) as error:  # a malformed URL, an unknown dialect or driver
         return refuse(prog, EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
-    database = log.engine.url.database
-    if log.engine.dialect.name == "sqlite" and database not in (None, "", ":memory:") and not Path(database).is_file():
+    except FileNotFoundError:
         return refuse(prog, EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
                                             "(set THERMOSTAT_PREDICTION_LOG_URL or THERMOSTAT_STATE_DIR)")  # fmt: skip
     try:
-        inspector = sa.inspect(log.engine)
-        missing = [name for name in log.metadata.tables if not inspector.has_table(name)]
+        missing = log.missing_tables()
         if missing:
             return refuse(prog, EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
         result = export_prediction_log(log, args.model, args.version, out, until=args.until)

@@ -1,7 +1,7 @@
 """The ``--json`` keys each command prints, as ``thermostat COMMAND --help`` lists them.
 
 Kept here, not computed for each ``--help`` (that would load the numeric core to run the
-command on an example): ``tests/flows/test_cli_startup.py`` runs every command on its small
+command on an example): ``tests/flows/cli/test_cli_startup.py`` runs every command on its small
 example and fails, printing this table anew, when a command's output and this list disagree.
 """
 

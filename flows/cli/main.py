@@ -1,4 +1,4 @@
-"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, diagnose, export, prune, demo, lock.
+"""The ``thermostat`` command line: fit, evaluate, sweep, qualify, compare, drift, diagnose, export, prune, ingest, log, labels, demo, lock, serve.
 
 Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :func:`calibration.read_scored_set`), calls the core in :mod:`calibration` (through
@@ -30,9 +30,9 @@ Exit status (one contract for every command)
     The computation itself failed (a numerical routine gave up); the message is on stderr.
 
 Refusals name the command-line flags (``--max-tv``), not the Python API's arguments. Work
-that takes more than a few seconds says on stderr what it is doing (an input of more than
-268 million logits, on an installation whose numeric kernels are not compiled yet, compiles
-them first: about a minute, once; smaller inputs run without them until then).
+that takes more than a few seconds says on stderr what it is doing. No command waits for the
+numeric kernels to compile: until they are, large inputs run on NumPy while a separate
+low-priority process compiles them (once per installation).
 
 References
 ----------
@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 # Parsing the arguments (and --help, --version) loads only these: the numeric core (scipy,
 # pandas, numba), MLflow and Prefect are imported by the command that runs, once parsed.
-from calibration import ESTIMATORS, MAX_CLASSES
+from calibration import ESTIMATORS, MAX_CLASSES, MAX_PRIOR_CLASSES
 from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
 from flows.orchestration.engines import engine_from_options
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
@@ -74,8 +74,8 @@ _SCHEMES = ("equal-width", "equal-mass")
 class _Progress:
     """Says on stderr what a command is doing once it has run for more than a few seconds.
 
-    Quiet for fast commands; a large fit (and a very large first one, which compiles the
-    numeric kernels) gets a line after ``first`` seconds and another every ``every`` seconds.
+    Quiet for fast commands; a large fit gets a line after ``first`` seconds and another every
+    ``every`` seconds.
     """
 
     def __init__(self, first: float = 3.0, every: float = 15.0) -> None:
@@ -97,12 +97,11 @@ class _Progress:
         self._thread.join()
 
     def _report(self) -> None:
-        wait, compiling = self._first, (" (a first input of more than 268M logits also compiles the numeric "
-                                        "kernels, once per installation: about a minute)")
+        wait = self._first
         while not self._done.wait(wait):
-            print(f"thermostat: still working after {time.monotonic() - self._started:.0f} s: {self._stage}"
-                  f"{compiling}", file=sys.stderr, flush=True)
-            wait, compiling = self._every, ""
+            print(f"thermostat: still working after {time.monotonic() - self._started:.0f} s: {self._stage}",
+                  file=sys.stderr, flush=True)
+            wait = self._every
 
 
 def _read(path: str, args: argparse.Namespace, *, partitioned: bool) -> ScoredSet | PartitionedScoredSet:
@@ -174,11 +173,12 @@ def _example_set() -> ScoredSet:
 
     from calibration import ScoredSet
 
+    n = 120  # diagnose tests the class priors from 100 served rows (the monitor's prior_min_rows)
     rng = np.random.default_rng(0)
-    labels = rng.integers(0, 3, 60)
-    logits = rng.normal(size=(60, 3)) + 2.0 * np.eye(3)[labels]
-    return ScoredSet.from_arrays(logits, labels, ids=[f"example-{i}" for i in range(60)],
-                                 groups=np.where(np.arange(60) % 2 == 0, "a", "b"))
+    labels = rng.integers(0, 3, n)
+    logits = rng.normal(size=(n, 3)) + 2.0 * np.eye(3)[labels]
+    return ScoredSet.from_arrays(logits, labels, ids=[f"example-{i}" for i in range(n)],
+                                 groups=np.where(np.arange(n) % 2 == 0, "a", "b"))
 
 
 def _describe(payload: Mapping[str, Any]) -> str:
@@ -334,6 +334,10 @@ def _diagnose(sub: argparse.ArgumentParser) -> None:
                           "may be missing): the class priors and confidences are read from them (default: WINDOW's "
                           "rows)")
     sub.add_argument("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+    sub.add_argument("--max-prior-classes", type=int, default=MAX_PRIOR_CLASSES, metavar="K",
+                     help="refuse data with more classes than this before any statistic is formed: the class priors "
+                          "are estimated and tested on K x K matrices, whose memory grows as K^2 and time as K^3 "
+                          f"(default {MAX_PRIOR_CLASSES:,})")
     add_options(sub, "diagnose")
 
 
@@ -360,10 +364,18 @@ _PASSED_ON: dict[str, str] = {
              "to the export first: prune [--retention P90D] [--archive DIR | --no-archive] [--dry-run] [--json]",
     "dashboard": "serve the calibration dashboard, its JSON API and Prometheus /metrics (read-only): dashboard "
                  "[--host 127.0.0.1] [--port 8765]",
+    "serve": "serve the version MODEL@ALIAS points at with `mlflow models serve`, restarted on the new version when "
+             "the alias moves (at once on a refitted event): serve MODEL [--alias champion] [--host H] [--port P]",
     "alerts": "install the alert automations (drift, refused refit, insufficient data) and their notification block "
               "on the Prefect server: alerts install --webhook-url URL | --block NAME [--json]",
     "setup-db": "create the PostgreSQL databases and roles of a deployment (mlflow, thermostat; idempotent): setup-db "
                 "--admin-url URL [--mlflow-password P] [--thermostat-password P] [--json]",
+    "ingest": "serve the ingestion API: predictions (JSON rows, KServe CloudEvents) and labels (JSON, CSV) into the "
+              "prediction log, a bad row refused alone: ingest [--host 127.0.0.1] [--port 8766]",
+    "log": "log served predictions from a file (CSV, Parquet, JSON Lines) into the prediction log: log FILE "
+           "[--model NAME --version V --temperature T] [--atomic] [--json]",
+    "labels": "attach late labels from a file (CSV, Parquet, JSON Lines; request_id, label): labels attach FILE "
+              "[--atomic] [--json]",
 }
 
 
@@ -396,12 +408,16 @@ def _parser() -> argparse.ArgumentParser:
 # The operations tools, each its own parser and module, handed their arguments before parsing:
 # command -> (module, function).
 _TOOLS: dict[str, tuple[str, str]] = {
-    "lock": ("flows.pipelines.locks", "main"),            # reads the settings and a database
+    "lock": ("flows.orchestration.locks", "main"),    # reads the settings and a database
     "export": ("flows.cli.export_command", "main"),       # reads the settings and a database
     "prune": ("flows.cli.prune_command", "main"),         # reads the settings, a database and MLflow
     "dashboard": ("flows.dashboard", "main"),             # serves until interrupted
+    "serve": ("flows.cli.serve_command", "main"),         # serves until interrupted (MLflow, Prefect events)
     "alerts": ("flows.orchestration.alerts", "main"),     # talks to the Prefect server
     "setup-db": ("flows.cli.database_setup", "main"),     # needs the PostgreSQL driver
+    "ingest": ("flows.ingest", "main"),                   # serves until interrupted
+    "log": ("flows.cli.ingest_commands", "log_main"),     # reads a file, writes the prediction log
+    "labels": ("flows.cli.ingest_commands", "labels_main"),
 }
 
 

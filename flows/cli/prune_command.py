@@ -4,9 +4,10 @@ Reads the settings (``THERMOSTAT_PREDICTION_LOG_URL``, ``THERMOSTAT_TRACKING_URI
 ``THERMOSTAT_RETENTION``, ``THERMOSTAT_EXPORT_PATH``; ``--retention`` and ``--archive``
 override the last two) and runs :func:`flows.pipelines.retention.prune_stored_data`. Exit
 status as the command line's contract (:mod:`flows.cli.main`): 0 pruned (or nothing to prune);
-2 bad input (no retention, one not longer than the monitor's window, no archive without
-``--no-archive``, the settings), the message on stderr naming the flag or setting, nothing
-removed; 3 the database, MLflow or the archive failed.
+2 bad input (no retention, one not longer than the monitor's window or longer than
+``monitoring.MAX_RETENTION``, no archive without ``--no-archive``, the settings), the message
+on stderr naming the flag or setting, nothing removed; 3 the database, MLflow or the archive
+failed (an archive it cannot merge into is named; run it again to finish what was left).
 """
 
 from __future__ import annotations
@@ -32,19 +33,21 @@ minus the retention (THERMOSTAT_RETENTION or --retention, ISO 8601, e.g. P90D).
 
 Each version's labelled rows are archived first to the export (THERMOSTAT_EXPORT_PATH or
 --archive DIR: the Parquet days `thermostat export` writes, which the monitor, the refit and
-`thermostat evaluate` read), so whole days leave the log only once they are in the archive.
-Unlabelled rows are not archived. Check runs are marked deleted (hidden from the MLflow UI;
+`thermostat evaluate` read): a labelled row leaves the log only once its day's file holds it,
+and an archived day is merged, never replaced by fewer rows. A row labelled while the prune
+runs stays for the next one. Unlabelled rows are not archived. Check runs are marked deleted (hidden from the MLflow UI;
 `mlflow gc` removes them for good); registration and refit runs are never touched.
 Idempotent: run it daily (the `prune` deployment does)."""
 
 _EPILOG = """\
 --json keys: retention, cutoff, dry_run, log (cutoff, archive, dry_run, versions: model_name,
-model_version, rows_deleted, days_archived, rows_archived, days_already_archived),
+model_version, rows_deleted, days_archived, rows_archived, days_already_archived, rows_kept),
 check_runs_deleted.
 
 exit status: 0 pruned (or nothing to prune); 2 bad input (no retention, one not longer than
-the monitor's window, no archive and no --no-archive, the settings), the message on stderr,
-nothing removed; 3 the database, MLflow or the archive failed."""
+the monitor's window or longer than P36500D, no archive and no --no-archive, the settings),
+the message on stderr, nothing removed; 3 the database, MLflow or the archive failed (run it
+again: it finishes what was left)."""
 
 
 def _duration(text: str) -> timedelta:
@@ -100,7 +103,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat prune") -
         report = prune_stored_data(settings, archive=archive, now=datetime.now(UTC), dry_run=args.dry_run)
     except FileNotFoundError as error:  # the SQLite log does not exist
         return fail(EXIT_BAD_INPUT, str(error))
-    except (sa.exc.SQLAlchemyError, MlflowException, OSError) as error:
+    except (sa.exc.SQLAlchemyError, MlflowException, OSError, ValueError, RuntimeError) as error:
+        # ValueError: an archive it cannot merge into (an unreadable manifest or day file), named.
         return fail(EXIT_COMPUTATION_FAILED, f"the prune stopped: {type(error).__name__}: {settings.redacted(str(error))}")
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.sentence())
     return EXIT_OK

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
 from flows.orchestration.runtime import prefect_ui_url
@@ -51,7 +51,7 @@ from flows.records.corrections import CorrectionProvenance
 from flows.records.runs import CheckRecord, RefitRecord, run_subject
 from flows.records.situations import DASHBOARD_SITUATIONS, Raised, ServingRecords, SituationKey, open_situations
 from flows.records.stored import StoredRun, StoredVersion
-from flows.records.versions import registered_version
+from flows.records.versions import registered_by_thermostat, registered_version
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import DriftPolicy, PredictionLog, mask_url, redact_credentials
@@ -218,6 +218,9 @@ class VersionInfo(_Serialisable):
     derived_from: str | None = None
     """The version a prior correction (or its undo) was made from: same checkpoint and T, no
     registration diagram of its own (None: a fine-tune's or a refit's version)."""
+    registered_by_thermostat: bool = True
+    """Whether its tags say Thermostat registered it (:func:`flows.records.versions.registered_by_thermostat`):
+    another tool's version is shown, with its ``problem``, and never alerted on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +320,8 @@ class ModelState(_Serialisable):
 
 @dataclass(frozen=True, slots=True)
 class Alert(_Serialisable):
-    """An open alert: an open drift, a refused refit, or a long insufficient_data streak."""
+    """An open alert: one of the situations of :data:`flows.records.situations.DASHBOARD_SITUATIONS`
+    on a serving version (``kind``), linked to the check or refit that raised it."""
 
     kind: AlertKind
     at: datetime
@@ -482,16 +486,15 @@ def _served_traffic(
 
 def _open_prediction_log(settings: ThermostatSettings, notes: list[str]) -> PredictionLog | None:
     url = settings.resolved_prediction_log_url()
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).is_file():
-        notes.append(f"no prediction log at {parsed.database}: served traffic is not shown")
-        return None
     try:
-        log = PredictionLog(url)
-        if not inspect(log.engine).has_table(log.table.name):
+        log = PredictionLog.existing(url)  # a SQLite file that is not there is not created
+        if log.table.name in log.missing_tables():
             notes.append(f"the prediction log {mask_url(url)} has no table {log.table.name!r} yet")
             log.dispose()
             return None
+    except FileNotFoundError:
+        notes.append(f"no prediction log at {make_url(url).database}: served traffic is not shown")
+        return None
     except Exception as error:  # noqa: BLE001 - the page shows the rest and says why this is missing
         notes.append(f"the prediction log {mask_url(url)} cannot be read: {_described(error)}")
         return None
@@ -547,6 +550,7 @@ def _version_info(
         registration_run_id=run_id, registration_run_url=url, served=served, problem=problem,
         insufficient_streak=0 if registered is None else registered.monitor.insufficient_streak,
         derived_from=None if (made := CorrectionProvenance.from_tags(version.tags)) is None else made.parent_version,
+        registered_by_thermostat=registered_by_thermostat(version.tags),
     )
 
 
@@ -872,11 +876,21 @@ def _no_labels(last: Check | None, streak: int, limits: Thresholds, own: Sequenc
                         "predicted_accuracy": None if last is None else last.predicted_accuracy}, last)
 
 
+def _unreadable(info: VersionInfo, checks: Sequence[Check], where: _Serving) -> Alert:
+    """A serving version whose record cannot be read: not checked since; its last check (if any) linked."""
+    last = checks[-1] if checks else None
+    return where.alert("unreadable_version", last.window_end if last is not None else info.registered_at,
+                       f"not checked: its registration record cannot be read ({info.problem})",
+                       {"problem": info.problem}, last)
+
+
 def _alert(raised: Raised[Check, Refit], records: ServingRecords[Check, Refit], info: VersionInfo | None,
            settings: Thresholds, where: _Serving) -> Alert:
     key = raised.situation.key
     if raised.refit is not None:
         return _refused(raised.refit, where)
+    if key == "unreadable_version" and info is not None:
+        return _unreadable(info, records.checks, where)
     if key == "insufficient_data":
         latest = records.checks[-1] if records.checks else None
         return _no_labels(raised.check, records.insufficient_streak, thresholds_of(latest, settings), records.checks,
@@ -905,7 +919,10 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
       version (:attr:`VersionInfo.insufficient_streak`, also counting checks of a version that
       never logged a prediction) reached the streak length of its latest check's policy;
     * ``check_failed``: the version's latest check failed (no verdict: its last good one is
-      not shown as current).
+      not shown as current);
+    * ``unreadable_version``: the version Thermostat registered has a registration record that
+      cannot be read from its tags (:attr:`VersionInfo.problem`): the monitor cannot check it
+      (another tool's version is shown, not alerted on).
 
     Each check's numbers are held to the thresholds of the policy it recorded; ``thresholds``
     (this dashboard's settings) stand in for checks written before policies were recorded, and
@@ -919,6 +936,7 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
             aliases=aliases, checks=own, refits=[r for r in model.refits if r.parent_version == version],
             insufficient_streak=0 if info is None else info.insufficient_streak,
             streak_length=thresholds_of(own[-1] if own else None, thresholds).insufficient_data_streak,
+            problem=None if info is None or not info.registered_by_thermostat else info.problem,
         )
         where = _Serving(model.name, version, ",".join(aliases))
         found += [_alert(raised, records, info, thresholds, where) for raised in open_situations(records)]

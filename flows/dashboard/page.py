@@ -52,6 +52,7 @@ code { font-size: 12px; }
 .alerts tr[data-kind="refit_refused"] td.kind { background: #f8d0dc; }
 .alerts tr[data-kind="insufficient_data"] td.kind { background: #fff1c6; }
 .alerts tr[data-kind="check_failed"] td.kind { background: #e4d4f4; }
+.alerts tr[data-kind="unreadable_version"] td.kind { background: #e4d4f4; }
 .check-failed { color: #6a1b9a; font-weight: 600; }
 .none { color: #555; font-style: italic; }
 .grid { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 10px; }
@@ -107,7 +108,7 @@ def _prefect_link(run_id: str | None, url: str | None) -> str:
 
 
 _KIND_LABEL = {"drift": "▲ DRIFT", "refit_refused": "✕ REFIT REFUSED", "insufficient_data": "□ NO LABELS",
-               "check_failed": "✕ CHECK FAILED"}
+               "check_failed": "✕ CHECK FAILED", "unreadable_version": "✕ NOT CHECKED"}
 
 
 def _numbers(numbers: Mapping[str, float | int | str | None]) -> str:

@@ -24,12 +24,9 @@ settings' credentials.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import ipaddress
 import json
 import logging
 import math
-import re
 import sys
 import threading
 import time
@@ -37,23 +34,27 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-import h11
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from flows.dashboard.data import DashboardState, gather, missing_store
 from flows.dashboard.metrics import CONTENT_TYPE, exposition
 from flows.dashboard.page import render_page
-from flows.dashboard.text import visible
 from flows.orchestration.local_only import stay_local
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
+from flows.web import (
+    REQUEST_TIMEOUT_SECONDS,
+    HostAllowList,
+    RedactingFormatter,
+    RequestTimeoutProtocol,
+    host_allowed,
+    host_name,
+    is_loopback,
+)
 from monitoring import mask_url, redact_credentials
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_REFRESH_SECONDS", "REQUEST_TIMEOUT_SECONDS", "HostAllowList",
@@ -62,11 +63,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_REFRESH_SECONDS", "REQUEST_TIMEO
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
-REQUEST_TIMEOUT_SECONDS: Final = 10.0
-"""How long a client may take to send a whole request (headers and body) once connected or answered."""
 MAX_REFRESH_SECONDS: Final = 86400.0
 """The longest ``--refresh``: a day (a longer one would show a stale state for longer than anyone waits)."""
-_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*")
 _logger = logging.getLogger(__name__)
 
 
@@ -110,61 +108,6 @@ class _JSONResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
-
-
-def _host_of(header: str) -> str:
-    """The host of a Host header (``name``, ``name:port``, ``[v6]:port``): lower-case, no port, brackets or final dot."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:].partition("]")[0]
-    name, colon, port = header.rpartition(":")
-    return (name if colon and port.isdigit() else header).rstrip(".")
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def host_allowed(header: str, names: Iterable[str] = ()) -> bool:
-    """Whether a request with this Host header is for this dashboard: ``localhost``, any IP
-    address (a page can only name one by visiting it: DNS rebinding needs a name), or one of
-    ``names``; a request without a Host header (HTTP/1.0) too.
-
-    Examples
-    --------
-    >>> host_allowed("127.0.0.1:8765"), host_allowed("[::1]:8765"), host_allowed("localhost")
-    (True, True, True)
-    >>> host_allowed("evil.example"), host_allowed("dash.internal:443", ["dash.internal"])
-    (False, True)
-    """
-    host = _host_of(header)
-    return not host or host == "localhost" or _is_ip(host) or host in {name.lower().rstrip(".") for name in names}
-
-
-class HostAllowList:
-    """ASGI middleware: a request whose Host header is not allowed (:func:`host_allowed`) is
-    answered ``421 Misdirected Request`` saying how to allow a name; others go on to ``app``."""
-
-    def __init__(self, app: ASGIApp, names: Iterable[str] = ()) -> None:
-        self.app = app
-        self.names = frozenset(name.lower().rstrip(".") for name in names)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            header = Headers(scope=scope).get("host", "")
-            if not host_allowed(header, self.names):
-                shown = visible(_host_of(header))[:100]
-                await PlainTextResponse(
-                    f"421 Misdirected Request: this dashboard answers to localhost, IP addresses and the names it "
-                    f"was given, not to Host {shown!r} (a page of another site may be reaching it through DNS "
-                    f"rebinding). If {shown} is a name of this machine, start the dashboard with --allow-host NAME.",
-                    status_code=421)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def create_app(settings: ThermostatSettings, *, refresh_seconds: float = 10.0,
@@ -221,65 +164,6 @@ def create_app(settings: ThermostatSettings, *, refresh_seconds: float = 10.0,
     ], middleware=[Middleware(HostAllowList, names=tuple(allowed_hosts))])
 
 
-_AWAITING_REQUEST = (h11.IDLE, h11.SEND_BODY)
-
-
-class _RequestTimeoutProtocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a bound on how long a client takes to send a whole request.
-
-    uvicorn times out an idle keep-alive connection, but not one that sent part of a request
-    (its keep-alive timer stops at the first byte): a client that sends half a request and
-    stalls would hold its connection, and many such clients the server's file descriptors. Here
-    a timer starts when the connection opens and after each answer, stops once the request is
-    complete, and closes the connection if it runs out first.
-    """
-
-    _request_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._await_request()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.conn.their_state not in _AWAITING_REQUEST:
-            self._stop_request_timer()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing() and self.conn.their_state in _AWAITING_REQUEST:
-            self._await_request()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_request_timer()
-        super().connection_lost(exc)
-
-    def _await_request(self) -> None:
-        self._stop_request_timer()
-        self._request_timer = self.loop.call_later(REQUEST_TIMEOUT_SECONDS, self._request_timed_out)
-
-    def _stop_request_timer(self) -> None:
-        if self._request_timer is not None:
-            self._request_timer.cancel()
-            self._request_timer = None
-
-    def _request_timed_out(self) -> None:
-        self._request_timer = None
-        if self.conn.their_state in _AWAITING_REQUEST and not self.transport.is_closing():
-            self.transport.close()
-
-
-class _RedactingFormatter(logging.Formatter):
-    """Log lines (and tracebacks) with the credentials of the settings' URLs taken out."""
-
-    def __init__(self, hidden: Sequence[str]) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
-        self._hidden = tuple(hidden)
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact_credentials(super().format(record), *self._hidden)
-
-
 def _refresh_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -289,23 +173,6 @@ def _refresh_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, more than 0 and at most "
                                          f"{MAX_REFRESH_SECONDS:g} (a day); got {text!r}")
     return value
-
-
-def _host_name(text: str) -> str:
-    name = text.strip().lower().rstrip(".")
-    if not _HOST_NAME.fullmatch(name) or len(name) > 253:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name (letters, digits, dashes and dots, e.g. "
-                                         "dashboard.internal)")
-    return name
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard") -> int:
@@ -322,7 +189,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard
     parser.add_argument("--refresh", type=_refresh_seconds, default=10.0, metavar="SECONDS",
                         help=f"re-read the store at most this often (default 10; more than 0, at most "
                              f"{MAX_REFRESH_SECONDS:g})")
-    parser.add_argument("--allow-host", type=_host_name, action="append", default=[], metavar="NAME",
+    parser.add_argument("--allow-host", type=host_name, action="append", default=[], metavar="NAME",
                         help="also answer requests addressed to this host name (this machine's, or a reverse "
                              "proxy's, as in the browser's address bar); localhost, IP addresses and --host are "
                              "always answered, any other name gets 421 (DNS rebinding). Repeatable.")
@@ -345,7 +212,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard
     import uvicorn
 
     app = create_app(settings, refresh_seconds=args.refresh, allowed_hosts=[*args.allow_host, args.host])
-    if not _is_loopback(args.host):
+    if not is_loopback(args.host):
         print(f"{prog}: warning: listening on {args.host}, beyond this machine; the dashboard has no login",
               file=sys.stderr)
     shown = f"[{args.host}]" if ":" in args.host else args.host
@@ -355,9 +222,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard
     # Every log line — uvicorn's, MLflow's, a failed read's traceback — goes through one handler that
     # takes the settings' credentials out (uvicorn configures none of its own: log_config=None).
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_RedactingFormatter((settings.resolved_tracking_uri(), settings.resolved_registry_uri(),
+    handler.setFormatter(RedactingFormatter((settings.resolved_tracking_uri(), settings.resolved_registry_uri(),
                                               settings.resolved_prediction_log_url())))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", log_config=None,
-                http=_RequestTimeoutProtocol, timeout_keep_alive=5)
+                http=RequestTimeoutProtocol, timeout_keep_alive=5)
     return EXIT_OK

@@ -4,7 +4,7 @@ Which situations there are, the event or flow-run state that raises each and the
 key and name come from one table, :data:`flows.records.situations.SITUATIONS`, which the
 dashboard's alert list reads too; the notification texts are here.
 
-Five automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
+Six automations on Thermostat's events (:mod:`flows.orchestration.events`), each matching every model
 version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``for_each``
 ``prefect.resource.id``), so two versions drifting in one check send two alerts:
 
@@ -31,6 +31,10 @@ version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``fo
     per cool-down): a lower-severity notice — the served confidences moved from the
     registration reference before labels could tell; the accuracy they predict; a labelled
     check of the model is scheduled (the ``monitor`` deployment's trigger).
+``thermostat: version not checked``
+    on ``thermostat.calibration.unreadable`` (every ``monitor`` or ``monitor-fleet`` run that
+    meets a serving version whose registration record cannot be read from its tags: a tag
+    deleted or edited by hand): the version, its aliases and why; the run that met it fails too.
 
 and four on flow runs (Prefect's flow-run state events, matched to the flow through the
 event's related resource of role ``flow``), one per flow run. Two for the refits that end
@@ -45,16 +49,18 @@ without emitting ``refit_failed``:
     refused refit also ends Failed, but with its escalation or reason as the message, and is
     announced by ``refit refused`` alone.
 
-and two for the ``monitor`` flow, whose failure means no verdict at all (a check that cannot
-read its prediction log, MLflow unreachable, a bug), so any Failed or Crashed run alerts:
+and two for the ``monitor`` and ``monitor-fleet`` flows, whose failure means no verdict at all (a
+check that cannot read its prediction log, MLflow unreachable, a version that cannot be read, a
+bug), so any Failed or Crashed run alerts:
 
 ``thermostat: monitor failed``
-    on ``prefect.flow-run.Failed`` of a ``monitor`` run: the model, the state's message (the
-    error), the flow run. The failed check's MLflow run says ``failed`` with the error, and the
+    on ``prefect.flow-run.Failed`` of a ``monitor`` or ``monitor-fleet`` run: the model (or the
+    fleet), the state's message (the error, naming each version that failed or could not be
+    read), the flow run. The failed check's MLflow run says ``failed`` with the error, and the
     dashboard shows "check failed" for the version instead of its last verdict.
 ``thermostat: monitor crashed``
-    on ``prefect.flow-run.Crashed`` of a ``monitor`` run (killed, out of memory, the worker
-    lost): the same; a check run it left open is closed ``FAILED`` by the version's next check.
+    on ``prefect.flow-run.Crashed`` of either (killed, out of memory, the worker lost): the same;
+    a check run it left open is closed ``FAILED`` by the version's next check.
 
 Each automation's one action is Prefect's ``send-notification``: the server renders the
 subject and body (Jinja, with ``event``, ``flow_run`` …) and hands them to a **notification
@@ -134,12 +140,15 @@ _NUMBER = "{% macro num(x, f='%.4g') %}{{ f|format(x) if x is number and x is no
 _VERSION = ("{{ event.resource['model.name'] }} version {{ event.resource['model.version'] }} "
             "(@{{ event.resource['model.alias'] }})")
 _SHORT = "{{ event.resource['model.name'] }} v{{ event.resource['model.version'] }} @{{ event.resource['model.alias'] }}"
-_RUNS = (
-    "{% if event.payload.mlflow_run_id %}MLflow run: {{ event.payload.mlflow_run_id }}"
-    " (experiment {{ event.payload.mlflow_experiment | default('thermostat-monitoring', true) }})\n{% endif %}"
+_FLOW_RUN_AND_EVENT = (
     "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
     "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
     "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
+)
+_RUNS = (
+    "{% if event.payload.mlflow_run_id %}MLflow run: {{ event.payload.mlflow_run_id }}"
+    " (experiment {{ event.payload.mlflow_experiment | default('thermostat-monitoring', true) }})\n{% endif %}"
+    + _FLOW_RUN_AND_EVENT
 )
 
 DRIFT_SUBJECT: Final = (
@@ -249,6 +258,21 @@ CONFIDENCE_SHIFT_BODY: Final = _NUMBER + (
     + _RUNS
 )
 
+UNREADABLE_VERSION_SUBJECT: Final = (
+    "[thermostat] version not checked: " + _SHORT + ": its registration record cannot be read"
+)
+UNREADABLE_VERSION_BODY: Final = (
+    "The {{ event.payload.flow }} flow could not check " + _VERSION + "{% if event.payload.aliases|length > 1 %} "
+    "(aliases {{ event.payload.aliases|join(', ') }}){% endif %}: its registration record cannot be read from its "
+    "tags.\n"
+    "Problem: {{ event.payload.problem }}\n"
+    "Window not checked: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
+    "The version keeps serving, unmonitored: no drift, label-shift or insufficient-data alert can come for it until "
+    "its tags are restored (a tag deleted or edited by hand: the registration run in MLflow still holds the "
+    "values) or a new version (a post-finetune or a refit) replaces it. The flow run that met it ends Failed "
+    "naming it.\n" + _FLOW_RUN_AND_EVENT
+)
+
 # From the flow run's own resource (name, state) and, when the server can read it, the flow
 # run itself (its parameters: the model, version and alias the refit was for).
 _REFIT_TARGET = (
@@ -280,23 +304,31 @@ REFIT_CRASHED_BODY: Final = (
 )
 
 
+# Which monitor flow (the related resource of role "flow": monitor or monitor-fleet) and what it checked.
+_MONITOR_FLOW = "{% set monitor_flow = event.resource_in_role['flow'].name or 'monitor' %}"
+_MONITOR_TARGET = (
+    "{% if flow_run and flow_run.parameters.model_name %}{{ flow_run.parameters.model_name }}"
+    "{% elif monitor_flow == 'monitor-fleet' %}the fleet{% if flow_run and flow_run.parameters.models %} "
+    "({{ flow_run.parameters.models|join(', ') }}){% endif %}{% else %}a model{% endif %}"
+)
 MONITOR_FAILED_SUBJECT: Final = (
-    "[thermostat] monitor {{ 'crashed' if event.resource['prefect.state-name'] == 'Crashed' else 'failed' }}: "
-    "{% if flow_run and flow_run.parameters.model_name %}{{ flow_run.parameters.model_name }}{% else %}a model"
-    "{% endif %}: no verdict (flow run {{ event.resource['prefect.resource.name'] }})"
+    _MONITOR_FLOW + "[thermostat] monitor {{ 'crashed' if event.resource['prefect.state-name'] == 'Crashed' else "
+    "'failed' }}: " + _MONITOR_TARGET + ": no verdict (flow run {{ event.resource['prefect.resource.name'] }})"
 )
 MONITOR_FAILED_BODY: Final = (
-    "The monitor flow run {{ event.resource['prefect.resource.name'] }}"
+    _MONITOR_FLOW + "The {{ monitor_flow }} flow run {{ event.resource['prefect.resource.name'] }}"
     "{% if flow_run and flow_run.parameters.model_name %} checking {{ flow_run.parameters.model_name }}"
     "{% if flow_run.parameters.aliases %} (aliases {{ flow_run.parameters.aliases|join(', ') }}){% endif %}"
-    "{% endif %} ended {{ event.resource['prefect.state-name'] }}: its serving versions have no verdict for this "
+    "{% elif monitor_flow == 'monitor-fleet' %} checking " + _MONITOR_TARGET + "{% endif %}"
+    " ended {{ event.resource['prefect.state-name'] }}: its serving versions have no verdict for this "
     "window, and no drift alert can come from it.\n"
     "State message: {{ event.resource['prefect.state-message'] or '(none)' }}\n"
     "The failed check's MLflow run (experiment thermostat-monitoring, unless THERMOSTAT_MONITORING_EXPERIMENT_NAME "
     "says otherwise) is closed FAILED with the error (tag thermostat.check_error), and the dashboard shows "
-    "'check failed' for the version; a run a crash left open is closed by the version's next check. Read the flow "
-    "run's logs and fix the cause (a missing prediction log, MLflow unreachable, ...); the next scheduled check "
-    "runs as usual.\n"
+    "'check failed' for the version; a run a crash left open is closed by the version's next check; a version whose "
+    "registration record cannot be read has no check run (the message names it and why). Read the flow "
+    "run's logs and fix the cause (a missing prediction log, MLflow unreachable, a version tag deleted, ...); the "
+    "next scheduled check runs as usual.\n"
     "{% if flow_run %}Prefect flow run: {{ flow_run.name }} ({{ flow_run.id }})"
     "{% set link = flow_run|ui_url %}{% if link %} {{ link }}{% endif %}\n{% endif %}"
     "Event: {{ event.event }} {{ event.id }} at {{ event.occurred }}"
@@ -321,7 +353,7 @@ class AlertDefinition:
     body: str
     repeat_after: timedelta = timedelta(0)
     match: Mapping[str, str] = field(default_factory=lambda: dict(_MODEL_VERSIONS))
-    match_related: Mapping[str, str] = field(default_factory=dict)
+    match_related: Mapping[str, str | list[str]] = field(default_factory=dict)
     situation: str = ""
     """The key of the situation it announces (:data:`flows.records.situations.SITUATIONS`)."""
 
@@ -335,9 +367,10 @@ class AlertDefinition:
                        subject=subject, body=body, situation=situation.key)
         match = dict(_FLOW_RUNS) | ({} if raiser.state_message is None else
                                     {"prefect.state-message": raiser.state_message})
+        flows: str | list[str] = raiser.flow if isinstance(raiser.flow, str) else list(raiser.flow)
         return cls(key=raiser.automation, event=raiser.event, name=raiser.name, description=description,
                    subject=subject, body=body, match=match, situation=situation.key,
-                   match_related={"prefect.resource.role": "flow", "prefect.resource.name": raiser.flow})
+                   match_related={"prefect.resource.role": "flow", "prefect.resource.name": flows})
 
     def automation(self, block_document_id: UUID) -> AutomationCore:
         """The automation that sends this alert through the notification block ``block_document_id``."""
@@ -381,11 +414,14 @@ _TEXTS: Final[Mapping[str, tuple[str, str, str]]] = {
     "refit_errored": ("A run of the refit flow failed on an exception (e.g. the checkpoint could not be fetched) "
                       "before reporting an outcome. A refused refit also ends Failed, with its reason as the "
                       "message: that one is the refit refused alert's.", REFIT_CRASHED_SUBJECT, REFIT_CRASHED_BODY),
-    "monitor_failed": ("A run of the monitor flow failed (any cause: the prediction log missing, MLflow unreachable, "
-                       "a bug): its versions have no verdict for the window.", MONITOR_FAILED_SUBJECT,
-                       MONITOR_FAILED_BODY),
-    "monitor_crashed": ("A run of the monitor flow crashed (its process or infrastructure died): its versions have "
-                        "no verdict for the window.", MONITOR_FAILED_SUBJECT, MONITOR_FAILED_BODY),
+    "monitor_failed": ("A run of the monitor or monitor-fleet flow failed (any cause: the prediction log missing, "
+                       "MLflow unreachable, a version that cannot be read, a bug): its versions have no verdict for "
+                       "the window.", MONITOR_FAILED_SUBJECT, MONITOR_FAILED_BODY),
+    "monitor_crashed": ("A run of the monitor or monitor-fleet flow crashed (its process or infrastructure died): its "
+                        "versions have no verdict for the window.", MONITOR_FAILED_SUBJECT, MONITOR_FAILED_BODY),
+    "unreadable_version": ("A serving version could not be checked: its registration record cannot be read from "
+                           "its tags (a tag deleted or edited by hand). It serves unmonitored until that is fixed.",
+                           UNREADABLE_VERSION_SUBJECT, UNREADABLE_VERSION_BODY),
 }
 
 ALERTS: Final = tuple(
@@ -486,9 +522,12 @@ def _api_url() -> tuple[str, str]:
     try:
         httpx.URL(url)
     except httpx.InvalidURL as error:
+        # A parser that cuts the URL inside the password quotes a piece of it ("Invalid port: 'Pr3f'"),
+        # however short: with credentials in the URL its message is not shown.
+        said = f" ({error})" if shown == url else ""
         raise AlertsConfigurationError(
-            f"PREFECT_API_URL {shown} is not a URL the Prefect client can read ({redact_credentials(str(error), url)}); "
-            "percent-encode the reserved characters of its password (/ as %2F, # as %23, ? as %3F, @ as %40)"
+            f"PREFECT_API_URL {shown} is not a URL the Prefect client can read{said}; if its password holds reserved "
+            "characters, percent-encode them (/ as %2F, # as %23, ? as %3F, @ as %40, : as %3A)"
         ) from None
     return url, shown
 
@@ -609,7 +648,7 @@ def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) 
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: nine automations that
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: ten automations that
 send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
@@ -617,13 +656,14 @@ send a notification, one per model version, on
   thermostat.calibration.refit_failed       the refused step, reason and escalation
   thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
   thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled
+  thermostat.calibration.unreadable         a serving version's record cannot be read: not checked
 
 or one per run of the refit flow that ends without refit_failed, on
 
   prefect.flow-run.Crashed                  the refit's process or infrastructure died
   prefect.flow-run.Failed                   the refit raised (e.g. the checkpoint could not be fetched)
 
-or one per run of the monitor flow that ends without a verdict, on
+or one per run of the monitor or monitor-fleet flow that ends without a verdict, on
 
   prefect.flow-run.Failed                   the check failed (any cause: no prediction log, MLflow down, ...)
   prefect.flow-run.Crashed                  the check's process or infrastructure died

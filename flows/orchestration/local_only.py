@@ -3,7 +3,7 @@
 MLflow 3 sends usage telemetry to a remote host unless told not to, and Prefect's server
 sends analytics heartbeats (on a fresh state they can also fail with a long "database is
 locked" traceback). The demo and the tests set these variables before MLflow or Prefect
-start; a production deployment sets them in its environment (docs/deployment.md).
+start; a production deployment sets them in its environment (docs/production.md).
 """
 
 from __future__ import annotations

@@ -1,60 +1,27 @@
 """The drift monitor: ECE and NLL of every serving version on its recent labelled traffic.
 
-For each serving alias of a model (the champion and any router aliases, discovered in the
-registry; aliases pointing at one version are checked once), the flow reads the version's T,
-gate threshold and registration baseline from its tags, summarises its labelled traffic in
-the window from the prediction log **in chunks** (memory bounded by ``monitor_chunk_size``),
-decides (:func:`monitoring.decide_drift`) and publishes:
+Each check reads as find → check → record:
 
-* an MLflow run per check per version in the experiment ``thermostat-monitoring``
-  (:class:`flows.records.runs.CheckRecord`), tagged with the model, version, aliases, the drift
-  policy it decided with, its verdict and the insufficient-data streak after it, its metrics
-  stamped with the window's end (so the UI charts them over time) and the reliability diagram
-  ``plots/reliability.png``;
-  each group's metrics under the key of :func:`monitoring.group_metric_key`, the hashed ones
-  named in the tag ``thermostat.group_keys`` (:class:`flows.records.runs.GroupMetricKeys`);
-* a Prefect table artifact and a markdown artifact per check (keys
-  ``calibration-<model>-v<version>-table`` / ``-report``: one history per version);
-* the **shift diagnosis** (:func:`monitoring.diagnose_check`): the served rows' class priors
-  (summed in the same pass, a bounded sample for EM) against the version's registered reference
-  priors, and, when they moved, the labelled rows read again at the re-weighted posteriors; the
-  report says which shift it was (no change, label shift, calibration drift, accuracy collapse
-  against the acceptance floor ``min_accuracy``, covariate shift) and the check's run is tagged
-  ``thermostat.shift_kind``. A label shift emits ``thermostat.calibration.label-shift`` instead of
-  the drift event (no temperature refit);
-* on a drift that recommends a refit, the event ``thermostat.calibration.drift``
-  (:mod:`flows.orchestration.events`), which the ``refit`` deployment's trigger listens for; its payload's
-  ``refit_window_start`` is where the refit reads from (the sequential rule's change point
-  after its alarm, else the window's start).
+* **find** the serving versions: every alias of a model (the champion and any router aliases,
+  discovered in the registry; aliases pointing at one version are checked once), each read from
+  its tags — T, gate threshold, registration reference, the monitor's state;
+* **check** each one (:func:`monitoring.check_version`, the same pure function the command line
+  and the studies run): its window read in chunks (memory bounded by ``monitor_chunk_size``),
+  in **one pass** over the SQL log (:func:`monitoring.scan_window`: the window summary, the
+  early warning's profile of every served row, the sequential rule's increment, the served
+  rows' class priors), then the sequential rule, the early warning, the decision and the shift
+  diagnosis. With the window from the Parquet export (locally, or on Dask:
+  :mod:`flows.orchestration.cluster`) the summary comes from there and the pass over the SQL
+  log serves the checks across the stream (the export holds neither label times nor unlabelled
+  rows: its :class:`monitoring.StoreScope` says so);
+* **record** it (:mod:`flows.pipelines.check_recorder`): the MLflow run per check per version in
+  the experiment ``thermostat-monitoring``, the Prefect artifacts (keys
+  ``calibration-<model>-v<version>-table`` / ``-report``), the events
+  (:mod:`flows.pipelines.monitor_rules`: drift, label shift, confidence shift, insufficient-data
+  streak) and the version's state, written only after its event was sent.
 
-Across checks (read from the SQL prediction log, also when the window comes from the Parquet
-export, which has neither label times nor unlabelled rows):
-
-* the **sequential rule** (:func:`monitoring.update_sequential`): each check of the current
-  window (``window_end`` not given: the scheduled checks) folds in the rows whose label arrived
-  since the previous such check (:class:`monitoring.NewlyLabelled`), so every labelled row
-  counts once; its state is the version tag ``thermostat.sequential_state``. An alarm is a
-  drift (``tests_fired`` names ``sequential``). A check given its ``window_end`` (a backfill, a
-  re-check) leaves the state alone.
-* the **early warning** (:func:`monitoring.warn_before_labels`) on every served row of the
-  window, labelled or not, against the reference profile registered with the version: the
-  accuracy the confidences predict, shown even when the window has too few labels, and a test
-  of their distribution; a shift emits ``thermostat.calibration.confidence_shift`` (at most one
-  per version per ``drift_cooldown``; tag ``thermostat.last_confidence_shift_at``), on which the
-  ``monitor`` deployment schedules a labelled check.
-* the **insufficient-data streak** (tag ``thermostat.insufficient_data_streak`` on the version,
-  and on each check's run the streak after it; checks of the current window only): when it reaches ``insufficient_data_streak`` checks in a row (and each
-  multiple), the event ``thermostat.calibration.insufficient_data``.
-
-One pass
---------
-The window summary (the labelled rows served in the window), the early warning (every row
-served in it) and the sequential increment (the rows labelled since the cursor, served at any
-time) are read from the SQL log in **one pass** over the window (:func:`monitoring.scan_window`):
-the first two share the window's rows, the increment's rows inside the window are marked by the
-database in the same read, and only its rows served outside the window (late labels of older
-rows) are read apart, on the index of labelling times. With the window from the export (or on
-Dask) the summary comes from there and the pass over the log serves the other two.
+The sequential rule advances on checks of the current window only (``window_end`` not given: the
+scheduled checks); a check given its ``window_end`` (a backfill, a re-check) leaves the stream alone.
 
 A fleet
 -------
@@ -77,6 +44,13 @@ that died or lost MLflow has none (the dashboard does not count it) and is close
 by the version's next check. MLflow's own HTTP retries are bounded by the settings
 (``THERMOSTAT_MLFLOW_HTTP_*``), so with the server gone a check fails within a minute or so.
 
+A serving version whose registration record cannot be read from its tags (a tag deleted or edited
+by hand: :class:`UnreadableVersion`) cannot be checked: the run logs it with why, emits
+``thermostat.calibration.unreadable`` on it (the ``version not checked`` alert; the dashboard
+lists the same situation), checks the other versions, and fails naming it and why, with any
+check that failed. Whatever a run raises leaves without the settings' credentials
+(:func:`monitoring.credentials_redacted`): the flow run's state message, the alert that quotes it.
+
 Cool-down state
 ---------------
 The time of the last *emitted* drift event of a version — the time it was emitted, not the
@@ -84,144 +58,200 @@ window's end, so a backfill of an old window cannot put the cool-down in the pas
 the version itself, as the tag ``thermostat.last_drift_event_at`` (ISO 8601, UTC): monitoring
 metadata written after registration, never T or the evidence. It lives in the MLflow registry, which
 every deployment of Thermostat already has and which all workers share, so the cool-down holds
-in-process and across workers alike, and it disappears with the version. It is written only
-after the event was handed to Prefect: a check whose event could not be sent is retried by the
-next check instead of being silenced for the cool-down. A drift inside the cool-down is still
-reported as a drift (MLflow, artifacts), without an event.
+in-process and across workers alike, and it disappears with the version. A drift inside the
+cool-down is still reported as a drift (MLflow, artifacts), without an event.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, Final
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from calibration import PriorCorrection, PriorEstimate, TemperatureStats, json_safe
-
-from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
-from flows.records.events import DRIFT_EVENT, LABEL_SHIFT_EVENT, CheckContext
-from flows.orchestration.events import emit, version_resource
-from flows.registry.adapter import REGISTRATION_TAG, MlflowRegistry
-from flows.orchestration.runtime import current_flow_run_id
-from flows.records.runs import CheckFailure, CheckRecord, model_slug
-from flows.settings import ThermostatSettings
 from flows.orchestration.cluster import summarise_export_on_dask
+from flows.orchestration.events import emit, version_resource
+from flows.orchestration.outcomes import finish
+from flows.pipelines.check_recorder import (
+    CheckProgress,
+    VersionCheck,
+    artifact_key,
+    close_left_running,
+    record,
+    record_failure,
+)
 from flows.pipelines.tasks import check_window, io_task, open_window_source, read_prediction_log, step_task
+from flows.records.events import UnreadableVersionEvent
+from flows.records.outcomes import FlowSummary
 from flows.records.versions import (
-    LAST_DRIFT_EVENT_TAG,
-    MonitorState,
+    RegisteredFor,
     RegisteredVersion,
+    aware_time,
+    registered_by_thermostat,
     registered_version,
     serving_versions,
 )
+from flows.registry.adapter import MlflowRegistry
+from flows.settings import ThermostatSettings
 from monitoring import (
-    DriftReport,
-    EarlyWarning,
-    LabelArrivals,
+    CheckOutcome,
+    CheckReference,
+    CheckState,
     LabelledSource,
-    PredictionLog,
-    ReweightedWindow,
-    SequentialCheck,
-    SequentialState,
-    Verdict,
+    PredictionStore,
     WindowQuery,
-    WindowScan,
     WindowSummary,
-    decide_drift,
-    diagnose_check,
-    drift_markdown,
-    drift_payload,
-    drift_table_rows,
-    group_metric_key,
-    mask_url,
-    reliability_figure,
-    reweight_window,
-    scan_window,
-    summarise_window,
-    update_sequential,
-    warn_before_labels,
-    with_stream_checks,
+    check_version,
+    credentials_redacted,
 )
 
-__all__ = ["VersionCheck", "artifact_key", "monitor", "monitor_fleet"]
+__all__ = ["STALE_AFTER", "UnreadableVersion", "VersionCheck", "artifact_key", "checks_summary", "monitor", "monitor_fleet",
+           "stale_serving"]
 
-# Served-time lower bound of the sequential rule's increments after the first: any row of the
-# version whose label arrived since the cursor counts, however long ago it was served.
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-# Every group's metric key, by name, beside the check's report.
-_GROUP_KEYS_FILE: Final = "check/group_keys.json"
+#: How long after a version's registration its alias's previous version may still be served
+#: (requests in flight, a server being restarted) before a check says it is still served.
+STALE_AFTER: Final = timedelta(minutes=5)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class VersionCheck:
-    """The outcome of one check of one serving version.
+def checks_summary(flow: str, checks: Sequence[VersionCheck], what: str) -> FlowSummary:
+    """The monitor's outcome (``flow``: ``monitor`` or ``monitor-fleet``) over the checks of ``what``
+    (a model, or the fleet): one clause per version, and each check's verdict, run and event as JSON."""
+    if not checks:
+        return FlowSummary.of(flow, "nothing_checked", f"{what}: no serving version to check", checks=[])
+    verdicts = sorted({check.verdict for check in checks})
+    message = (f"checked {len(checks)} serving version(s) of {what}: "
+               + "; ".join(check.sentence() for check in checks))
+    return FlowSummary.of(flow, ",".join(verdicts), message, checks=[
+        {"model_name": c.model_name, "version": c.version, "aliases": list(c.aliases), "verdict": c.verdict,
+         "tests_fired": [] if c.report is None else list(c.report.tests_fired), "run_id": c.run_id,
+         "event_id": c.event_id, "warnings": list(c.warnings)} for c in checks])
 
-    ``report`` is None only when the version never logged a prediction (then the verdict is
-    ``insufficient_data`` and nothing is written to MLflow). ``event_id`` is set when a drift
-    event was emitted, ``other_events`` names the other events emitted (confidence shift,
-    insufficient-data streak) with their ids; ``insufficient_streak`` is the streak after this
-    check; ``prior_correction`` the version's (None: it serves softmax(z / T)).
-    """
+
+@dataclass(frozen=True, slots=True)
+class UnreadableVersion:
+    """A serving version whose registration record cannot be read from its tags (a tag deleted or
+    edited by hand): it is not checked, and the run names it (``problem``: why) and fails."""
 
     model_name: str
     version: str
     aliases: tuple[str, ...]
-    temperature: float
-    window_start: datetime
-    window_end: datetime
-    verdict: Verdict
-    reasons: tuple[str, ...]
-    report: DriftReport | None
-    run_id: str | None
-    run_url: str | None
-    event_id: str | None
-    other_events: tuple[tuple[str, str], ...] = ()
-    insufficient_streak: int = 0
-    prior_correction: PriorCorrection | None = None  # the one the version serves (None: none)
+    problem: str
 
-    @property
-    def refit_recommended(self) -> bool:
-        return self.report is not None and self.report.refit_recommended
+    def sentence(self) -> str:
+        """``NAME vVERSION (@ALIAS, ...): PROBLEM``."""
+        return f"{self.model_name} v{self.version} (@{', @'.join(self.aliases)}): {self.problem}"
 
 
-def artifact_key(model_name: str, version: str, kind: str) -> str:
-    """A Prefect artifact key (lowercase letters, digits, dashes) for one version's checks.
-
-    Examples
-    --------
-    >>> artifact_key("Tickets_EN", "3", "report")
-    'calibration-tickets-en-v3-report'
-    """
-    return f"calibration-{model_slug(model_name)}-v{version}-{kind}"
+def _read_serving(
+    registry: MlflowRegistry, model_name: str, grouped: dict[str, tuple[str, ...]], *, thermostat_only: bool,
+) -> tuple[list[RegisteredVersion], list[UnreadableVersion]]:
+    """The serving versions of ``model_name`` (``grouped``: {version: aliases}) read from their
+    tags, and those whose record cannot be read. ``thermostat_only``: skip (and say so) a version
+    with neither a ``temperature`` nor a ``thermostat.registration`` tag (another team's model)."""
+    found: list[RegisteredVersion] = []
+    unreadable: list[UnreadableVersion] = []
+    for number, names in grouped.items():
+        tags = dict(registry.get_version(model_name, number).tags)
+        if thermostat_only and not registered_by_thermostat(tags):
+            get_run_logger().info("%s v%s (@%s) was not registered by Thermostat: not checked", model_name, number,
+                                  ", @".join(names))
+            continue
+        try:
+            found.append(registered_version(model_name, number, tags, names))
+        except ValueError as error:
+            unreadable.append(UnreadableVersion(model_name, number, names, str(error)))
+    return found, unreadable
 
 
 # ---------------------------------------------------------------------------------- tasks
 
 
 @io_task(name="find-serving-versions")
-def find_serving_versions(registry: MlflowRegistry, model_name: str, aliases: list[str] | None) -> list[RegisteredVersion]:
-    grouped = serving_versions(registry.aliases(model_name), aliases)
-    found = [registered_version(model_name, version, registry.get_version(model_name, version).tags, names)
-             for version, names in grouped.items()]
+def find_serving_versions(
+    registry: MlflowRegistry, model_name: str, aliases: list[str] | None
+) -> tuple[list[RegisteredVersion], list[UnreadableVersion]]:
+    """The serving versions of ``model_name`` (``aliases``: default every alias), and those whose
+    registration record cannot be read (not checked: :func:`_check_all` names them)."""
+    found, unreadable = _read_serving(registry, model_name, serving_versions(registry.aliases(model_name), aliases),
+                                      thermostat_only=False)
     logger = get_run_logger()
-    if not found:
+    if not found and not unreadable:
         logger.warning("%s has no serving alias (or is not registered): nothing to check", model_name)
     for version in found:
         logger.info("%s serving; registration baseline ECE %.4f (%d bins), gate threshold %s",
                     version.context, version.baseline_ece, version.n_bins,
                     "none" if version.gate_threshold is None else f"{version.gate_threshold:.4f}")
-    return found
+    return found, unreadable
+
+
+@io_task(name="find-stale-serving")
+def stale_serving(
+    registry: MlflowRegistry, log: PredictionStore, version: RegisteredVersion, start: datetime, end: datetime,
+) -> tuple[str, ...]:
+    """What says that a server still answers with a version its alias left: for the alias ``version``
+    was registered for (and holds), every older logged version of the model that no alias points at
+    and that was registered for the same alias, whose rows were still served more than
+    :data:`STALE_AFTER` after ``version``'s record was made, in the window [start, end). One index
+    look-up per older version (the rows are counted only when found), one read of the aliases.
+
+    ``mlflow models serve -m models:/NAME@ALIAS`` resolves the alias once, at start-up: after a
+    refit (or any registration) moves the alias, such a server keeps serving the old version until
+    it is restarted, and its traffic is logged under the old version, which no check reads."""
+    moved = version.registered_for
+    if moved is None or moved.alias not in version.aliases:
+        return ()
+    name, alias = version.model_name, moved.alias
+    since = max(start, aware_time(version.record.fitted_at, version.context, "fitted_at") + STALE_AFTER)
+    older = [v for m, v in log.logged_versions() if m == name and _older(v, version.version)] if since < end else []
+    if older:
+        held = set(registry.aliases(name).values())
+        older = sorted((v for v in older if v not in held), key=int)
+    warnings = []
+    for other in older:
+        served, last = log.served_rows(name, other, since, end)
+        if last is None:
+            continue
+        registered_for = RegisteredFor.from_tags(registry.get_version(name, other).tags)
+        if registered_for is not None and registered_for.alias != alias:
+            continue  # it served another alias (a canary, a router's): not this one's business
+        warnings.append(
+            f"version {other} is still served: {served} row(s) logged since {since.isoformat(timespec='seconds')}, "
+            f"the last at {last.isoformat(timespec='seconds')}, although @{alias} points at version {version.version} "
+            f"(registered {version.record.fitted_at}). A serving process resolved @{alias} before it moved: "
+            f"`mlflow models serve -m models:/{name}@{alias}` reads the alias once, at start-up. Restart it (or run it "
+            f"as `thermostat serve {name} --alias {alias}`, which restarts it when the alias moves); until then its "
+            f"traffic is version {other}'s, which no check reads")
+    for warning in warnings:
+        get_run_logger().warning("%s %s", version.context, warning)
+    return tuple(warnings)
+
+
+def _older(version: str, than: str) -> bool:
+    """Whether registry version number ``version`` is below ``than`` (non-numbers never are)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
+def _stale_warnings(registry: MlflowRegistry, log: PredictionStore | None, version: RegisteredVersion,
+                    start: datetime, end: datetime) -> tuple[str, ...]:
+    """:func:`stale_serving` on the store of every served row, at best: a look that fails is
+    logged, not a failed check."""
+    if log is None:
+        return ()
+    try:
+        return stale_serving(registry, log, version, start, end)
+    except Exception as error:  # noqa: BLE001 - the check goes on without this warning
+        get_run_logger().warning("%s could not look for servers still on an older version: %s: %s", version.context,
+                                 type(error).__name__, error)
+        return ()
 
 
 def checked_threshold(version: RegisteredVersion) -> float | None:
     """The gate threshold a check counts coverage and accepted accuracy at: the version's, except
     on a prior-corrected version (None: no gate figures). A check reads the uncorrected posteriors
-    softmax(z / T) of every version (docs/deployment.md, "Prior correction"), and a corrected
+    softmax(z / T) of every version (docs/refit.md, "correct-priors"), and a corrected
     version's threshold was swept on the corrected confidences: counted on the uncorrected ones it
     would measure a gate that is not served."""
     return None if version.record.prior_correction is not None else version.gate_threshold
@@ -234,20 +264,11 @@ def window_query(version: RegisteredVersion, start: datetime, end: datetime) -> 
                        n_bins=version.n_bins, threshold=checked_threshold(version))
 
 
-@io_task(name="summarise-window")
-def summarise(
-    source: LabelledSource, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
-) -> WindowSummary | None:
-    """The window's statistics at the registered T from the Parquet export, read in chunks; None
-    if the version never logged."""
-    try:
-        summary = summarise_window(source, window_query(version, start, end), chunk_size=settings.monitor_chunk_size)
-    except LookupError:
-        get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, source)
-        return None
-    get_run_logger().info("%s read %d labelled rows in %d chunk(s) of at most %d from %r", version.context,
-                          summary.n, summary.n_chunks, settings.monitor_chunk_size, source)
-    return summary
+def check_reference(version: RegisteredVersion, settings: ThermostatSettings) -> CheckReference:
+    """What ``version``'s traffic is compared with: its registration's drift reference, priors and
+    confidences, and the acceptance floor ``min_accuracy``."""
+    return CheckReference(version.drift_reference, priors=version.reference_priors,
+                          profile=version.reference_profile, accuracy_floor=settings.min_accuracy)
 
 
 def summarise_on_dask(
@@ -261,376 +282,41 @@ def summarise_on_dask(
     return summary
 
 
-def label_arrivals(
-    version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings, now: datetime
-) -> LabelArrivals | None:
-    """The rows this check folds into the version's sequential rule; None (and said why) when no
-    time passed since its cursor.
-
-    Two clocks. The increments are cut by when labels arrived: the rows whose label arrived in
-    [the state's cursor, now − ``label_settle_time``) — the settle time leaves a label batch
-    still being committed (or stamped by a clock a little behind) to the next check — served
-    at any time (the first increment: since the window's start), so each labelled row counts in
-    exactly one increment whatever its label delay. The state's ``last_end`` is that cursor.
-    The change point a refit needs is in serving time: the earliest serving time among the
-    rows since the climb began (``served_from``). Read from the SQL prediction log whatever the
-    window's source (the Parquet export has no label times).
-    """
-    state = version.monitor.sequential or SequentialState.initial(version.temperature)
-    until = now - settings.drift.label_settle_time
-    since = state.last_end
-    if since is not None and until <= since:
-        get_run_logger().info("%s sequential rule not updated: its last increment ends at %s, not before this check's "
-                              "cursor (%s)", version.context, since.isoformat(), until.isoformat())
-        return None
-    return LabelArrivals(since=since, until=until, served_from=start if since is None else _EPOCH,
-                         served_to=max(end, now))
-
-
-@io_task(name="read-window")
-def read_window(
-    log: PredictionLog, version: RegisteredVersion, start: datetime, end: datetime, arrivals: LabelArrivals | None,
-    settings: ThermostatSettings, *, summarise: bool,
-) -> WindowScan | None:
-    """The check's one pass over the SQL log (:func:`monitoring.scan_window`): every row served in
-    the window — its labelled rows summarised at the registered T (``summarise``: the window is
-    read from the log), all of them profiled for the early warning, those whose label arrived in
-    ``arrivals`` summed for the sequential rule — and the increment's few rows served outside the
-    window. None when the log holds no row of this version."""
-    try:
-        scan = scan_window(
-            log, window_query(version, start, end), chunk_size=settings.monitor_chunk_size, arrivals=arrivals,
-            summarise=summarise, prior_capacity=settings.drift.prior_sample_capacity, seed=settings.drift.seed,
-        )
-    except LookupError:
-        return None
-    get_run_logger().info(
-        "%s read %d served rows (%s labelled) in one pass, chunks of at most %d, from %r%s", version.context,
-        scan.served_rows, "?" if scan.summary is None else scan.summary.n, settings.monitor_chunk_size, log,
-        "" if arrivals is None else f"; {scan.outside_rows} rows labelled since the last check served outside it",
-    )
-    return scan
-
-
-def _sequential(version: RegisteredVersion, arrivals: LabelArrivals, scan: WindowScan,
-                settings: ThermostatSettings) -> SequentialCheck:
-    """Fold the rows labelled since the previous check (``arrivals``, summed by ``scan``) into the
-    version's sequential rule."""
-    state = version.monitor.sequential or SequentialState.initial(version.temperature)
-    increment = scan.arrived if scan.arrived is not None else TemperatureStats.empty(version.temperature)
-    check = update_sequential(
-        state, increment, start=min(arrivals.served_from, arrivals.until) if arrivals.since is None else arrivals.since,
-        end=arrivals.until, served_from=scan.arrived_first_served, reference=version.reference_stats,
-        policy=settings.drift,
-    )
-    get_run_logger().info("%s %s", version.context, check.sentence())
-    return check
-
-
-def _early_warning(version: RegisteredVersion, scan: WindowScan, settings: ThermostatSettings) -> EarlyWarning:
-    """Every served row of the window, labelled or not, against the registration reference's
-    confidences, from the SQL prediction log whatever the window's source (the export holds
-    labelled rows only)."""
-    warning = warn_before_labels(scan.profile, version.reference_profile, policy=settings.drift)
-    get_run_logger().info("%s %s", version.context, warning.sentence())
-    return warning
-
-
-@step_task(name="decide-drift")
-def decide(
-    summary: WindowSummary, version: RegisteredVersion, settings: ThermostatSettings, scan: WindowScan | None = None,
-    arrivals: LabelArrivals | None = None,
-) -> DriftReport:
-    """The window's decision with the checks across the stream (``scan``: from the SQL log): the
-    sequential rule when this check folds labels in (``arrivals``), the early warning."""
-    sequential = None if scan is None or arrivals is None else _sequential(version, arrivals, scan, settings)
-    warning = None if scan is None else _early_warning(version, scan, settings)
-    report = decide_drift(summary, version.drift_reference, settings.drift, last_drift_at=version.last_drift_event_at,
-                          now=summary.end)
-    report = with_stream_checks(report, sequential=sequential, early_warning=warning)
-    logger = get_run_logger()
-    headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
-    fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
-    test = report.temperature_test
-    window_t = ("n/a" if test is None else
-                f"{test.window_temperature:.4g} [{test.window_temperature_low:.4g}, {test.window_temperature_high:.4g}] "
-                f"(z=%+.2f, p=%.3g)" % (test.z, test.p_value))
-    tests = "; ".join(f"{o.test}: {o.compares}, p={o.p_value:.3g}" for o in report.outcomes) or "not tested"
-    window = report.window
-    logger.info("%s verdict %s%s: n=%d, window T %s; %s; NLL %.4f, accuracy %.4f, mean confidence %.4f",
-                version.context, headline, fired, report.n, window_t, tests, window.nll, window.accuracy,
-                window.mean_confidence)
-    for reason in report.reasons:
-        logger.info("%s %s", version.context, reason)
-    return report
-
-
-@io_task(name="diagnose-shift")
-def diagnose(
-    report: DriftReport, version: RegisteredVersion, scan: WindowScan | None, source: LabelledSource,
-    settings: ThermostatSettings,
-) -> DriftReport:
-    """The check's shift diagnosis (:func:`monitoring.diagnose_check`): the served rows' priors from
-    ``scan`` against the version's reference priors; when they moved, the labelled rows read again
-    from ``source`` at the re-weighted posteriors; the accuracy floor is the acceptance's."""
-
-    def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
-        return reweight_window(
-            source, window_query(version, report.window_start, report.window_end), priors=estimate.priors,
-            reference_priors=estimate.reference_priors, chunk_size=settings.monitor_chunk_size)
-
-    diagnosed = diagnose_check(
-        report, served=None if scan is None else scan.served_priors, reference=version.reference_priors,
-        class_rows=None if scan is None else scan.class_rows, class_correct=None if scan is None else scan.class_correct,
-        reweigh=reweigh, accuracy_floor=settings.min_accuracy)
-    if diagnosed.diagnosis is not None:
-        get_run_logger().info("%s shift diagnosis: %s", version.context, diagnosed.diagnosis.sentence())
-    return diagnosed
-
-
-def _opening(version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings) -> CheckRecord:
-    """The record of this check of ``version``, not decided yet: which check, and the policy it decides with."""
-    return CheckRecord.opening(version, start, end, policy=settings.drift, prefect_flow_run_id=current_flow_run_id())
-
-
-def _start_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
-    end = check.window_end or datetime.now(UTC)
-    return registry.start_run(f"check {check.model_name} v{check.version} {end.isoformat(timespec='seconds')}",
-                              check.opening_tags(), experiment_name=settings.monitoring_experiment_name,
-                              start_time=end)
-
-
-@io_task(name="close-left-running-checks")
-def close_left_running(registry: MlflowRegistry, versions: Sequence[RegisteredVersion],
-                       settings: ThermostatSettings) -> int:
-    """Close ``FAILED`` the check runs of ``versions`` that an earlier flow run left ``RUNNING``
-    (its process died, or MLflow became unreachable before it could close them); how many. One
-    search of the experiment's running runs for all of them (a fleet's check must not search once
-    per version)."""
-    current = current_flow_run_id()
-    checked = {(version.model_name, version.version): version for version in versions}
-    left = [(run.run_id, check, checked[key]) for run in registry.running_runs(settings.monitoring_experiment_name)
-            if (check := CheckRecord.from_run(run)) is not None
-            and (key := (check.model_name, check.version)) in checked
-            and (current is None or check.prefect_flow_run_id != current)]
-    for run_id, check, version in left:
-        failure = CheckFailure(error=f"the check was left RUNNING by flow run {check.prefect_flow_run_id or 'unknown'}: "
-                                     "its process died or MLflow became unreachable before it could close the run; "
-                                     "closed by a later check")
-        registry.set_run_tags(run_id, failure.to_tags())
-        registry.end_run(run_id, failed=True)
-        get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run_id, failure.error)
-    return len(left)
-
-
-@io_task(name="open-check-run")
-def open_check_run(registry: MlflowRegistry, check: CheckRecord, settings: ThermostatSettings) -> str:
-    """The check's MLflow run with its opening tags, without a verdict yet (one a lost reply left
-    behind is closed by the next check): stamped with the window's end, so the UI charts checks over time."""
-    return _start_check_run(registry, check, settings)
-
-
-@io_task(name="record-check")
-def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, version: RegisteredVersion,
-                 check: CheckRecord, settings: ThermostatSettings) -> None:
-    """Metrics at the window's end, the diagram, the report and the group keys on the check's
-    run, then its verdict (``check``, decided), and the run closed ``FINISHED``: each write is
-    safe to repeat."""
-    aliases = ",".join(version.aliases)
-    registry.log_metrics(run_id, CheckRecord.metrics_of(report, version.temperature), timestamp=report.checked_at)
-    title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
-    registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
-    registry.log_text(run_id, drift_markdown(report), "check/report.md")
-    registry.log_json(run_id, drift_payload(report), "check/report.json")
-    if report.groups:
-        registry.log_json(run_id, {g.group: group_metric_key(g.group) for g in report.groups}, _GROUP_KEYS_FILE)
-    registry.set_run_tags(run_id, check.verdict_tags())
-    registry.end_run(run_id)
-    get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
-                          settings.monitoring_experiment_name)
-
-
-def _record_failure(
-    registry: MlflowRegistry, version: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings,
-    error: BaseException, *, run_id: str | None = None, recorded_verdict: str | None = None,
-) -> None:
-    """End the check's run ``FAILED`` naming ``error`` (a new run when the check had none yet), so
-    the dashboard shows "check failed" for the version. Best effort: when MLflow itself is what
-    failed, this fails too, is logged, and the failure goes on as it was (the alert still fires)."""
-    failure = CheckFailure(error=settings.redacted(CheckFailure.of(error, recorded_verdict=recorded_verdict).error))
-    logger = get_run_logger()
-    try:
-        run_id = run_id or _start_check_run(registry, _opening(version, start, end, settings), settings)
-        registry.set_run_tags(run_id, failure.to_tags())
-        registry.end_run(run_id, failed=True)
-    except Exception as unrecorded:  # noqa: BLE001 - reported, and the check's own error is raised
-        logger.error("%s the failed check could not be recorded in MLflow (%s: %s); the check failed with %s",
-                     version.context, type(unrecorded).__name__, unrecorded, failure.error)
-        return
-    logger.error("%s check failed, MLflow run %s closed FAILED: %s", version.context, run_id, failure.error)
-
-
-@step_task(name="emit-monitor-event")  # not retried: one event per occasion
-def emit_monitor_event(planned: PlannedEvent, version: RegisteredVersion) -> str | None:
-    """Emit one of a check's events on the version; its id, or None when it could not be sent."""
-    unsent = ("no refit will start; the next check will try again" if planned.event == DRIFT_EVENT
-              else "nothing reacts to it")
-    return emit(planned.payload, version_resource(version.model_name, version.version, version.alias),
-                context=version.context, if_unsent=unsent)
-
-
-@io_task(name="remember-monitor-state")
-def remember_state(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
-                   after: MonitorState) -> None:
-    """Write the tags that change the version's monitor state from ``before`` to ``after``."""
-    tags = after.changed_tags(before)
-    for key, value in tags.items():
-        registry.set_version_tag(version.model_name, version.version, key, value)
-    if LAST_DRIFT_EVENT_TAG in tags:
-        get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG,
-                              tags[LAST_DRIFT_EVENT_TAG])
-
-
-def _markdown(
-    version: RegisteredVersion, report: DriftReport | None, run_id: str | None, run_url: str | None,
-    event_id: str | None, settings: ThermostatSettings, start: datetime, end: datetime,
-) -> str:
-    if report is None:
-        body = (f"## Calibration check of {version.model_name} version {version.version}: insufficient_data\n\n"
-                f"No prediction of this version was ever logged in the prediction log; window "
-                f"[{start.isoformat()}, {end.isoformat()}). Is its serving wrapper logging predictions?\n")
-    else:
-        body = drift_markdown(report)
-    where = f"[{run_id}]({run_url})" if run_url else (
-        f"`{run_id}` (experiment `{settings.monitoring_experiment_name}`; "
-        f"`mlflow ui --backend-store-uri {mask_url(settings.resolved_tracking_uri())}`)" if run_id else "none (no traffic)"
-    )
-    if event_id is not None:
-        event = f"`{DRIFT_EVENT}` emitted (id `{event_id}`): a refit of this version is requested"
-    elif report is not None and report.drift_detected and report.in_cooldown:
-        until = report.cooldown_until.isoformat() if report.cooldown_until else "?"
-        event = f"none: drift inside the cool-down (until {until})"
-    elif report is not None and report.refit_recommended:
-        event = "none: the event could not be sent (no Prefect API); the next check tries again"
-    elif report is not None and report.diagnosis is not None and report.diagnosis.kind == "label_shift":
-        event = (f"none for a refit: a label shift, not a calibration drift (`{LABEL_SHIFT_EVENT}` goes out instead, "
-                 "once per cool-down)")
-    else:
-        event = "none"
-    return body + (
-        f"\n### Serving\n\n- aliases: {', '.join('@' + a for a in version.aliases)}\n"
-        f"- checkpoint: `{version.checkpoint_uri}` (digest `{version.checkpoint_digest[:12]}`)\n"
-        f"- T = {version.temperature:.6g}\n- MLflow run: {where}\n- event: {event}\n"
-    )
-
-
-@io_task(name="publish-artifacts")
-def publish_artifacts(
-    version: RegisteredVersion, report: DriftReport | None, run_id: str | None, run_url: str | None,
-    event_id: str | None, settings: ThermostatSettings, start: datetime, end: datetime,
-) -> None:
-    verdict = "insufficient_data" if report is None else report.verdict
-    description = f"{version.model_name} v{version.version} (T={version.temperature:.4g}): {verdict}"
-    if report is not None:
-        head: dict[str, Any] = {"model": version.model_name, "version": version.version, "verdict": report.verdict,
-                                "window_end": report.window_end.isoformat()}
-        create_table_artifact(table=[head | row for row in drift_table_rows(report)],
-                              key=artifact_key(version.model_name, version.version, "table"), description=description)
-    create_markdown_artifact(
-        markdown=_markdown(version, report, run_id, run_url, event_id, settings, start, end),
-        key=artifact_key(version.model_name, version.version, "report"), description=description,
-    )
-
-
-# ----------------------------------------------------------------------------------- flow
-
-
-def _remembered(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
-                after: MonitorState) -> MonitorState:
-    """``after``, written to the version (only the tags that change from ``before``)."""
-    if after.changed_tags(before):
-        remember_state(registry, version, before, after)
-    return after
-
-
-def _carry_out(step: MonitorStep, registry: MlflowRegistry, version: RegisteredVersion) -> dict[str, str]:
-    """Emit the check's events in order, each followed at once by the state it changes (a failure
-    after an event must not let the next check send it again), then write the state that holds
-    whatever was sent; the ids of the events sent, by event."""
-    state, handed, ids = version.monitor, [], {}
-    for planned in step.events:
-        event_id = emit_monitor_event(planned, version)
-        if event_id is not None:
-            handed.append(planned)
-            ids[planned.event] = event_id
-            state = _remembered(registry, version, state, replace(state, **planned.on_sent))
-    _remembered(registry, version, state, step.after(handed))
-    return ids
+@io_task(name="check-version")
+def check(
+    version: RegisteredVersion, *, source: LabelledSource, log: PredictionStore | None, start: datetime,
+    end: datetime, live: bool, settings: ThermostatSettings, summary: WindowSummary | None = None,
+) -> CheckOutcome:
+    """The check of ``version``'s window [start, end) (:func:`monitoring.check_version`): the window
+    read from ``source`` (in one pass when it is ``log``), the checks across the stream from the
+    SQL ``log`` (None: skipped), the sequential rule advanced on a check of the current window
+    (``live``). Pure but for its reads: a retry after a lost connection repeats it whole."""
+    state = CheckState(sequential=version.monitor.sequential, last_drift_at=version.last_drift_event_at, live=live)
+    return check_version(source, window_query(version, start, end), check_reference(version, settings), state,
+                         settings.drift, datetime.now(UTC), stream=log, summary=summary,
+                         chunk_size=settings.monitor_chunk_size)
 
 
 def _check_version(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
+    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionStore | None,
     start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
 ) -> VersionCheck:
-    """One version's check; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
-    progress = _CheckProgress()
+    """One version's check, then its record; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
+    progress = CheckProgress()
     try:
-        return _run_check(version, registry=registry, source=source, log=log, start=start, end=end, live=live,
-                          settings=settings, progress=progress)
+        summary = summarise_on_dask(version, start, end, settings) if settings.engine == "dask" else None
+        outcome = check(version, source=source, log=log, start=start, end=end, live=live, settings=settings,
+                        summary=summary)
+        warnings = _stale_warnings(registry, log, version, start, end)
+        return record(outcome, version, registry=registry, live=live, settings=settings, progress=progress,
+                      warnings=warnings)
     except BaseException as error:
-        _record_failure(registry, version, start, end, settings, error, run_id=progress.run_id,
+        record_failure(registry, version, start, end, settings, error, run_id=progress.run_id,
                        recorded_verdict=progress.verdict)
         raise
 
 
-class _CheckProgress:
-    """How far a check got in MLflow: its run (once opened) and its verdict (once recorded)."""
-
-    def __init__(self) -> None:
-        self.run_id: str | None = None
-        self.verdict: str | None = None
-
-
-def _run_check(
-    version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionLog | None,
-    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, progress: _CheckProgress,
-) -> VersionCheck:
-    summary, scan, arrivals = _read(version, source=source, log=log, start=start, end=end, live=live,
-                                    settings=settings)
-    # None: the version never logged a prediction, an insufficient_data check of its own kind.
-    report = None if summary is None else diagnose(decide(summary, version, settings, scan, arrivals), version, scan,
-                                                   source, settings)
-    check = _opening(version, start, end, settings)
-    run_id = run_url = None
-    if report is not None:
-        run_id = progress.run_id = open_check_run(registry, check, settings)
-    context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
-                           run_id)
-    step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context,
-                        correction=version.record.prior_correction)
-    if report is not None and run_id is not None:
-        # The check's record carries the streak after it, as the monitor counts it (the dashboard reads it).
-        decided = check.decided(report.verdict, refit_recommended=report.refit_recommended,
-                                tests_fired=report.tests_fired, insufficient_streak=step.state.insufficient_streak,
-                                groups=(g.group for g in report.groups),
-                                shift_kind=None if report.diagnosis is None else report.diagnosis.kind)
-        record_check(registry, run_id, report, version, decided, settings)
-        progress.verdict = report.verdict
-        run_url = registry.run_url(run_id, settings.resolved_mlflow_ui_url())
-    sent = _carry_out(step, registry, version)
-    event_id = sent.pop(DRIFT_EVENT, None)
-    publish_artifacts(version, report, run_id, run_url, event_id, settings, start, end)
-    return VersionCheck(
-        model_name=version.model_name, version=version.version, aliases=version.aliases,
-        temperature=version.temperature, window_start=start, window_end=end,
-        verdict="insufficient_data" if report is None else report.verdict,
-        reasons=("no prediction of this version was ever logged",) if report is None else report.reasons,
-        report=report, run_id=run_id, run_url=run_url, event_id=event_id, other_events=tuple(sent.items()),
-        insufficient_streak=step.state.insufficient_streak, prior_correction=version.record.prior_correction,
-    )
-
-
-def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionLog | None:
+def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionStore | None:
     """With the window from the export, the SQL log the checks across the stream read, or None
     when it does not exist (those checks are then skipped, and said so; the window is still checked)."""
     try:
@@ -640,72 +326,78 @@ def _stream_log(stack: ExitStack, settings: ThermostatSettings) -> PredictionLog
         return None
 
 
-def _read(
-    version: RegisteredVersion, *, source: LabelledSource, log: PredictionLog | None, start: datetime, end: datetime,
-    live: bool, settings: ThermostatSettings,
-) -> tuple[WindowSummary | None, WindowScan | None, LabelArrivals | None]:
-    """The window's summary and what the checks across the stream read: one pass over the SQL log
-    when the window is read from it; else the summary from the export (locally or on Dask) and
-    the pass over the log for the stream's checks only. The sequential rule's increment on checks
-    of the current window (``live``) only. (None, None, None): the version never logged."""
-    from_log = source is log
-    summary = None
-    if not from_log:
-        summary = summarise_on_dask(version, start, end, settings) if settings.engine == "dask" else summarise(
-            source, version, start, end, settings)
-        if summary is None:
-            return None, None, None
-    if log is None:  # the window from the export and no SQL log (said once, by _stream_log)
-        return summary, None, None
-    arrivals = label_arrivals(version, start, end, settings, datetime.now(UTC)) if live else None
-    if not live:
-        get_run_logger().info("%s sequential rule not updated: this check was given its window_end (a backfill or a "
-                              "re-check); only checks of the current window advance the stream", version.context)
-    scan = read_window(log, version, start, end, arrivals, settings, summarise=from_log)
-    if scan is None:
-        if from_log:
-            get_run_logger().warning("%s no prediction of this version was ever logged in %r", version.context, log)
-        else:
-            get_run_logger().info("%s sequential rule and early warning skipped: the SQL prediction log %r holds no "
-                                  "row of this version", version.context, log)
-        return summary, None, None
-    return (scan.summary if from_log else summary), scan, arrivals
+@step_task(name="announce-unreadable-versions")  # not retried: one event per version per run
+def announce_unreadable(unreadable: Sequence[UnreadableVersion], start: datetime, end: datetime, flow_name: str) -> None:
+    """Log each version that cannot be checked, naming why, and emit its event (the ``version not
+    checked`` alert, :mod:`flows.orchestration.alerts`)."""
+    logger = get_run_logger()
+    for version in unreadable:
+        logger.error("not checked: %s", version.sentence())
+        payload = UnreadableVersionEvent(problem=version.problem, aliases=version.aliases,
+                                         window_start=start.isoformat(), window_end=end.isoformat(), flow=flow_name)
+        emit(payload, version_resource(version.model_name, version.version, version.aliases[0]),
+             context=f"{version.model_name} v{version.version}", if_unsent="only the run's failure says so")
+
+
+def _unreadable_part(unreadable: Sequence[UnreadableVersion]) -> str:
+    return (f"{len(unreadable)} serving version(s) could not be read, so were not checked: "
+            + "; ".join(version.sentence() for version in unreadable))
+
+
+def _failure(what: str, checked: int, failed: Sequence[tuple[RegisteredVersion, BaseException]],
+             unreadable: Sequence[UnreadableVersion]) -> BaseException | None:
+    """What a monitor run raises once every version was checked: None when nothing failed; one
+    failed check's own error when that is all; else one error naming every failed check (with its
+    error) and every version that could not be read (with why)."""
+    if not failed and not unreadable:
+        return None
+    if len(failed) == 1 and not unreadable:
+        return failed[0][1]
+    parts = [f"{len(failed)} of {checked} checks of {what} failed: "
+             + "; ".join(f"{v.model_name} v{v.version}: {type(e).__name__}: {e}" for v, e in failed)] if failed else []
+    error = RuntimeError(". ".join([*parts, _unreadable_part(unreadable)] if unreadable else parts))
+    error.__cause__ = failed[0][1] if failed else None
+    return error
 
 
 def _check_all(
     versions: Sequence[RegisteredVersion], *, registry: MlflowRegistry, start: datetime, end: datetime, live: bool,
-    settings: ThermostatSettings, what: str,
+    settings: ThermostatSettings, what: str, unreadable: Sequence[UnreadableVersion], flow_name: str,
 ) -> list[VersionCheck]:
     """Check ``versions`` one after the other, sharing the log's connections, the registry's client
     and one look for runs left open; a version whose check fails is recorded and the others are
-    still checked, then the failures are raised (one as it is, several as one error naming ``what``)."""
+    still checked, then the failures are raised (one as it is, several as one error naming ``what``)
+    with the ``unreadable`` versions, which are announced first (:func:`announce_unreadable`)."""
+    if unreadable:
+        announce_unreadable(unreadable, start, end, flow_name)
     checks: list[VersionCheck] = []
-    failed: list[tuple[RegisteredVersion, Exception]] = []
+    failed: list[tuple[RegisteredVersion, BaseException]] = []
     with ExitStack() as stack:
         try:
             source = stack.enter_context(open_window_source(settings))
-            # The checks across the stream read the SQL log also when the window comes from the export.
-            log = source if isinstance(source, PredictionLog) else _stream_log(stack, settings)
+            # The checks across the stream read every served row: the SQL log also when the window
+            # comes from the export, which holds labelled rows only.
+            log = source if source.scope.served_rows else _stream_log(stack, settings)
             if versions:
                 close_left_running(registry, versions, settings)
             if versions and log is not None:
                 log.logged_versions()  # every version's K in one read, not one per check
         except Exception as error:  # nothing to read, or MLflow unreachable: every serving version's check failed
             for version in versions:
-                _record_failure(registry, version, start, end, settings, error)
-            raise
+                record_failure(registry, version, start, end, settings, error)
+            if not unreadable:
+                raise
+            raise RuntimeError(f"no check of {what} could run: {type(error).__name__}: {error}. "
+                               + _unreadable_part(unreadable)) from error
         for version in versions:
             try:
                 checks.append(_check_version(version, registry=registry, source=source, log=log, start=start,
                                              end=end, live=live, settings=settings))
             except Exception as error:  # recorded on the version's run; the other versions are still checked
                 failed.append((version, error))
-    if len(failed) == 1:
-        raise failed[0][1]
-    if failed:
-        raise RuntimeError(f"{len(failed)} of {len(versions)} checks of {what} failed: "
-                           + "; ".join(f"{v.model_name} v{v.version}: {type(e).__name__}: {e}"
-                                       for v, e in failed)) from failed[0][1]
+    problem = _failure(what, len(versions), failed, unreadable)
+    if problem is not None:
+        raise problem
     return checks
 
 
@@ -735,22 +427,25 @@ def monitor(
         One per serving version, in version order.
     """
     settings = settings if settings is not None else ThermostatSettings()
-    start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
-    registry = MlflowRegistry.from_settings(settings)
-    versions = find_serving_versions(registry, model_name, aliases)
-    return _check_all(versions, registry=registry, start=start, end=end, live=window_end is None, settings=settings,
-                      what=model_name)
+    # Whatever fails leaves without the settings' credentials (the state message, the alert, the logs).
+    with credentials_redacted(*settings.urls()):
+        start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
+        registry = MlflowRegistry.from_settings(settings)
+        versions, unreadable = find_serving_versions(registry, model_name, aliases)
+        checks = _check_all(versions, registry=registry, start=start, end=end, live=window_end is None,
+                            settings=settings, what=model_name, unreadable=unreadable, flow_name="monitor")
+        # Ends the run with the checks' verdicts in its final state's message (and last log lines).
+        return finish(checks_summary("monitor", checks, model_name), checks)
 
 
 @io_task(name="find-fleet-versions")
 def find_fleet_versions(
     registry: MlflowRegistry, models: list[str] | None
-) -> tuple[list[RegisteredVersion], list[str]]:
+) -> tuple[list[RegisteredVersion], list[UnreadableVersion]]:
     """Every serving version of ``models`` (default: every registered model), read once; and what
-    could not be read (a version whose registration tags are unreadable: its model's name,
-    version and why). Versions Thermostat did not register (neither a ``temperature`` nor a
+    could not be read (a version whose registration tags are unreadable: not checked, named by
+    :func:`_check_all`). Versions Thermostat did not register (neither a ``temperature`` nor a
     ``thermostat.registration`` tag: another team's model in the same registry) are not checked."""
-    logger = get_run_logger()
     serving = registry.serving_aliases()
     if models is not None:
         missing = sorted(set(models) - set(serving))
@@ -759,21 +454,13 @@ def find_fleet_versions(
                              f"with an alias are {sorted(serving)[:20]}")
         serving = {name: serving[name] for name in models}
     found: list[RegisteredVersion] = []
-    unreadable: list[str] = []
+    unreadable: list[UnreadableVersion] = []
     for name, aliases in sorted(serving.items()):
-        for number, names in serving_versions(aliases).items():
-            tags = dict(registry.get_version(name, number).tags)
-            if models is None and "temperature" not in tags and REGISTRATION_TAG not in tags:
-                logger.info("%s v%s (@%s) was not registered by Thermostat: not checked", name, number,
-                            ", @".join(names))
-                continue
-            try:
-                found.append(registered_version(name, number, tags, names))
-            except ValueError as error:
-                unreadable.append(f"{name} v{number}: {error}")
-    logger.info("checking %d serving version(s) of %d model(s)", len(found), len({v.model_name for v in found}))
-    for problem in unreadable:
-        logger.error("not checked: %s", problem)
+        readable, unread = _read_serving(registry, name, serving_versions(aliases), thermostat_only=models is None)
+        found += readable
+        unreadable += unread
+    get_run_logger().info("checking %d serving version(s) of %d model(s)", len(found),
+                          len({v.model_name for v in found}))
     return found, unreadable
 
 
@@ -805,12 +492,11 @@ def monitor_fleet(models: list[str] | None = None, settings: ThermostatSettings 
         other versions are checked first).
     """
     settings = settings if settings is not None else ThermostatSettings()
-    start, end = check_window(None, None, settings, datetime.now(UTC))
-    registry = MlflowRegistry.from_settings(settings)
-    versions, unreadable = find_fleet_versions(registry, models)
-    checks = _check_all(versions, registry=registry, start=start, end=end, live=True, settings=settings,
-                        what="the fleet")
-    if unreadable:
-        raise RuntimeError(f"{len(unreadable)} serving version(s) could not be read, so were not checked: "
-                           + "; ".join(unreadable))
-    return checks
+    with credentials_redacted(*settings.urls()):
+        start, end = check_window(None, None, settings, datetime.now(UTC))
+        registry = MlflowRegistry.from_settings(settings)
+        versions, unreadable = find_fleet_versions(registry, models)
+        checks = _check_all(versions, registry=registry, start=start, end=end, live=True, settings=settings,
+                            what="the fleet", unreadable=unreadable, flow_name="monitor-fleet")
+        checked = len({check.model_name for check in checks})
+        return finish(checks_summary("monitor-fleet", checks, f"{checked} model(s)"), checks)

@@ -2,7 +2,7 @@
 
 Tasks are thin: each calls a pure step in :mod:`flows.pipelines.steps`, a task shared with the other
 flows (:mod:`flows.pipelines.tasks`) or the MLflow adapter (:mod:`flows.registry.adapter`); only I/O tasks
-retry. The whole flow holds the model's lock (:mod:`flows.pipelines.locks`); it first finishes or removes
+retry. The whole flow holds the model's lock (:mod:`flows.orchestration.locks`); it first finishes or removes
 what interrupted registrations of the model left, then registers through the recoverable,
 transactional path of :mod:`flows.pipelines.registration`. An idempotency key makes a repeat with the
 same inputs return the existing version without registering anything.
@@ -28,8 +28,10 @@ from prefect import flow, get_run_logger
 
 from calibration import ScoredSet, read_scored_set
 from flows.registry.checkpoint import CheckpointFiles, CheckpointOutput, checkpoint_logits
+from flows.registry.rehearsal import rehearse_serving
 from flows.holdout import HoldoutFeatures, read_features, read_ids, resolve_input_path
-from flows.pipelines.locks import model_lock
+from flows.orchestration.locks import model_lock
+from flows.orchestration.outcomes import finish
 from flows.pipelines.registration import Registration, recover_interrupted, register
 from flows.registry.adapter import MlflowRegistry, validate_model_name
 from flows.pipelines.reports import log_context
@@ -54,11 +56,25 @@ __all__ = ["post_finetune"]
 
 @step_task(name="score-holdout")
 def score_holdout(
-    files: CheckpointFiles, features: HoldoutFeatures, output: CheckpointOutput | Literal["auto"]
+    files: CheckpointFiles, features: HoldoutFeatures, output: CheckpointOutput | Literal["auto"], workdir: Path
 ) -> tuple[ScoredSet, CheckpointOutput]:
-    logits, kind = checkpoint_logits(files, features.features, output=output)
-    scored = ScoredSet.from_arrays(logits, features.labels, ids=features.ids, source=f"{features.source} via {files.uri}")
-    return scored, kind
+    """The holdout's logits as the registered version will serve them: the checkpoint's own logits,
+    then the holdout sent through MLflow's scoring path in every input form (:mod:`flows.registry.rehearsal`);
+    a checkpoint that cannot be served, or would be served other logits, is refused here."""
+    source = f"{features.source} via {files.uri}"
+    try:
+        logits, kind = checkpoint_logits(files, features.features, output=output)
+        if not np.isfinite(logits).all():  # the scored set refuses them, naming the row
+            return ScoredSet.from_arrays(logits, features.labels, ids=features.ids, source=source), kind
+        served = rehearse_serving(files.local_dir, features.features, features.ids, logits, kind, workdir)
+    except ValueError as error:
+        raise StepRefused("serving", f"{error}; nothing is registered") from error
+    get_run_logger().info(
+        "%s served as registered: %d examples through MLflow's scoring path in %d input forms (%s), max |served - "
+        "own logits| %.3g (allowed %.1g)", log_context(files.uri, None), features.ids.shape[0], len(served.forms),
+        ", ".join(served.forms), served.max_difference, served.tolerance,
+    )
+    return ScoredSet.from_arrays(served.logits, features.labels, ids=features.ids, source=source), kind
 
 
 @io_task(name="score-alias-holder")
@@ -194,12 +210,12 @@ def _holdout_files(
 
 def _scored_holdout(
     files: CheckpointFiles, features: HoldoutFeatures | None, holdout_file: Path | None,
-    checkpoint_output: CheckpointOutput | Literal["auto"],
+    checkpoint_output: CheckpointOutput | Literal["auto"], workdir: Path,
 ) -> tuple[ScoredSet, CheckpointOutput]:
     """The holdout as the checkpoint scores it: its ``features`` run through it, or the scored set
     in ``holdout_file`` (with what the checkpoint returns, as given)."""
     if features is not None:
-        return score_holdout(files, features, checkpoint_output)
+        return score_holdout(files, features, checkpoint_output, workdir)
     assert holdout_file is not None and checkpoint_output != "auto"  # narrowed by _holdout_files
     return read_scored_set(holdout_file), checkpoint_output
 
@@ -219,7 +235,8 @@ def post_finetune(
     reference_labels: list[int] | None = None,
     settings: ThermostatSettings | None = None,
 ) -> Registration:
-    """Acceptance → refit T → re-sweep gate → register, for one fine-tuned checkpoint.
+    """Acceptance → refit T → re-sweep gate → register, for one fine-tuned checkpoint; returns the
+    :class:`Registration`, and the run's final state says it ("registered tickets version 4 ...").
 
     Parameters
     ----------
@@ -254,12 +271,13 @@ def post_finetune(
         workdir = Path(tmp)
         files = fetch_checkpoint(checkpoint_uri, workdir, registry)
         features = read_features(features_file) if features_file is not None else None
-        holdout, output = _scored_holdout(files, features, holdout_file, checkpoint_output)
+        holdout, output = _scored_holdout(files, features, holdout_file, checkpoint_output, workdir)
         champion = score_alias_holder(registry, model_name, alias, workdir, features, holdout, data_version(holdout.ids))
         accepted = acceptance(files, holdout, output, train_ids, champion, train_steps, train_data_version, settings)
         if references is None:
             references = production_reference(registry, model_name, alias, settings)
         calibrated = calibrate(accepted, settings, references)
         gated = gate(calibrated, settings)
-        return register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
-                        repairs=repairs)
+        registration = register(gated, files, registry=registry, model_name=model_name, alias=alias,
+                                settings=settings, repairs=repairs)
+    return finish(registration.summary(), registration)

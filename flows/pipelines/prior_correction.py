@@ -66,7 +66,6 @@ from typing import Any, Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from prefect import flow, get_run_logger
-from prefect.states import Failed
 
 from calibration import (
     BootstrapComparison,
@@ -79,12 +78,14 @@ from calibration import (
     prior_corrected_logits,
     top_label_confidence,
 )
-from flows.pipelines.locks import model_lock
-from flows.pipelines.refit import read_traffic, resolve_parent
+from flows.orchestration.locks import model_lock
+from flows.orchestration.outcomes import finish
 from flows.pipelines.registration import Registration, recover_interrupted, register_derived
-from flows.pipelines.tasks import check_window, fetch_checkpoint, open_window_source, step_task
+from flows.pipelines.tasks import (check_window, fetch_checkpoint, open_window_source, read_traffic, resolve_parent,
+                                   step_task)
 from flows.pipelines.traffic import Traffic
 from flows.records.corrections import CorrectionProvenance
+from flows.records.outcomes import FlowSummary
 from flows.records.versions import RegisteredVersion, VersionRecord
 from flows.registry.adapter import MlflowRegistry, validate_model_name
 from flows.settings import ThermostatSettings
@@ -136,6 +137,20 @@ class CorrectionOutcome:
     @property
     def new_version(self) -> str | None:
         return None if self.registration is None else self.registration.version
+
+    def summary(self) -> FlowSummary:
+        """The outcome in one line and a few JSON figures: the new version (its ``models:/`` URI, T,
+        gate threshold, the priors it serves) or why nothing was registered."""
+        base = {"model_name": self.model_name, "parent_version": self.parent_version, "alias": self.alias,
+                "priors": None if self.correction is None else self.correction.priors}
+        if self.registration is not None:
+            registered = self.registration.summary("correct-priors")
+            return FlowSummary.of("correct-priors", self.status, f"{self.reason}; {registered.message}",
+                                  **(base | registered.details))
+        message = self.reason if self.status != "failed" else (
+            f"prior correction of {self.model_name} v{self.parent_version} @{self.alias} registered nothing: "
+            f"{self.reason}")
+        return FlowSummary.of("correct-priors", self.status, message, reason=self.reason, **base)
 
 
 class CorrectionFailed(RuntimeError):
@@ -328,9 +343,9 @@ def correct_priors(
             registry.fenced(lease), settings, Path(tmp), source, model_name=model_name, model_version=model_version,
             alias=alias, priors=priors, reference_priors=reference_priors, undo=undo, start=start, end=end,
             shift_event_id=shift_event_id or None)
-    if outcome.status != "failed":
-        return outcome
-    return cast(CorrectionOutcome, Failed(message=outcome.reason[:200], data=CorrectionFailed(outcome)))
+    if outcome.status != "failed":  # the run's final state carries the outcome (message, last log lines)
+        return finish(outcome.summary(), outcome)
+    return cast(CorrectionOutcome, finish(outcome.summary(), CorrectionFailed(outcome), failed=True))
 
 
 def _correction_steps(
@@ -371,7 +386,8 @@ def _correction_steps(
     registration = register_derived(
         record, files, registry=registry, model_name=model_name, alias=alias,
         n_classes=_n_classes(correction, parent),
-        run_name="prior-correction", evidence=json_safe(evidence), extra_tags=provenance.to_tags(), repairs=repairs)
+        run_name="prior-correction", evidence=json_safe(evidence), extra_tags=provenance.to_tags(), repairs=repairs,
+        ui_url=settings.resolved_mlflow_ui_url())
     what = "no prior correction" if correction is None else f"priors {np.round(correction.priors, 4).tolist()}"
     reason = (f"version {registration.version} registered: same checkpoint and T {parent.temperature:.6g}, {what} "
               f"({provenance.source}), @{alias} moved from version {parent.version}" if registration.created

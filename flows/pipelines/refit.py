@@ -23,12 +23,15 @@ register, in that order), with the registered version as the starting point:
 
 A refit that is refused or does not verify registers nothing, emits
 ``thermostat.calibration.refit_failed`` with the reason, and its flow run ends **Failed**
-(red in the Prefect UI), the state's message the escalation — "needs retraining or a data
-fix" when one temperature cannot bring calibration back (accuracy below the floor, a fit on a
-bound, an arched or saw-tooth curve at the new T) — or else the reason.
+(red in the Prefect UI), the state's message the step and the reason, led by the escalation —
+"needs retraining or a data fix" when one temperature cannot bring calibration back (accuracy
+below the floor, a fit on a bound, an arched or saw-tooth curve at the new T). A refit that
+registers ends **Completed**, its message the new version, its ``models:/`` URI, T and gate
+threshold (:meth:`RefitOutcome.summary`); Prefect logs the message as the run's last line.
 
-How a caller gets the :class:`RefitOutcome` back: the flow returns a ``Failed`` state whose data
-is the :class:`RefitFailed`; Prefect makes it the run's final state. So, called from Python:
+How a caller gets the :class:`RefitOutcome` back: the flow returns a ``Completed`` state whose
+data is the outcome, or a ``Failed`` state whose data is the :class:`RefitFailed`; Prefect makes
+it the run's final state. So, called from Python:
 
 * ``refit(...)`` returns the outcome or raises :class:`RefitFailed` (catch it for the outcome
   of a refused refit);
@@ -57,20 +60,22 @@ import numpy as np
 from numpy.typing import NDArray
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.states import Failed
 
 from calibration import json_safe
 from flows.registry.checkpoint import CheckpointFiles
 from flows.records.events import RefitFailedEvent, RefittedEvent
+from flows.records.outcomes import FlowSummary, interval_text
+from flows.orchestration.outcomes import finish
 from flows.orchestration.events import emit, version_resource
 from flows.holdout import read_ids
-from flows.pipelines.locks import model_lock
+from flows.orchestration.locks import model_lock
 from flows.pipelines.registration import Registration, recover_interrupted, register
 from flows.registry.adapter import MlflowRegistry, validate_model_name
 from flows.orchestration.runtime import current_flow_run_id
 from flows.records.runs import DriftCause, RefitLink, RefitRecord, model_slug
 from flows.settings import ThermostatSettings
-from flows.pipelines.tasks import check_window, fetch_checkpoint, gate, io_task, open_window_source, step_task
+from flows.pipelines.tasks import (check_window, fetch_checkpoint, gate, io_task, open_window_source, read_traffic,
+                                   resolve_parent, step_task)
 from flows.pipelines.steps import (
     ESCALATION,
     AcceptedCheckpoint,
@@ -83,8 +88,8 @@ from flows.pipelines.steps import (
     refit_temperature_by_time,
     verify_refit,
 )
-from flows.pipelines.traffic import Traffic, recent_labelled_traffic
-from flows.records.versions import RegisteredVersion, registered_version
+from flows.pipelines.traffic import Traffic
+from flows.records.versions import RegisteredVersion
 from monitoring import LabelledSource
 
 __all__ = ["RefitFailed", "RefitOutcome", "refit", "refit_artifact_key"]
@@ -115,11 +120,26 @@ class RefitOutcome:
 
     @property
     def state_message(self) -> str:
-        """The message of the refit's final Prefect state: the escalation when there is one,
-        else the reason (its first 200 characters)."""
-        if self.escalation:
-            return self.escalation
-        return self.reason if len(self.reason) <= 200 else self.reason[:196] + " ..."
+        """The message of the refit's final Prefect state: :meth:`summary`'s."""
+        return self.summary().message
+
+    def summary(self) -> FlowSummary:
+        """The refit's outcome in one line and a few JSON figures: the new version (its ``models:/``
+        URI, T, gate threshold), or why nothing was registered (step, reason, escalation)."""
+        base = {"model_name": self.model_name, "parent_version": self.parent_version, "alias": self.alias,
+                "parent_temperature": self.parent_temperature, "event_id": self.event_id}
+        if self.registration is not None:
+            registered = self.registration.summary("refit")
+            message = f"{registered.message}; T was {self.parent_temperature:.4g} on version {self.parent_version}"
+            return FlowSummary.of("refit", self.status, message, **(base | registered.details))
+        if self.status == "skipped":
+            return FlowSummary.of("refit", self.status, self.reason, **base)
+        escalation = self.escalation
+        # The escalation first: a long reason is cut at the message's limit, the headline must stay.
+        message = (f"refit of {self.model_name} v{self.parent_version} @{self.alias} registered nothing "
+                   f"({self.step} step): " + (f"{escalation}: " if escalation else "") + self.reason)
+        return FlowSummary.of("refit", self.status, message, step=self.step, reason=self.reason,
+                              escalation=escalation, **base)
 
     @property
     def new_version(self) -> str | None:
@@ -174,47 +194,7 @@ def refit_artifact_key(model_name: str, parent_version: str) -> str:
     return f"refit-{model_slug(model_name)}-v{parent_version}"
 
 
-def _interval_text(interval: tuple[float, float] | None) -> str:
-    return "" if interval is None else f" [{interval[0]:.4g}, {interval[1]:.4g}]"
-
-
 # ---------------------------------------------------------------------------------- tasks
-
-
-@io_task(name="resolve-parent-version")
-def resolve_parent(
-    registry: MlflowRegistry, model_name: str, model_version: str | None, alias: str
-) -> tuple[RegisteredVersion, str | None]:
-    """The version to refit, and the version ``alias`` points at now (None: no such alias)."""
-    aliases = registry.aliases(model_name)
-    holder = aliases.get(alias)
-    version = model_version if model_version is not None else holder
-    if version is None:
-        raise LookupError(f"{model_name}@{alias} does not exist and no model_version was given: nothing to refit")
-    names = [name for name, points_at in aliases.items() if points_at == str(version)]
-    parent = registered_version(model_name, str(version), registry.get_version(model_name, str(version)).tags, names)
-    get_run_logger().info("%s refit requested for @%s (which points at version %s)", parent.context, alias, holder)
-    return parent, holder
-
-
-@io_task(name="read-traffic")
-def read_traffic(
-    source: LabelledSource, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
-) -> Traffic | None:
-    traffic = recent_labelled_traffic(
-        source, parent.model_name, parent.version, start=start, end=end, max_rows=settings.refit_max_rows,
-        chunk_size=settings.monitor_chunk_size,
-    )
-    if traffic is None:
-        get_run_logger().warning("%s no labelled traffic in [%s, %s)", parent.context, start.isoformat(),
-                                 end.isoformat())
-    else:
-        get_run_logger().info(
-            "%s read %d labelled rows served %s .. %s (%d in the window; at most %d of the most recent are used)",
-            parent.context, traffic.scored.n_samples, traffic.first_served_at.isoformat(),
-            traffic.last_served_at.isoformat(), traffic.n_in_window, settings.refit_max_rows,
-        )
-    return traffic
 
 
 # A refusal is an outcome of a refit (reported, with an event), not a crash: the step tasks
@@ -282,7 +262,7 @@ def emit_refit_event(payload: RefitFailedEvent | RefittedEvent, parent: Register
 def publish_report(outcome: RefitOutcome) -> None:
     lines = [
         f"## Refit of {outcome.model_name} version {outcome.parent_version} (@{outcome.alias}, "
-        f"T={outcome.parent_temperature:.6g}{_interval_text(outcome.parent_interval)}): {outcome.status}",
+        f"T={outcome.parent_temperature:.6g}{interval_text(outcome.parent_interval)}): {outcome.status}",
         "",
         outcome.reason,
     ]
@@ -297,7 +277,7 @@ def publish_report(outcome: RefitOutcome) -> None:
     if outcome.registration is not None:
         r = outcome.registration
         threshold = "none" if r.gate_threshold is None else f"{r.gate_threshold:.4f}"
-        lines += ["", f"New version **{r.version}**: T = {r.temperature:.6g}{_interval_text(outcome.interval)}, "
+        lines += ["", f"New version **{r.version}**: T = {r.temperature:.6g}{interval_text(outcome.interval)}, "
                       f"gate threshold {threshold}, "
                       f"same checkpoint `{r.checkpoint_uri}` (digest `{r.checkpoint_digest[:12]}`); "
                       f"@{r.alias} moved: {r.alias_moved}; MLflow run `{r.run_id}`."]
@@ -447,15 +427,15 @@ def refit(
     -------
     RefitOutcome
         Registered (``registered``, ``already_registered``) or ``skipped``: the flow run ends
-        Completed with it.
+        Completed with it, its message :meth:`RefitOutcome.summary`'s.
 
     Raises
     ------
     RefitFailed
         When the refit registered nothing (status ``failed``); ``error.outcome`` is the
-        :class:`RefitOutcome`. The flow run ends Failed, its message the escalation ("needs
-        retraining or a data fix") or else the reason, so the Prefect UI shows it red (how a
-        caller gets the outcome back: the module docstring).
+        :class:`RefitOutcome`. The flow run ends Failed, its message the step and the reason (led
+        by the escalation, "needs retraining or a data fix", when there is one), so the Prefect UI
+        shows it red (how a caller gets the outcome back: the module docstring).
     """
     settings = settings if settings is not None else ThermostatSettings()
     validate_model_name(model_name)
@@ -467,10 +447,10 @@ def refit(
                                 start=start, end=end, training_ids=training_ids, cause=cause)
     if cause.run_id is not None:
         _link_drift_check(registry, cause.run_id, outcome)
+    # The run's final state, its message the outcome: Completed with it, or Failed with the RefitFailed.
     if outcome.status != "failed":
-        return outcome
-    # A returned state becomes the run's final state: Failed, with the outcome inside its data.
-    return cast(RefitOutcome, Failed(message=outcome.state_message, data=RefitFailed(outcome)))
+        return finish(outcome.summary(), outcome)
+    return cast(RefitOutcome, finish(outcome.summary(), RefitFailed(outcome), failed=True))
 
 
 def _link_drift_check(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome) -> None:
@@ -571,7 +551,8 @@ def _registered(
     event_id = None
     if registration.created:
         event_id = emit_refit_event(RefittedEvent(
-            new_version=registration.version, temperature=registration.temperature,
+            model_name=parent.model_name, new_version=registration.version, alias=alias,
+            temperature=registration.temperature, temperature_interval=registration.record.temperature_interval,
             gate_threshold=registration.gate_threshold, parent_version=parent.version,
             parent_temperature=parent.temperature, verification=_verification_payload(verification),
             cause=cause.payload()), parent, alias, cause)

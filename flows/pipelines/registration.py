@@ -1,12 +1,13 @@
 """Registration as a recoverable state machine, shared by ``post_finetune`` and ``refit``.
 
 Registration of a gated checkpoint runs in a Prefect ``transaction()`` under the model's lock
-(:mod:`flows.pipelines.locks`), and every state a crash can leave is recognised and finished by the next
+(:mod:`flows.orchestration.locks`), and every state a crash can leave is recognised and finished by the next
 run of the model (:func:`recover_interrupted`):
 
 1. open the run (tagged with the idempotency key) and record the evidence;
 2. create the version, tagged ``thermostat.registration=pending`` with all its other tags in
-   the same call;
+   the same call, and write its description (T with its interval, the gate threshold, the
+   verdict, the evidence run: what MLflow's version page shows first);
 3. point the alias at it;
 4. close the run FINISHED;
 5. tag the version ``thermostat.registration=complete`` — the commit point: only complete
@@ -39,19 +40,14 @@ from prefect.logging import get_logger
 from prefect.transactions import Transaction, get_transaction, transaction
 
 from flows.registry.checkpoint import CheckpointFiles, digest_directory
-from flows.pipelines.locks import LockLostError
+from flows.orchestration.locks import LockLostError
 from flows.registry.adapter import IDEMPOTENCY_TAG, REGISTRATION_PENDING, REGISTRATION_TAG, MlflowRegistry
+from flows.records.evidence import RunEvidence
+from flows.records.descriptions import version_description
+from flows.records.outcomes import FlowSummary, interval_text
 from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause
 from flows.records.stored import StoredVersion
-from flows.pipelines.reports import (
-    log_context,
-    qualification_payload,
-    reliability_figure,
-    run_metrics,
-    run_params,
-    sweep_frame,
-    version_record,
-)
+from flows.pipelines.reports import log_context, registration_evidence, version_record
 from flows.settings import ThermostatSettings
 from flows.pipelines.steps import GatedCheckpoint, RefitVerification, StepRefused, idempotency_key, verify_chain
 from flows.pipelines.tasks import io_task, step_task
@@ -99,6 +95,31 @@ class Registration:
     def record(self) -> VersionRecord:
         """The version's record, read back from its tags."""
         return VersionRecord.from_tags(self.tags, where=f"{self.model_name} version {self.version}")
+
+    @property
+    def model_uri(self) -> str:
+        """What serves exactly this version: ``models:/NAME/VERSION`` (an alias moves, this does not)."""
+        return f"models:/{self.model_name}/{self.version}"
+
+    def summary(self, flow: str = "post-finetune") -> FlowSummary:
+        """The run's outcome in one line and a few JSON figures (:class:`flows.records.outcomes.FlowSummary`)."""
+        record = self.record
+        threshold = "none" if self.gate_threshold is None else f"{self.gate_threshold:.4f}"
+        figures = (f"T={self.temperature:.4g}{interval_text(record.temperature_interval)}, gate threshold {threshold}")
+        moved = RegisteredFor.from_tags(self.tags)
+        if self.outcome == "already_registered":
+            message = (f"already registered as {self.model_name} version {self.version} ({self.model_uri}; same "
+                       f"checkpoint, calibration data and settings): {figures}; nothing registered, @{self.alias} not moved")
+        else:
+            what = "registered" if self.outcome == "registered" else "completed (left pending by an interrupted run)"
+            was = ("" if moved is None else f" from version {moved.previous_version}" if moved.previous_version
+                   else " (it pointed at no version)")
+            message = f"{what} {self.model_name} version {self.version} ({self.model_uri}): {figures}; @{self.alias} moved{was}"
+        return FlowSummary.of(
+            flow, self.outcome, message, model_name=self.model_name, version=self.version, model_uri=self.model_uri,
+            alias=self.alias, alias_moved=self.alias_moved, temperature=self.temperature,
+            temperature_interval=record.temperature_interval, gate_threshold=self.gate_threshold,
+            checkpoint_uri=self.checkpoint_uri, run_id=self.run_id)
 
 
 @step_task(name="verify-checkpoint")
@@ -300,20 +321,9 @@ def _fail_run(txn: Transaction) -> None:
 
 
 @step_task(name="record-evidence")
-def record_evidence(registry: MlflowRegistry, run_id: str, gated: GatedCheckpoint, record: VersionRecord) -> None:
-    """Params, metrics, and the reliability diagram, gate sweep and qualification report."""
-    calibrated = gated.calibrated
-    registry.log_params(run_id, run_params(record, gated))
-    registry.log_metrics(run_id, run_metrics(gated))
-    registry.log_figure(run_id, reliability_figure(gated), "evidence/reliability_diagram.png")
-    registry.log_table(run_id, sweep_frame(gated.sweep), "evidence/gate_sweep.csv")
-    registry.log_json(run_id, qualification_payload(calibrated.qualification), "evidence/qualification_report.json")
-    registry.log_json(
-        run_id,
-        {"calibration_ids": calibrated.calibration_ids.tolist(), "evaluation_ids": calibrated.evaluation_ids.tolist(),
-         "calibration_data_version": calibrated.calibration_data_version},
-        "evidence/split_ids.json",
-    )
+def record_evidence(registry: MlflowRegistry, run_id: str, evidence: RunEvidence) -> None:
+    """The run's evidence (built before the transaction, without I/O), written in one call."""
+    registry.log_evidence(run_id, evidence)
 
 
 @step_task(name="create-version")
@@ -369,6 +379,17 @@ def _delete_pending(registry: MlflowRegistry, name: str, key: str, context: str,
 def _delete_version(txn: Transaction) -> None:
     _roll_back(txn, _delete_pending, ("model_name", "key", "context", "version"),
                f"{txn.get('model_name')} version {txn.get('version')}")
+
+
+@step_task(name="describe-version")
+def describe_version(registry: MlflowRegistry, model_name: str, version: str, record: VersionRecord, run_id: str,
+                     ui_url: str | None) -> None:
+    """The version's MLflow description (:func:`flows.records.descriptions.version_description`: T with
+    its interval, the gate threshold, the verdict, the evidence run), written while it is pending:
+    a version whose alias moved always has one. Its undo is the version's."""
+    # Without a configured UI address the link stays within the MLflow UI showing it (it routes on the fragment).
+    link = registry.run_url(run_id, ui_url) if ui_url else str(registry.run_url(run_id, "")).lstrip("/")
+    registry.describe_version(model_name, version, version_description(record, run_id=run_id, run_link=link))
 
 
 @step_task(name="move-alias")
@@ -443,15 +464,17 @@ def register(
         return _registration(gated, model_name, existing, alias, created=False, alias_moved=False,
                              run_id=version.run_id, tags=dict(version.tags),
                              outcome="completed" if completed_now else "already_registered", repairs=repairs)
+    # The record's run id is filled in once the run exists; what open_run and the evidence read is known before.
+    draft = version_record(gated, idempotency_key=key, run_id="", verification=verification)
+    evidence = registration_evidence(gated, draft)
     with transaction():
-        # The record's run id is filled in once the run exists; what open_run reads is known before.
-        draft = version_record(gated, idempotency_key=key, run_id="", verification=verification)
         run_id = open_run(registry, draft, model_name, key)
         record = replace(draft, pipeline_run_id=run_id)
-        record_evidence(registry, run_id, gated, record)
+        record_evidence(registry, run_id, evidence)
         origin = gated.accepted.refit_of
         version_id = create_version(registry, run_id, record, files, gated.accepted.holdout.n_classes, model_name,
                                     alias, DriftCause() if origin is None else origin.cause)
+        describe_version(registry, model_name, version_id, record, run_id, settings.resolved_mlflow_ui_url())
         move_alias(registry, model_name, alias, version_id, context)
         close_run(registry, run_id)
         mark_complete(registry, model_name, version_id, context)
@@ -460,23 +483,17 @@ def register(
                          outcome="registered", repairs=repairs)
 
 
-@step_task(name="record-derived-evidence")
-def record_derived_evidence(registry: MlflowRegistry, run_id: str, evidence: Mapping[str, Any], name: str) -> None:
-    """A derived version's evidence (what it changes of its parent, and how it was verified) as JSON."""
-    registry.log_json(run_id, dict(evidence), f"evidence/{name}.json")
-
-
 def register_derived(
     record: VersionRecord, files: CheckpointFiles, *, registry: MlflowRegistry, model_name: str, alias: str,
     n_classes: int, run_name: str, evidence: Mapping[str, Any], extra_tags: Mapping[str, str],
-    repairs: tuple[str, ...] = (),
+    repairs: tuple[str, ...] = (), ui_url: str | None = None,
 ) -> Registration:
     """Register ``record`` — a version derived from a registered one without a new fit (same
     checkpoint and T, e.g. a prior correction) — and move ``alias``, all or nothing: the same
     transaction, steps, rollbacks and idempotency look-up as :func:`register`.
 
     ``record.idempotency_key`` identifies it (a repeat registers nothing); ``files`` are the
-    checkpoint's, whose digest must be the record's. Call it under the model's lock, with
+    checkpoint's, whose digest must be the record's; ``ui_url`` the MLflow UI its description links to. Call it under the model's lock, with
     ``registry`` fenced by its lease, after :func:`recover_interrupted`.
     """
     context = log_context(record.checkpoint_uri, record.temperature)
@@ -494,9 +511,12 @@ def register_derived(
     with transaction():
         run_id = open_run(registry, record, model_name, key, run_name)
         record = replace(record, pipeline_run_id=run_id)
-        record_derived_evidence(registry, run_id, evidence, run_name.replace(" ", "_"))
+        # What the version changes of its parent, and how it was verified.
+        documents = {f"evidence/{run_name.replace(' ', '_')}.json": dict(evidence)}
+        record_evidence(registry, run_id, RunEvidence(documents=documents))
         version_id = create_version(registry, run_id, record, files, n_classes, model_name, alias,
                                     extra_tags=extra_tags)
+        describe_version(registry, model_name, version_id, record, run_id, ui_url)
         move_alias(registry, model_name, alias, version_id, context)
         close_run(registry, run_id)
         mark_complete(registry, model_name, version_id, context)

@@ -1,8 +1,10 @@
-"""What a registration records: version tags, run params/metrics, and the evidence artifacts.
+"""What a registration records: version tags, and its run's evidence as one value.
 
-The same numbers go to the model version's tags (they live with the checkpoint version),
-to the pipeline run's params/metrics, and to three artifacts: the reliability diagram (PNG,
-counts per bin shown), the gate sweep table (CSV) and the qualification report (JSON).
+The same numbers go to the model version's tags (:func:`version_record`: they live with the
+checkpoint version) and to the pipeline run's evidence (:func:`registration_evidence`): its
+params and metrics, the reliability diagram (PNG, counts per bin shown), the gate sweep table
+(CSV), the qualification report and the split's ids (JSON). The MLflow adapter writes the
+evidence in one call (:meth:`flows.registry.adapter.MlflowRegistry.log_evidence`).
 """
 
 from __future__ import annotations
@@ -23,17 +25,10 @@ from matplotlib.figure import Figure
 import monitoring
 from calibration import GateSweep, QualificationReport, json_safe
 from flows.pipelines.steps import GatedCheckpoint, RefitVerification
+from flows.records.evidence import RunEvidence
 from flows.records.versions import RefitProvenance, VersionRecord, binning_convention, encode_reference_priors
 
-__all__ = [
-    "log_context",
-    "qualification_payload",
-    "reliability_figure",
-    "run_metrics",
-    "run_params",
-    "sweep_frame",
-    "version_record",
-]
+__all__ = ["log_context", "registration_evidence", "version_record"]
 
 
 def log_context(checkpoint_uri: str, temperature: float | None) -> str:
@@ -103,7 +98,25 @@ def version_record(
     )
 
 
-def run_params(record: VersionRecord, gated: GatedCheckpoint) -> dict[str, Any]:
+def registration_evidence(gated: GatedCheckpoint, record: VersionRecord) -> RunEvidence:
+    """A registration run's evidence, built without I/O: its params (``record``'s inputs and
+    settings), metrics, reliability diagram, gate sweep, qualification report and split ids."""
+    calibrated = gated.calibrated
+    return RunEvidence(
+        params=_run_params(record, gated),
+        metrics=_run_metrics(gated),
+        figures={"evidence/reliability_diagram.png": _reliability_figure(gated)},
+        tables={"evidence/gate_sweep.csv": _sweep_frame(gated.sweep)},
+        documents={
+            "evidence/qualification_report.json": _qualification_payload(calibrated.qualification),
+            "evidence/split_ids.json": {"calibration_ids": calibrated.calibration_ids.tolist(),
+                                        "evaluation_ids": calibrated.evaluation_ids.tolist(),
+                                        "calibration_data_version": calibrated.calibration_data_version},
+        },
+    )
+
+
+def _run_params(record: VersionRecord, gated: GatedCheckpoint) -> dict[str, Any]:
     """The pipeline run's parameters: the record's inputs and settings, plus the bootstrap's size."""
     tags = record.to_tags()
     return {
@@ -115,7 +128,7 @@ def run_params(record: VersionRecord, gated: GatedCheckpoint) -> dict[str, Any]:
     }
 
 
-def run_metrics(gated: GatedCheckpoint) -> dict[str, float]:
+def _run_metrics(gated: GatedCheckpoint) -> dict[str, float]:
     """Numeric results; undefined values (no threshold met) are left out, not logged as 0."""
     fit, choice = gated.calibrated.fit, gated.choice
     values: dict[str, float | None] = {
@@ -146,7 +159,7 @@ def run_metrics(gated: GatedCheckpoint) -> dict[str, float]:
     return {key: float(value) for key, value in values.items() if value is not None and math.isfinite(value)}
 
 
-def sweep_frame(sweep: GateSweep) -> pd.DataFrame:
+def _sweep_frame(sweep: GateSweep) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "threshold": sweep.thresholds,
@@ -158,12 +171,12 @@ def sweep_frame(sweep: GateSweep) -> pd.DataFrame:
     )
 
 
-def qualification_payload(report: QualificationReport) -> dict[str, Any]:
+def _qualification_payload(report: QualificationReport) -> dict[str, Any]:
     payload = asdict(report)
     return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in payload.items()}
 
 
-def reliability_figure(gated: GatedCheckpoint) -> Figure:
+def _reliability_figure(gated: GatedCheckpoint) -> Figure:
     """Before/after reliability diagrams of the evaluation part (:func:`monitoring.reliability_figure`):
     counts on each bar, sparse bins grey and hatched."""
     fit = gated.calibrated.fit

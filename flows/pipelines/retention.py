@@ -2,14 +2,15 @@
 
 A deployment checking 200 versions every hour writes 1.75 million check runs a year to MLflow
 and, at 10,000 labelled rows a version a day, three quarters of a billion rows to the log
-(docs/deployment.md, "Sizing"); neither is read once its window and its refit are past. The
+(docs/retention.md, "Sizing"); neither is read once its window and its refit are past. The
 cutoff is the start of the UTC day that holds now minus the retention
 (:func:`monitoring.retention_cutoff`), and:
 
 * the **prediction log**: every row served before it is deleted, each version's labelled rows
   archived first to the export (``THERMOSTAT_EXPORT_PATH`` or ``--archive``: the Parquet days
-  ``thermostat export`` writes, which the monitor, the refit and ``thermostat evaluate`` read) —
-  :func:`monitoring.prune_prediction_log`;
+  ``thermostat export`` writes, which the monitor, the refit and ``thermostat evaluate`` read);
+  a labelled row leaves only once its day's file holds it, so one labelled while the prune runs
+  stays for the next — :func:`monitoring.prune_prediction_log`;
 * **MLflow**: the check runs of the monitoring experiment (tag ``thermostat.kind`` = ``check``)
   that started (at their window's end) before it are deleted — marked deleted, hidden from the
   UI and searches; ``mlflow gc`` removes them and their artifacts for good. Registration and
@@ -27,11 +28,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from prefect import flow, get_run_logger
+from prefect import flow
 from pydantic import TypeAdapter
 
 from calibration import JsonResult
+from flows.orchestration.outcomes import finish
 from flows.pipelines.tasks import read_prediction_log
+from flows.records.outcomes import FlowSummary
 from flows.records.runs import CHECK_KIND, KIND_TAG
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
@@ -56,9 +59,11 @@ class PruneReport(JsonResult):
     def sentence(self) -> str:
         what = "would remove" if self.dry_run else "removed"
         archive = f"labelled rows archived to {self.log.archive}" if self.log.archive else "not archived"
+        kept = sum(version.rows_kept for version in self.log.versions)
+        left = f"; {kept:,} row(s) labelled while it ran stay for the next prune" if kept else ""
         return (f"retention {self.retention}: {what} {self.log.rows_deleted:,} prediction-log row(s) of "
                 f"{len(self.log.versions)} version(s) served before {self.cutoff.isoformat()} ({archive}) and "
-                f"{self.check_runs_deleted:,} check run(s) started before it")
+                f"{self.check_runs_deleted:,} check run(s) started before it{left}")
 
 
 def prune_stored_data(
@@ -103,14 +108,12 @@ def prune(settings: ThermostatSettings | None = None) -> PruneReport | None:
         without their archive (``thermostat prune --no-archive`` does, when asked).
     """
     settings = settings if settings is not None else ThermostatSettings()
-    logger = get_run_logger()
     if settings.retention is None:
-        logger.info("THERMOSTAT_RETENTION is not set: nothing is removed")
-        return None
+        return finish(FlowSummary.of("prune", "off", "THERMOSTAT_RETENTION is not set: nothing is removed"), None)
     if settings.export_path is None:
         raise ValueError("THERMOSTAT_RETENTION is set but THERMOSTAT_EXPORT_PATH is not: the labelled rows pruned "
                          "from the log are archived there first; set it (or prune with `thermostat prune "
                          "--no-archive`)")
     report = prune_stored_data(settings, archive=settings.export_path, now=datetime.now(UTC))
-    logger.info("%s", report.sentence())
-    return report
+    # The run's final state (its message, its last log lines) says what was removed.
+    return finish(FlowSummary.of("prune", "pruned", report.sentence(), **report.to_dict()), report)

@@ -47,7 +47,7 @@ from calibration import (
 )
 from flows.records.runs import DriftCause
 from flows.settings import ThermostatSettings
-from flows.records.versions import CheckpointOutput, RegisteredVersion
+from flows.records.versions import CheckpointOutput, RegisteredVersion, reference_priors_may_fit
 from monitoring import (
     ConfidenceProfile,
     DriftReport,
@@ -166,7 +166,8 @@ class CalibratedCheckpoint:
     T: what the two-sample drift test needs of the reference (registered as tags);
     ``confidence_profile`` its binned confidences at that T, the early warning's reference;
     ``reference_priors`` its class counts and posterior sums at that T, the shift diagnosis's
-    reference (:class:`calibration.ReferencePriors`).
+    reference (:class:`calibration.ReferencePriors`); None when K is too large for them to be
+    registered (:func:`flows.records.versions.reference_priors_may_fit`): not summed at all.
     """
 
     accepted: AcceptedCheckpoint
@@ -178,7 +179,7 @@ class CalibratedCheckpoint:
     qualification: QualificationReport
     reference: TemperatureStats
     confidence_profile: ConfidenceProfile
-    reference_priors: ReferencePriors
+    reference_priors: ReferencePriors | None
 
     @property
     def temperature(self) -> float:
@@ -436,7 +437,8 @@ def _qualify_and_fit(
         qualification=qualification,
         reference=TemperatureStats.from_logits(part, temperature=fit.temperature),
         confidence_profile=_profile(part, fit.temperature),
-        reference_priors=ReferencePriors.from_logits(part, temperature=fit.temperature),
+        reference_priors=(ReferencePriors.from_logits(part, temperature=fit.temperature)
+                          if reference_priors_may_fit(part.n_classes) else None),
     )
 
 

@@ -1,8 +1,8 @@
-"""Tasks the three flows share: the retry policy, the checkpoint fetch, the gate, the window.
+"""Tasks the flows share: the retry policy, the checkpoint fetch, the gate, the window, the parent version.
 
-``post_finetune`` (:mod:`flows.pipelines.post_finetune`), ``monitor`` (:mod:`flows.pipelines.monitor`) and ``refit``
-(:mod:`flows.pipelines.refit`) are siblings: each imports what it shares from here and from
-:mod:`flows.pipelines.registration`, never from another flow. Every task keeps its result in memory
+The flows (``post_finetune``, ``monitor``, ``refit``, ...) are siblings: each imports what it
+shares from here and from :mod:`flows.pipelines.registration`, never from another flow module.
+Every task keeps its result in memory
 (results hold arrays): no cache key, no persistence. Only I/O tasks retry, and only on errors
 a retry can fix — the policy is defined once, as :data:`io_task`.
 
@@ -29,10 +29,13 @@ from flows.registry.adapter import MlflowRegistry, is_transient
 from flows.pipelines.reports import log_context
 from flows.settings import ThermostatSettings
 from flows.pipelines.steps import CalibratedCheckpoint, GatedCheckpoint, gate_threshold
-from monitoring import LabelledSource, PredictionLog, PredictionLogExport
+from flows.pipelines.traffic import Traffic, recent_labelled_traffic
+from flows.records.versions import RegisteredVersion, registered_version
+from monitoring import LabelledSource, PredictionLog, PredictionLogExport, PredictionStore
+from monitoring import open_prediction_log as monitoring_open_prediction_log
 
 __all__ = ["check_window", "fetch_checkpoint", "gate", "io_task", "open_prediction_log", "open_window_source",
-           "read_prediction_log", "retry_if_transient", "step_task"]
+           "read_prediction_log", "read_traffic", "resolve_parent", "retry_if_transient", "step_task"]
 
 guard_ephemeral_server()
 
@@ -93,6 +96,44 @@ def gate(calibrated: CalibratedCheckpoint, settings: ThermostatSettings) -> Gate
     return gated
 
 
+@io_task(name="resolve-parent-version")
+def resolve_parent(
+    registry: MlflowRegistry, model_name: str, model_version: str | None, alias: str
+) -> tuple[RegisteredVersion, str | None]:
+    """The registered version a derived version starts from (a refit's, a prior correction's):
+    ``model_version``, else the one ``alias`` points at; and that alias's version now (None: unset)."""
+    aliases = registry.aliases(model_name)
+    holder = aliases.get(alias)
+    version = model_version if model_version is not None else holder
+    if version is None:
+        raise LookupError(f"{model_name}@{alias} does not exist and no model_version was given: nothing to start from")
+    names = [name for name, points_at in aliases.items() if points_at == str(version)]
+    parent = registered_version(model_name, str(version), registry.get_version(model_name, str(version)).tags, names)
+    get_run_logger().info("%s starting from it for @%s (which points at version %s)", parent.context, alias, holder)
+    return parent, holder
+
+
+@io_task(name="read-traffic")
+def read_traffic(
+    source: LabelledSource, parent: RegisteredVersion, start: datetime, end: datetime, settings: ThermostatSettings
+) -> Traffic | None:
+    """``parent``'s labelled traffic served in [start, end): at most ``refit_max_rows`` of the most recent rows."""
+    traffic = recent_labelled_traffic(
+        source, parent.model_name, parent.version, start=start, end=end, max_rows=settings.refit_max_rows,
+        chunk_size=settings.monitor_chunk_size,
+    )
+    if traffic is None:
+        get_run_logger().warning("%s no labelled traffic in [%s, %s)", parent.context, start.isoformat(),
+                                 end.isoformat())
+    else:
+        get_run_logger().info(
+            "%s read %d labelled rows served %s .. %s (%d in the window; at most %d of the most recent are used)",
+            parent.context, traffic.scored.n_samples, traffic.first_served_at.isoformat(),
+            traffic.last_served_at.isoformat(), traffic.n_in_window, settings.refit_max_rows,
+        )
+    return traffic
+
+
 def check_window(
     window_start: datetime | None, window_end: datetime | None, settings: ThermostatSettings, now: datetime
 ) -> tuple[datetime, datetime]:
@@ -117,7 +158,7 @@ def check_window(
 
 
 @contextmanager
-def open_window_source(settings: ThermostatSettings) -> Iterator[LabelledSource]:
+def open_window_source(settings: ThermostatSettings) -> Iterator[PredictionStore]:
     """Where the monitor and the refit read their windows (``THERMOSTAT_WINDOW_SOURCE``): the
     prediction log (for reading: :func:`read_prediction_log`), or its partitioned Parquet
     export under ``THERMOSTAT_EXPORT_PATH``.
@@ -144,19 +185,10 @@ def read_prediction_log(settings: ThermostatSettings) -> PredictionLog:
     :class:`FileNotFoundError` naming the URL — a check fails loud instead of reporting every
     version as "never logged" from a log created empty for it. In an existing database the
     tables and indexes are created if missing (idempotent), as for writing."""
-    log = PredictionLog.existing(settings.resolved_prediction_log_url())
-    try:
-        log.create()
-    except BaseException:
-        log.dispose()
-        raise
-    return log
+    return monitoring_open_prediction_log(settings.resolved_prediction_log_url(), must_exist=True)
 
 
 def open_prediction_log(settings: ThermostatSettings) -> PredictionLog:
-    """The prediction log of ``settings`` for writing (tables created if missing: idempotent)."""
-    if settings.prediction_log_url is None:
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
-    log = PredictionLog(settings.resolved_prediction_log_url())
-    log.create()
-    return log
+    """The prediction log of ``settings`` for writing (tables created if missing: idempotent;
+    :func:`monitoring.open_prediction_log`, which a serving process calls without the flows)."""
+    return monitoring_open_prediction_log(settings.resolved_prediction_log_url())

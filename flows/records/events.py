@@ -24,6 +24,9 @@ and in the templates to these declarations. Payloads are JSON-safe (NaN as None,
     A refit registered nothing: refused, or not verified.
 ``thermostat.calibration.refitted`` (:class:`RefittedEvent`)
     A refit registered a new version.
+``thermostat.calibration.unreadable`` (:class:`UnreadableVersionEvent`)
+    A serving version's registration record cannot be read from its tags (a tag deleted or
+    edited by hand): the monitor cannot check it. Emitted by every monitor run that meets it.
 
 No Prefect here (:mod:`flows.orchestration.events` emits them), no MLflow.
 """
@@ -41,7 +44,8 @@ from monitoring import DRIFT_PAYLOAD_KEYS, LABEL_SHIFT_PAYLOAD_KEYS
 __all__ = [
     "CONFIDENCE_SHIFT_EVENT", "DRIFT_EVENT", "EVENT_PAYLOADS", "INSUFFICIENT_DATA_EVENT", "LABEL_SHIFT_EVENT",
     "REFITTED_EVENT", "REFIT_FAILED_EVENT", "CheckContext", "ConfidenceShiftEvent", "DriftEvent", "EventPayload",
-    "InsufficientDataEvent", "LabelShiftEvent", "RefitFailedEvent", "RefittedEvent", "VERIFICATION_KEYS",
+    "InsufficientDataEvent", "LabelShiftEvent", "RefitFailedEvent", "RefittedEvent", "UNREADABLE_VERSION_EVENT",
+    "UnreadableVersionEvent", "VERIFICATION_KEYS",
 ]
 
 _EVENT_PREFIX: Final = "thermostat.calibration."
@@ -51,6 +55,7 @@ INSUFFICIENT_DATA_EVENT: Final = _EVENT_PREFIX + "insufficient_data"
 LABEL_SHIFT_EVENT: Final = _EVENT_PREFIX + "label-shift"
 REFIT_FAILED_EVENT: Final = _EVENT_PREFIX + "refit_failed"
 REFITTED_EVENT: Final = _EVENT_PREFIX + "refitted"
+UNREADABLE_VERSION_EVENT: Final = _EVENT_PREFIX + "unreadable"
 
 #: The keys of a refit's verification in its events (:func:`flows.pipelines.refit` writes them from a
 #: :class:`flows.pipelines.steps.RefitVerification`); absent when the refit was refused before verifying.
@@ -183,21 +188,87 @@ class RefitFailedEvent(EventPayload):
 
 @dataclass(frozen=True, slots=True)
 class RefittedEvent(EventPayload):
-    """A refit that registered ``new_version`` (T, gate threshold), its parent, the verification and the cause."""
+    """A refit that registered ``new_version`` of ``model_name`` and moved ``alias`` to it: what a
+    serving deployment needs to roll (``model_uri``, ``models:/NAME/VERSION``: exactly that version,
+    whatever the alias does next; T with its interval, the gate threshold), its parent, the
+    verification and the cause.
+
+    Examples
+    --------
+    >>> event = RefittedEvent(model_name="tickets", new_version="4", alias="champion", temperature=1.8,
+    ...                       temperature_interval=(1.7, 1.9), gate_threshold=0.91, parent_version="3",
+    ...                       parent_temperature=1.2, verification={}, cause={})
+    >>> event.model_uri, event.to_payload()["temperature_interval"]
+    ('models:/tickets/4', [1.7, 1.9])
+    """
 
     EVENT: ClassVar[str] = REFITTED_EVENT
+    model_name: str
     new_version: str
+    alias: str
     temperature: float
+    temperature_interval: tuple[float, float] | None
     gate_threshold: float | None
     parent_version: str
     parent_temperature: float
+    model_uri: str = field(init=False)
     verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
     cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model_uri", f"models:/{self.model_name}/{self.new_version}")
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> RefittedEvent:
+        """The event read back from its payload (what a serving hook receives).
+
+        Raises
+        ------
+        ValueError
+            If a key the event always carries is missing (an event from an older release: it
+            had no ``model_name`` or ``alias``).
+
+        Examples
+        --------
+        >>> event = RefittedEvent(model_name="tickets", new_version="4", alias="champion", temperature=1.8,
+        ...                       temperature_interval=None, gate_threshold=None, parent_version="3",
+        ...                       parent_temperature=1.2, verification={"verify_n": 600}, cause={})
+        >>> RefittedEvent.from_payload(event.to_payload()) == event
+        True
+        """
+        missing = sorted({"model_name", "new_version", "alias", "temperature", "parent_version",
+                          "parent_temperature"} - set(payload))
+        if missing:
+            raise ValueError(f"a {REFITTED_EVENT} payload without {missing}: not one this release writes")
+        interval = payload.get("temperature_interval")
+        return cls(
+            model_name=str(payload["model_name"]), new_version=str(payload["new_version"]), alias=str(payload["alias"]),
+            temperature=float(payload["temperature"]),
+            temperature_interval=None if interval is None else (float(interval[0]), float(interval[1])),
+            gate_threshold=None if payload.get("gate_threshold") is None else float(payload["gate_threshold"]),
+            parent_version=str(payload["parent_version"]), parent_temperature=float(payload["parent_temperature"]),
+            verification={key: payload[key] for key in VERIFICATION_KEYS if key in payload},
+            cause={key: payload[key] for key in _CAUSE_KEYS if key in payload},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableVersionEvent(EventPayload):
+    """A serving version the monitor could not check: why its registration record cannot be read
+    (``problem``), the aliases that point at it, the window it was not checked for, and the flow
+    (``monitor`` or ``monitor-fleet``) that found it."""
+
+    EVENT: ClassVar[str] = UNREADABLE_VERSION_EVENT
+    problem: str
+    aliases: tuple[str, ...]
+    window_start: str
+    window_end: str
+    flow: str
 
 
 #: Each event's payload type, by event name.
 EVENT_PAYLOADS: Final[Mapping[str, type[EventPayload]]] = {
     payload.EVENT: payload
     for payload in (DriftEvent, LabelShiftEvent, ConfidenceShiftEvent, InsufficientDataEvent, RefitFailedEvent,
-                    RefittedEvent)
+                    RefittedEvent, UnreadableVersionEvent)
 }

@@ -36,6 +36,7 @@ from flows.records.events import (
     INSUFFICIENT_DATA_EVENT,
     LABEL_SHIFT_EVENT,
     REFIT_FAILED_EVENT,
+    UNREADABLE_VERSION_EVENT,
 )
 
 __all__ = [
@@ -55,12 +56,14 @@ __all__ = [
 # Prefect's events on a flow run's state changes (prefect.flow-run.<state name>).
 FLOW_RUN_CRASHED_EVENT: Final = "prefect.flow-run.Crashed"
 FLOW_RUN_FAILED_EVENT: Final = "prefect.flow-run.Failed"
+# The monitor's flows (flows.pipelines.monitor): one model's, and the fleet's.
+_MONITOR_FLOWS: Final = ("monitor", "monitor-fleet")
 # The state message Prefect's flow engine gives a flow run that raised (Prefect 3.x:
 # "Flow run encountered an exception: FileNotFoundError: ...").
 _EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 
 SituationKey = Literal["drift", "label_shift", "refit_refused", "insufficient_data", "confidence_shift",
-                       "refit_crashed", "check_failed"]
+                       "refit_crashed", "check_failed", "unreadable_version"]
 
 
 class _Check(Protocol):
@@ -97,19 +100,22 @@ R = TypeVar("R", bound=_Refit)
 class ServingRecords(Generic[C, R]):
     """What the records say of one version an alias points at now: ``checks`` of the version and
     ``refits`` of it, oldest first; the insufficient-data streak the monitor keeps on it and the
-    streak length that raises the situation (the policy of its latest check)."""
+    streak length that raises the situation (the policy of its latest check); ``problem``: why its
+    registration record cannot be read from its tags (None: it can)."""
 
     aliases: tuple[str, ...]
     checks: Sequence[C]
     refits: Sequence[R]
     insufficient_streak: int
     streak_length: int
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Raised(Generic[C, R]):
     """A situation open on a serving version, and the record that raises it: the check (drift, a
-    failed check, the latest check of an insufficient-data streak when there is one) or the refit."""
+    failed check, the latest check of an insufficient-data streak when there is one) or the refit
+    (neither: the version's own record, which cannot be read)."""
 
     situation: Situation
     check: C | None = None
@@ -121,7 +127,7 @@ class Raiser:
     """One way a situation is announced as it happens, and the Prefect automation that notifies on it.
 
     ``event`` is a Thermostat event (on a model version's resource) or Prefect's state event of a
-    flow run; for the latter, ``flow`` names the flow whose runs raise it and ``state_message``
+    flow run; for the latter, ``flow`` names the flow (or flows) whose runs raise it and ``state_message``
     (a Prefect pattern) the message their state must have, when one is needed. ``automation`` is
     the automation's key, ``name`` its name on the server (stable: the installer finds it by name).
     """
@@ -129,7 +135,7 @@ class Raiser:
     automation: str
     name: str
     event: str
-    flow: str | None = None
+    flow: str | tuple[str, ...] | None = None
     state_message: str | None = None
 
 
@@ -160,6 +166,10 @@ def _refused(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
     return [Raised(situation("refit_refused"), refit=refit) for refit in records.refits
             if refit.status == "failed" and refit.alias in records.aliases
             and not any(check.verdict == "ok" and check.window_end > refit.at for check in records.checks)]
+
+
+def _unreadable(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
+    return [] if records.problem is None else [Raised(situation("unreadable_version"))]
 
 
 def _streak(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
@@ -216,11 +226,18 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
     Situation(
         key="check_failed", title="check failed",
         raised_by=(
-            Raiser("monitor_failed", "thermostat: monitor failed", FLOW_RUN_FAILED_EVENT, flow="monitor"),
-            Raiser("monitor_crashed", "thermostat: monitor crashed", FLOW_RUN_CRASHED_EVENT, flow="monitor"),
+            Raiser("monitor_failed", "thermostat: monitor failed", FLOW_RUN_FAILED_EVENT, flow=_MONITOR_FLOWS),
+            Raiser("monitor_crashed", "thermostat: monitor crashed", FLOW_RUN_CRASHED_EVENT, flow=_MONITOR_FLOWS),
         ),
         on_dashboard="the latest check of a serving version failed (its run ended FAILED): no verdict",
         recognise=_latest_check("check_failed", lambda check: check.verdict == "failed"),
+    ),
+    Situation(
+        key="unreadable_version", title="version not checked",
+        raised_by=(Raiser("unreadable_version", "thermostat: version not checked", UNREADABLE_VERSION_EVENT),),
+        on_dashboard="a version an alias points at has a registration record that cannot be read from its tags (a "
+                     "tag deleted or edited by hand): the monitor cannot check it",
+        recognise=_unreadable,
     ),
 )
 """Every situation, in the order the automations are installed."""

@@ -50,6 +50,7 @@ __all__ = [
     "LAST_DRIFT_EVENT_TAG",
     "LAST_LABEL_SHIFT_TAG",
     "PREVIOUS_ALIAS_VERSION_TAG",
+    "REGISTRATION_TAG",
     "SEQUENTIAL_STATE_TAG",
     "CheckpointOutput",
     "MonitorState",
@@ -60,7 +61,9 @@ __all__ = [
     "aware_time",
     "binning_convention",
     "encode_reference_priors",
+    "reference_priors_may_fit",
     "json_object_tag",
+    "registered_by_thermostat",
     "registered_version",
     "serving_versions",
     "version_context",
@@ -73,6 +76,9 @@ LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
 LAST_LABEL_SHIFT_TAG = "thermostat.last_label_shift_at"
 ALIAS_TAG = "thermostat.alias"
 PREVIOUS_ALIAS_VERSION_TAG = "thermostat.alias_previous_version"
+REGISTRATION_TAG = "thermostat.registration"
+"""A version's registration state: ``pending`` from its creation, ``complete`` once its alias
+moved and its run closed (the last write of a registration)."""
 
 CheckpointOutput = Literal["logits", "probabilities"]
 """What a checkpoint's ``predict`` returns; probabilities are turned into logits by their log."""
@@ -403,9 +409,22 @@ def json_object_tag(text: str, where: str, what: str) -> dict[str, Any]:
     return data
 
 
-def encode_reference_priors(priors: ReferencePriors) -> str | None:
+def reference_priors_may_fit(n_classes: int) -> bool:
+    """Whether the sums of :class:`calibration.ReferencePriors` of ``n_classes`` classes could fit in
+    the tag :func:`encode_reference_priors` writes: 2 K + 2 K² numbers take at least two characters
+    each (a digit and a comma), so above 157 classes they never do, and are not summed at all (their
+    K × K sums cost O(n K²) time and O(K²) memory).
+
+    >>> reference_priors_may_fit(157), reference_priors_may_fit(158)
+    (True, False)
+    """
+    return 2 * (2 * n_classes + 2 * n_classes**2) <= _VERSION_TAG_LIMIT
+
+
+def encode_reference_priors(priors: ReferencePriors | None) -> str | None:
     """The tag ``reference_prior_sums`` of ``priors``: compact JSON, every float to its last digit;
-    None when it would not fit in an MLflow tag (K above about 60 classes: 2 K + 2 K² numbers).
+    None when it would not fit in an MLflow tag (K above about 60 classes: 2 K + 2 K² numbers), or
+    for None (not summed: :func:`reference_priors_may_fit`).
 
     >>> import numpy as np
     >>> priors = ReferencePriors.from_logits(np.log([[0.8, 0.2], [0.3, 0.7]]), [0, 1], temperature=1.5)
@@ -413,6 +432,8 @@ def encode_reference_priors(priors: ReferencePriors) -> str | None:
     >>> dataclasses.replace(VersionRecord.example(), reference_prior_sums=text).reference_priors.to_dict() == priors.to_dict()
     True
     """
+    if priors is None:
+        return None
     text = json.dumps(priors.to_dict(), separators=(",", ":"), allow_nan=False)
     return text if len(text) <= _VERSION_TAG_LIMIT else None
 
@@ -672,6 +693,20 @@ def registered_version(
     return RegisteredVersion(model_name=model_name, version=str(version), aliases=tuple(ordered), record=record,
                              monitor=MonitorState.from_tags(tags, where=where),
                              registered_for=RegisteredFor.from_tags(tags))
+
+
+def registered_by_thermostat(tags: Mapping[str, str]) -> bool:
+    """Whether a version's tags say Thermostat registered it (its ``temperature`` or its
+    registration state): a version that does not is another tool's, never checked or alerted on;
+    one that does but whose record cannot be read (:func:`registered_version` refuses it) is a
+    version the monitor must check and cannot.
+
+    Examples
+    --------
+    >>> registered_by_thermostat({"team": "x"}), registered_by_thermostat({REGISTRATION_TAG: "complete"})
+    (False, True)
+    """
+    return "temperature" in tags or REGISTRATION_TAG in tags
 
 
 def serving_versions(aliases: Mapping[str, str], wanted: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:

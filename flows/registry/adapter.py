@@ -11,18 +11,22 @@ registration reconciles (see :mod:`flows.pipelines.registration`).
 
 Under a model's lock the adapter is **fenced** (:meth:`MlflowRegistry.fenced`): the lease is
 checked immediately before every attempt of every write (a retry too), so a run that lost the
-lease writes nothing more (:mod:`flows.pipelines.locks`). Reads are not fenced.
+lease writes nothing more (:mod:`flows.orchestration.locks`). Reads are not fenced.
 
 What it reads comes back as Thermostat's records (:class:`flows.records.stored.StoredRun`,
 :class:`flows.records.stored.StoredVersion`), never as MLflow's entities: MLflow stays in this room.
 
 Model names are checked up front against MLflow's rules (:func:`validate_model_name`), and every
 value put into a search filter is quoted by :func:`filter_literal`.
+
+MLflow's REST client quotes the request's URL in its errors, ``user:password@`` included. Every
+error out of MLflow here has the credentials of the tracking and registry URIs taken out before
+anything logs, raises or stores it (:func:`monitoring.credentials_redacted`): the adapter's retry warnings,
+a task's failure, a flow run's state message, the alert that quotes it.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -33,12 +37,11 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import mlflow
 import mlflow.artifacts
 import mlflow.pyfunc
-import pandas as pd
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunStatus, RunTag
@@ -47,14 +50,16 @@ from mlflow.exceptions import MlflowException
 from mlflow.models import Model, ModelSignature
 from mlflow.protos.databricks_pb2 import RESOURCE_DOES_NOT_EXIST, ErrorCode
 from mlflow.pyfunc import PyFuncModel
-from mlflow.types import ColSpec, Schema, TensorSpec
+from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from flows.records.evidence import RunEvidence
 from flows.records.stored import RunStatus as StoredRunStatus
 from flows.records.stored import StoredRun, StoredVersion
+from flows.records.versions import REGISTRATION_TAG
 from flows.registry import model as calibrated_model_code
 from flows.settings import ThermostatSettings
-from monitoring import mask_url
+from monitoring import credentials_redacted, mask_url
 
 __all__ = [
     "IDEMPOTENCY_TAG",
@@ -62,6 +67,7 @@ __all__ = [
     "REGISTRATION_COMPLETE",
     "REGISTRATION_PENDING",
     "REGISTRATION_TAG",
+    "REQUEST_PARAMS",
     "MlflowRegistry",
     "WriteFence",
     "calibrated_signature",
@@ -74,10 +80,8 @@ __all__ = [
 
 IDEMPOTENCY_TAG = "idempotency_key"
 MODEL_ARTIFACT_PATH = "calibrated_model"
-REGISTRATION_TAG = "thermostat.registration"
-"""A version's registration state: ``pending`` from its creation, ``complete`` once its alias
-moved and its run closed (the last write of a registration). Only complete versions answer an
-idempotency look-up."""
+# REGISTRATION_TAG (flows.records.versions): a version's registration state. Only complete versions
+# answer an idempotency look-up.
 REGISTRATION_PENDING = "pending"
 REGISTRATION_COMPLETE = "complete"
 
@@ -93,9 +97,28 @@ TRANSIENT_MLFLOW_CODES = frozenset(
 
 class WriteFence(Protocol):
     """What must hold for a write to be made: :meth:`check` raises, and nothing is written, when
-    it does not (:class:`flows.pipelines.locks.ModelLease`: this run still holds the model's lock)."""
+    it does not (:class:`flows.orchestration.locks.ModelLease`: this run still holds the model's lock)."""
 
     def check(self) -> None: ...
+
+
+class _RedactingClient:
+    """An ``MlflowClient`` whose errors never quote the credentials of the URIs it talks to."""
+
+    def __init__(self, client: MlflowClient, uris: Sequence[str]) -> None:
+        self._client = client
+        self._uris = tuple(uris)
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with credentials_redacted(*self._uris):
+                return attribute(*args, **kwargs)
+
+        return call
 
 
 def is_transient(error: BaseException) -> bool:
@@ -180,8 +203,8 @@ def filter_literal(value: str) -> str:
 
     Examples
     --------
-    >>> filter_literal("digits"), filter_literal("o'brien")
-    ("'digits'", '"o\'brien"')
+    >>> print(filter_literal("digits"), filter_literal("o'brien"))
+    'digits' "o'brien"
     """
     if "'" not in value:
         return f"'{value}'"
@@ -198,6 +221,13 @@ def _millis(moment: datetime) -> int:
 
 def _is_missing(error: MlflowException) -> bool:
     return bool(error.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST))
+
+
+def _artifact_file(folder: Path, path: str) -> Path:
+    """Where the artifact ``path`` (relative, checked by :class:`RunEvidence`) is written in ``folder``."""
+    target = folder.joinpath(*posixpath.normpath(path).split("/"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
 
 
 def _stored_run(run: Run) -> StoredRun:
@@ -219,17 +249,39 @@ def _stored_version(version: ModelVersion) -> StoredVersion:
     )
 
 
-def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> ModelSignature:
-    """The calibrated pyfunc's signature: the checkpoint's inputs plus the optional ``request_id``
-    and ``group`` columns; the response columns of :func:`flows.registry.model.served_frame`.
+REQUEST_PARAMS = ParamSchema([ParamSpec(field, "string", [], shape=(-1,))
+                              for field in calibrated_model_code.REQUEST_FIELDS])
+"""``params`` of every calibrated model: ``request_id`` and ``group``, lists of strings (empty: not given)."""
 
-    A checkpoint with named input columns keeps them (MLflow checks them, and passes the two
-    optional ones through); one with tensor or unnamed inputs gets no input schema at this
-    level, since MLflow would refuse the extra columns: the checkpoint's own pyfunc checks its
-    input after the two columns are taken off.
+
+def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> ModelSignature:
+    """The calibrated pyfunc's signature: what MLflow parses a request by, and what it answers.
+
+    Inputs, by the checkpoint's input schema (MLflow parses a JSON request into these types):
+
+    - named columns: the same columns, plus the optional ``request_id`` and ``group`` columns;
+    - one unnamed tensor: the same tensor (dtype and shape), so a float32 model gets float32;
+    - unnamed columns or no signature: no input schema; the model converts what MLflow parsed
+      (:func:`flows.registry.model.checkpoint_input`), and the registration's serving rehearsal
+      refuses a checkpoint that would then be served other logits than its own.
+
+    ``params`` (:data:`REQUEST_PARAMS`) carry ``request_id`` and ``group`` for every input form.
+    Outputs: the response columns of :func:`flows.registry.model.served_frame`.
+
+    Raises
+    ------
+    ValueError
+        If the checkpoint's inputs are named tensors (a dict of arrays: a holdout's features
+        cannot be given as one), or include a column called ``request_id`` or ``group``.
     """
-    extra = (calibrated_model_code.REQUEST_ID_COLUMN, calibrated_model_code.GROUP_COLUMN)
+    extra = calibrated_model_code.REQUEST_FIELDS
     inputs = checkpoint.inputs if checkpoint is not None else None
+    if inputs is not None and inputs.is_tensor_spec() and (inputs.has_input_names() or len(inputs.inputs) > 1):
+        raise ValueError(
+            f"the checkpoint's signature takes named tensors {inputs.input_names()} (a dict of arrays); Thermostat "
+            "scores a holdout of one array per example: log it with one unnamed tensor (infer_signature on a numpy "
+            "array) or with named columns (infer_signature on a DataFrame)"
+        )
     if inputs is not None and not inputs.is_tensor_spec() and inputs.has_input_names():
         clashing = sorted(set(inputs.input_names()) & set(extra))
         if clashing:
@@ -238,7 +290,7 @@ def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> M
                 "request id and group of each row; rename them in the checkpoint's signature"
             )
         inputs = Schema([*inputs.inputs, *(ColSpec("string", column, required=False) for column in extra)])
-    else:
+    elif inputs is not None and not inputs.is_tensor_spec():
         inputs = None
     columns: list[ColSpec | TensorSpec] = [
         ColSpec("long", "class"), ColSpec("double", "confidence"), ColSpec("string", "decision"),
@@ -246,7 +298,7 @@ def calibrated_signature(checkpoint: ModelSignature | None, n_classes: int) -> M
         ColSpec("string", calibrated_model_code.REQUEST_ID_COLUMN), ColSpec("string", "model_version", required=False),
         ColSpec("double", "temperature"),
     ]
-    return ModelSignature(inputs=inputs, outputs=Schema(columns))
+    return ModelSignature(inputs=inputs, outputs=Schema(columns), params=REQUEST_PARAMS)
 
 
 def save_calibrated_model(path: Path, *, checkpoint_dir: Path, model_config: dict[str, Any], n_classes: int) -> None:
@@ -288,11 +340,13 @@ class MlflowRegistry:
         self.artifact_location = artifact_location
         self.experiment_name = experiment_name
         self.fence = fence
+        self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
         if mask_url(self.tracking_uri) != self.tracking_uri or mask_url(self.registry_uri) != self.registry_uri:
             # MLflow prints "View run ... at: <tracking URI>/#/..." to stdout when a run ends, password
             # included, and a worker's stdout is stored in its logs: never with credentials in the URI.
             os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-        self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+            # Its errors quote the request's URL, credentials included: taken out at the source.
+            self._client = cast(MlflowClient, _RedactingClient(self._client, (self.tracking_uri, self.registry_uri)))
         # An experiment's id never changes: looked up once per adapter (a fleet's checks open a
         # run each in one experiment), and the experiment of each run this adapter started.
         self._experiment_ids: dict[str, str] = {}
@@ -313,7 +367,7 @@ class MlflowRegistry:
 
     def fenced(self, fence: WriteFence) -> MlflowRegistry:
         """This adapter with ``fence`` checked immediately before every attempt of every write
-        (e.g. the model's lease: :class:`flows.pipelines.locks.ModelLease`)."""
+        (e.g. the model's lease: :class:`flows.orchestration.locks.ModelLease`)."""
         return MlflowRegistry(self.tracking_uri, registry_uri=self.registry_uri,
                               artifact_location=self.artifact_location, experiment_name=self.experiment_name, fence=fence)
 
@@ -490,17 +544,36 @@ class MlflowRegistry:
     def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
         self.log_text(run_id, json.dumps(payload, indent=2, sort_keys=True), artifact_file)
 
-    def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
-        buffer = io.StringIO()
-        frame.to_csv(buffer, index=False)
-        self.log_text(run_id, buffer.getvalue(), artifact_file)
-
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
         self._write(lambda: self._client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
 
-    def log_run_files(self, run_id: str, folder: Path, artifact_path: str) -> None:
+    def log_run_files(self, run_id: str, folder: Path, artifact_path: str | None) -> None:
+        """Upload ``folder``'s files under ``artifact_path`` (None: at the run's artifact root)."""
         self._write(lambda: self._client.log_artifacts(run_id, str(folder), artifact_path),
-                    what=f"uploading {artifact_path}")
+                    what=f"uploading {artifact_path or ', '.join(sorted(p.name for p in folder.iterdir()))}")
+
+    def log_evidence(self, run_id: str, evidence: RunEvidence) -> None:
+        """Write a run's evidence in one call: its params and metrics in one batch, then every
+        artifact in one upload (the figures as PNG, the tables as CSV, the documents as JSON).
+
+        Both writes are safe to repeat (the same values, the same paths) and retried in place."""
+        stamp = int(time.time() * 1000) if evidence.metrics_at is None else _millis(evidence.metrics_at)
+        params = [Param(key, str(value)) for key, value in evidence.params.items()]
+        metrics = [Metric(key, float(value), stamp, 0) for key, value in evidence.metrics.items()]
+        if params or metrics:
+            self._write(lambda: self._client.log_batch(run_id, params=params, metrics=metrics),
+                        what=f"logging params and metrics to run {run_id}")
+        if not evidence.artifact_paths:
+            return
+        with tempfile.TemporaryDirectory() as workdir:
+            folder = Path(workdir)
+            for path, figure in evidence.figures.items():
+                figure.savefig(_artifact_file(folder, path))
+            for path, frame in evidence.tables.items():
+                frame.to_csv(_artifact_file(folder, path), index=False)
+            for path, document in evidence.documents.items():
+                _artifact_file(folder, path).write_text(json.dumps(document, indent=2, sort_keys=True))
+            self.log_run_files(run_id, folder, None)
 
     # The calibrated model ---------------------------------------------------------------
 
@@ -524,12 +597,14 @@ class MlflowRegistry:
         """
         uri = self._client.get_model_version_download_uri(name, version)
         destination.mkdir(parents=True, exist_ok=True)
-        local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(destination), tracking_uri=self.tracking_uri)
-        flavor = Model.load(str(Path(local) / "MLmodel")).flavors.get("python_function", {})
-        saved = flavor.get(mlflow.pyfunc.MODEL_CONFIG) or {}
-        wanted = {"registered_model_name": name, "registered_model_version": str(version), "log_predictions": False}
-        overrides = {key: value for key, value in wanted.items() if key in saved}
-        model: PyFuncModel = mlflow.pyfunc.load_model(local, model_config=overrides or None)
+        with credentials_redacted(self.tracking_uri, self.registry_uri):
+            local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(destination),
+                                                        tracking_uri=self.tracking_uri)
+            flavor = Model.load(str(Path(local) / "MLmodel")).flavors.get("python_function", {})
+            saved = flavor.get(mlflow.pyfunc.MODEL_CONFIG) or {}
+            wanted = {"registered_model_name": name, "registered_model_version": str(version), "log_predictions": False}
+            overrides = {key: value for key, value in wanted.items() if key in saved}
+            model: PyFuncModel = mlflow.pyfunc.load_model(local, model_config=overrides or None)
         return model
 
     # Registry ---------------------------------------------------------------------------
@@ -559,6 +634,11 @@ class MlflowRegistry:
         return _stored_version(self._write(lambda: self._client.create_model_version(
             name, source, run_id=run_id, tags=tags | {REGISTRATION_TAG: REGISTRATION_PENDING}),
             what=f"creating a version of {name}", repeatable=False))
+
+    def describe_version(self, name: str, version: str, description: str) -> None:
+        """Set the version's description (Markdown, shown first on MLflow's version page); repeatable."""
+        self._write(lambda: self._client.update_model_version(name, version, description=description),
+                    what=f"describing {name} version {version}")
 
     def mark_complete(self, name: str, version: str) -> None:
         """The last write of a registration: from now on the version answers idempotency look-ups."""

@@ -17,7 +17,7 @@ package (and SQLAlchemy) in the serving environment, e.g. ``mlflow models serve
   arithmetic of ``calibration.prior_corrected_log_probabilities``). The class is the arg-max of
   the corrected probabilities (a re-weighting can change it) and the confidence its probability.
   The prediction log keeps the raw logits, and its class and confidence columns stay the
-  checkpoint's at T: the monitor evaluates the uncorrected posteriors (docs/deployment.md);
+  checkpoint's at T: the monitor evaluates the uncorrected posteriors (docs/refit.md);
 - ``gate_threshold`` — auto-process when the calibrated confidence >= it; ``None`` sends
   everything to review (no threshold met the target accuracy);
 - ``checkpoint_output`` — ``"logits"`` or ``"probabilities"``: what the checkpoint's
@@ -30,13 +30,25 @@ package (and SQLAlchemy) in the serving environment, e.g. ``mlflow models serve
 
 Input and output
 ----------------
-``predict`` takes the checkpoint's input. A DataFrame may carry two more, optional, columns:
-``request_id`` (str; a uuid4 is generated for a row without one) and ``group`` (str or null),
-which are taken off before the checkpoint sees the rest. It returns a DataFrame with one row
+``predict`` takes the checkpoint's input, parsed by MLflow against this model's signature
+(:func:`flows.registry.adapter.calibrated_signature`: the checkpoint's own input schema when it
+names its columns or is a tensor; none when it has no signature or unnamed columns) and two
+optional request fields, which never reach the checkpoint:
+
+- ``request_id`` (str; a uuid4 is generated for a row without one) and ``group`` (str or null);
+- as columns of a column input (``dataframe_split``, ``dataframe_records``, ``instances`` as
+  records, ``inputs`` as a dict of columns), or as ``params`` (``{"request_id": [...],
+  "group": [...]}``: one per row; a ``group`` of one value applies to every row). A tensor input
+  (``inputs``/``instances`` as arrays) carries them only as ``params``; giving one both ways is
+  refused.
+
+What is left is handed to the checkpoint in the form its signature takes (:func:`checkpoint_input`),
+the same conversion the registration scored the holdout with. It returns a DataFrame with one row
 per input row: ``class``, ``confidence``, ``decision`` (``"auto"``/``"review"``),
 ``prob_0`` ... ``prob_{K-1}``, then ``request_id`` (given or generated: the id to attach the
 label to), ``model_version`` (the registered version that answered; null when unknown) and
-``temperature`` (the T in force).
+``temperature`` (the T in force). A checkpoint that answers another number of rows than it was
+given is refused with an error (HTTP 400), never answered.
 
 Which version am I?
 -------------------
@@ -55,7 +67,9 @@ prediction is logged (raw logits, class, confidence, T, request id, group, servi
 :class:`monitoring.PredictionLogWriter`: in batches from a background thread, flushed every
 ``THERMOSTAT_SERVING_LOG_BATCH_ROWS`` rows (default 256) or ``THERMOSTAT_SERVING_LOG_FLUSH_MS``
 milliseconds (default 250) and at interpreter exit, with at most
-``THERMOSTAT_SERVING_LOG_MAX_PENDING_ROWS`` rows waiting (default 10000). A logging failure
+``THERMOSTAT_SERVING_LOG_MAX_PENDING_ROWS`` rows waiting (default 10000); its database
+connections and statements are bounded by ``THERMOSTAT_SERVING_LOG_TIMEOUT_MS`` (default 2000:
+``monitoring.DEFAULT_SERVING_LOG_TIMEOUT_MS``). A logging failure
 never fails a prediction: the rows are counted lost (:attr:`CalibratedCheckpointModel.prediction_log_stats`)
 and reported in the server's log (first loss, every tenth, at exit). uvicorn ends a graceful
 shutdown by re-raising ``SIGTERM`` with the default handler, so ``atexit`` never runs there: the
@@ -74,15 +88,17 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
+from mlflow.exceptions import MlflowException
 from mlflow.models import set_model
 from mlflow.pyfunc.model import PythonModel, PythonModelContext
+from mlflow.types import DataType, Schema
 
 if TYPE_CHECKING:
     from monitoring import LogWriterStats
@@ -92,18 +108,22 @@ __all__ = [
     "GROUP_COLUMN",
     "LOG_URL_VARIABLE",
     "REGISTERED_MODEL_META",
+    "REQUEST_FIELDS",
     "REQUEST_ID_COLUMN",
     "SERVING_CONFIG",
     "CalibratedCheckpointModel",
     "calibrated_frame",
+    "checkpoint_input",
     "parse_prior_correction",
+    "request_fields",
     "served_frame",
-    "split_request_columns",
 ]
 
 CHECKPOINT_ARTIFACT = "checkpoint"
 REQUEST_ID_COLUMN = "request_id"
 GROUP_COLUMN = "group"
+REQUEST_FIELDS = (REQUEST_ID_COLUMN, GROUP_COLUMN)
+"""Thermostat's own request fields: taken off every input (columns, dict keys or ``params``)."""
 LOG_URL_VARIABLE = "THERMOSTAT_PREDICTION_LOG_URL"
 REGISTERED_MODEL_META = "registered_model_meta"
 """The file MLflow writes beside ``MLmodel`` when it downloads a ``models:/`` URI (name, version)."""
@@ -114,6 +134,7 @@ SERVING_CONFIG: dict[str, Any] = {"registered_model_name": None, "registered_mod
 _BATCH_ROWS_VARIABLE = "THERMOSTAT_SERVING_LOG_BATCH_ROWS"
 _FLUSH_MS_VARIABLE = "THERMOSTAT_SERVING_LOG_FLUSH_MS"
 _MAX_PENDING_VARIABLE = "THERMOSTAT_SERVING_LOG_MAX_PENDING_ROWS"
+_TIMEOUT_MS_VARIABLE = "THERMOSTAT_SERVING_LOG_TIMEOUT_MS"
 _REPORT_EVERY = 10
 _logger = logging.getLogger("thermostat.serving")
 
@@ -189,30 +210,131 @@ def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
 
 
-def split_request_columns(model_input: Any) -> tuple[Any, list[object] | None, list[str | None] | None]:
-    """``model_input`` without the ``request_id``/``group`` columns, and those columns' values.
+def _bad_request(message: str) -> MlflowException:
+    """An error MLflow's scoring server answers with HTTP 400 and this message."""
+    error: MlflowException = MlflowException.invalid_parameter_value(message)
+    return error
 
-    Only a DataFrame carries them; any other input comes back unchanged with ``None, None``.
-    Missing values stay ``None`` (a request id is generated for them later).
+
+def _taken_off(model_input: Any) -> tuple[Any, dict[str, list[object]]]:
+    """``model_input`` without the request fields, and the fields' values, from the columns of a
+    DataFrame or the keys of a dict (what MLflow makes of ``inputs``/``instances`` with columns)."""
+    if isinstance(model_input, pd.DataFrame):
+        present = [name for name in REQUEST_FIELDS if name in model_input.columns]
+        return model_input.drop(columns=present), {name: model_input[name].tolist() for name in present}
+    if isinstance(model_input, dict):
+        fields = {name: list(np.ravel(np.asarray(model_input[name], dtype=object))) for name in REQUEST_FIELDS
+                  if name in model_input}
+        return {key: value for key, value in model_input.items() if key not in fields}, fields
+    return model_input, {}
+
+
+def request_fields(
+    model_input: Any, params: dict[str, Any] | None = None
+) -> tuple[Any, list[object] | None, list[str | None] | None]:
+    """``model_input`` without the ``request_id``/``group`` fields, and those fields' values.
+
+    The fields are taken from the columns of a DataFrame, the keys of a dict, or ``params``
+    (``{"request_id": [...], "group": [...]}``; an empty list is "not given"). Missing values
+    stay ``None`` (a request id is generated for them later). A field given both as a column
+    and in ``params`` is refused (HTTP 400 when served).
 
     Examples
     --------
     >>> frame = pd.DataFrame({"x": [1.0, 2.0], "request_id": ["a", None], "group": ["web", None]})
-    >>> features, ids, groups = split_request_columns(frame)
+    >>> features, ids, groups = request_fields(frame)
     >>> list(features.columns), ids, groups
     (['x'], ['a', None], ['web', None])
+    >>> request_fields(np.zeros((2, 3)), {"request_id": ["a", "b"], "group": ["app"]})[1:]
+    (['a', 'b'], ['app'])
     """
-    if not isinstance(model_input, pd.DataFrame):
-        return model_input, None, None
-    present = [column for column in (REQUEST_ID_COLUMN, GROUP_COLUMN) if column in model_input.columns]
-    if not present:
-        return model_input, None, None
-    ids = groups = None
-    if REQUEST_ID_COLUMN in present:
-        ids = [None if _is_missing(value) else value for value in model_input[REQUEST_ID_COLUMN].tolist()]
-    if GROUP_COLUMN in present:
-        groups = [None if _is_missing(value) else str(value) for value in model_input[GROUP_COLUMN].tolist()]
-    return model_input.drop(columns=present), ids, groups
+    features, fields = _taken_off(model_input)
+    for name in REQUEST_FIELDS:
+        given = (params or {}).get(name)
+        if given is None or len(given) == 0:
+            continue
+        if name in fields:
+            raise _bad_request(f"{name!r} is given both as an input column and in params; give it once")
+        fields[name] = list(given)
+    ids = fields.get(REQUEST_ID_COLUMN)
+    groups = fields.get(GROUP_COLUMN)
+    return (features, None if ids is None else [None if _is_missing(value) else value for value in ids],
+            None if groups is None else [None if _is_missing(value) else str(value) for value in groups])
+
+
+def _rows(model_input: Any) -> int | None:
+    """How many examples ``model_input`` holds (None: not known from its type)."""
+    if isinstance(model_input, dict):
+        values = [np.asarray(value) for value in model_input.values()]
+        return None if not values or values[0].ndim == 0 else len(values[0])
+    if isinstance(model_input, (pd.DataFrame, list)):
+        return len(model_input)
+    array = np.asarray(model_input)
+    return None if array.ndim == 0 else int(array.shape[0])
+
+
+def _as_array(model_input: Any) -> np.ndarray[Any, Any]:
+    """A DataFrame or dict of columns as an array: one column -> its values (1-D), several -> 2-D."""
+    if isinstance(model_input, dict):
+        model_input = pd.DataFrame({key: list(np.asarray(value)) for key, value in model_input.items()})
+    if isinstance(model_input, pd.DataFrame):
+        return model_input.iloc[:, 0].to_numpy() if model_input.shape[1] == 1 else model_input.to_numpy()
+    return np.asarray(model_input)
+
+
+def checkpoint_input(model_input: Any, schema: Schema | None) -> Any:
+    """``model_input`` in the form a checkpoint with input ``schema`` was logged to take.
+
+    - named columns: a DataFrame with those columns (an array's columns by position, each cast
+      to its column's type);
+    - one unnamed tensor: an array of the tensor's dtype (numbers are cast: JSON numbers are
+      parsed as float64 and int64);
+    - unnamed columns (a signature inferred from a list): a list, one value (or row) per example;
+    - no signature: an array (a single column as a 1-D array: a text pipeline iterates a
+      DataFrame's column names, not its rows).
+
+    The registration scores the holdout's features through it and the served model the parsed
+    request, so both reach the checkpoint in the same form.
+
+    Examples
+    --------
+    >>> from mlflow.types import ColSpec, Schema, TensorSpec
+    >>> checkpoint_input(np.array([[1, 2], [3, 4]]), Schema([ColSpec("double", "a"), ColSpec("double", "b")]))
+         a    b
+    0  1.0  2.0
+    1  3.0  4.0
+    >>> checkpoint_input([[0.5, 1.0]], Schema([TensorSpec(np.dtype("float32"), (-1, 2))])).dtype
+    dtype('float32')
+    >>> checkpoint_input(pd.DataFrame({"text": ["good", "bad"]}), None)
+    array(['good', 'bad'], dtype=object)
+    """
+    # C order, as the holdout's array: a DataFrame's values come out column-major, and float32
+    # kernels (a matrix product) round differently on another memory layout.
+    if schema is None:
+        return np.ascontiguousarray(_as_array(model_input))
+    if schema.is_tensor_spec():
+        if isinstance(model_input, dict):
+            return model_input
+        array = np.ascontiguousarray(_as_array(model_input))
+        spec_type = schema.inputs[0].type
+        if isinstance(spec_type, np.dtype) and spec_type.kind in "biuf" and array.dtype != spec_type:
+            return array.astype(spec_type)
+        return array
+    if not schema.has_input_names():
+        return _as_array(model_input).tolist()
+    if isinstance(model_input, pd.DataFrame):
+        return model_input
+    if isinstance(model_input, dict):
+        return pd.DataFrame(model_input)
+    array = np.asarray(model_input)
+    names = schema.input_names()
+    table = array.reshape(len(array), -1)
+    if table.shape[1] != len(names):
+        raise ValueError(f"the input has {table.shape[1]} value(s) per example but the checkpoint's signature names "
+                         f"{len(names)} column(s) {names}; give one value per column, in that order")
+    types = [spec.type for spec in schema.inputs]
+    return pd.DataFrame({name: table[:, j].astype(kind.to_pandas()) if isinstance(kind, DataType) else table[:, j]
+                         for j, (name, kind) in enumerate(zip(names, types, strict=True))})
 
 
 def _request_ids(given: list[object] | None, n_rows: int) -> list[str]:
@@ -369,20 +491,23 @@ def _start_writer(url: str, name: str | None, version: str | None, temperature: 
             "registered_model_version in SERVING_MODEL_CONFIG"
         )
     try:
-        from monitoring import PredictionLog, PredictionLogWriter, mask_url
+        from monitoring import (DEFAULT_SERVING_LOG_TIMEOUT_MS, PredictionLog, PredictionLogWriter, mask_url,
+                                redact_credentials)
     except ImportError as error:
         return _NotLogged(f"{LOG_URL_VARIABLE} is set but Thermostat's monitoring package cannot be imported "
                           f"({error}); serve from an environment with Thermostat installed (--env-manager local)")
     try:
         writer = PredictionLogWriter(
-            PredictionLog(url), name, version, temperature,
+            PredictionLog(url, timeout=_env_int(_TIMEOUT_MS_VARIABLE, DEFAULT_SERVING_LOG_TIMEOUT_MS) / 1000),
+            name, version, temperature,
             batch_rows=_env_int(_BATCH_ROWS_VARIABLE, 256),
             flush_interval=_env_int(_FLUSH_MS_VARIABLE, 250) / 1000.0,
             max_pending_rows=_env_int(_MAX_PENDING_VARIABLE, 10_000),
             report_every=_REPORT_EVERY,
         )
     except Exception as error:
-        return _NotLogged(f"the prediction log {LOG_URL_VARIABLE} cannot be opened: {type(error).__name__}: {error}")
+        return _NotLogged(redact_credentials(f"the prediction log {LOG_URL_VARIABLE} cannot be opened: "
+                                             f"{type(error).__name__}: {error}", url))
     _drain_on_termination(writer)
     _logger.info("logging every prediction of %s version %s (T=%s) to %s in batches of %d rows or every %d ms",
                  name, version, temperature, mask_url(url), _env_int(_BATCH_ROWS_VARIABLE, 256),
@@ -409,6 +534,8 @@ class CalibratedCheckpointModel(PythonModel):
         self._prior_log_weights = parse_prior_correction(config.get("prior_correction"))
         self._from_probabilities = output == "probabilities"
         self._checkpoint = mlflow.pyfunc.load_model(context.artifacts[CHECKPOINT_ARTIFACT])
+        self._checkpoint_schema = self._checkpoint.metadata.get_input_schema()
+        self._observer: Callable[[np.ndarray[Any, Any], list[str], list[str | None] | None], None] | None = None
         self._model_name, self._model_version = _registered_identity(config, context)
         url = os.environ.get(LOG_URL_VARIABLE, "").strip()
         enabled = config.get("log_predictions", True) not in (False, "false", "False", 0)
@@ -454,36 +581,60 @@ class CalibratedCheckpointModel(PythonModel):
         if self._writer is not None:
             self._writer.close(timeout)
 
+    def observe(self, observer: Callable[[np.ndarray[Any, Any], list[str], list[str | None] | None], None] | None) -> None:
+        """Call ``observer(logits, request_ids, groups)`` with what every later ``predict`` serves (what it
+        hands the prediction log); None stops. The registration's serving rehearsal reads the served
+        logits this way (:mod:`flows.registry.rehearsal`)."""
+        self._observer = observer
+
     def raw_logits(self, model_input: Any) -> np.ndarray[Any, Any]:
         """The frozen logits z the calibrated probabilities are computed from (before dividing by T).
 
-        For a checkpoint that returns probabilities, their log. The serving helper logs these to
-        the prediction log, so the monitor can re-read the traffic at any temperature.
+        ``model_input`` is the checkpoint's input without the request fields; it is handed to the
+        checkpoint in the form its signature takes (:func:`checkpoint_input`). For a checkpoint
+        that returns probabilities, their log. The serving helper logs these to the prediction
+        log, so the monitor can re-read the traffic at any temperature.
         """
-        raw = np.asarray(self._checkpoint.predict(model_input), dtype=np.float64)
+        raw = np.asarray(self._checkpoint.predict(checkpoint_input(model_input, self._checkpoint_schema)),
+                         dtype=np.float64)
         if raw.ndim != 2 or raw.shape[1] < 2:
-            raise ValueError(f"the checkpoint returned an array of shape {raw.shape}; expected (n_samples, n_classes >= 2)")
+            raise _bad_request(f"the checkpoint returned an array of shape {raw.shape}; expected (n_samples, "
+                               "n_classes >= 2): logits or probabilities, one row per example")
+        rows = _rows(model_input)
+        if rows is not None and raw.shape[0] != rows:
+            raise _bad_request(f"the checkpoint answered {raw.shape[0]} row(s) for {rows} example(s); every example "
+                               "needs its own row of logits")
         # Log-probabilities are valid logits: softmax(log p / T) = p^(1/T) renormalised.
         with np.errstate(divide="ignore"):
             logits = np.log(raw) if self._from_probabilities else raw
         if not np.isfinite(logits).all():
             row = int(np.flatnonzero(~np.isfinite(logits).all(axis=1))[0])
-            raise ValueError(f"the checkpoint's output row {row} is not finite after conversion to logits")
+            raise _bad_request(f"the checkpoint's output row {row} is not finite after conversion to logits")
         return logits
 
     def predict(
         self, context: PythonModelContext, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> pd.DataFrame:
-        features, given_ids, groups = split_request_columns(model_input)
+        features, given_ids, groups = request_fields(model_input, params)
         logits = self.raw_logits(features)
         served_at = datetime.now(UTC)
-        request_ids = _request_ids(given_ids, logits.shape[0])
+        n_rows = logits.shape[0]
+        if given_ids is not None and len(given_ids) != n_rows:
+            raise _bad_request(f"{len(given_ids)} request_id value(s) for {n_rows} example(s); give one per example")
+        if groups is not None and len(groups) not in (1, n_rows):
+            raise _bad_request(f"{len(groups)} group value(s) for {n_rows} example(s); give one per example, or one "
+                               "for the whole request")
+        if groups is not None and len(groups) == 1:
+            groups = groups * n_rows
+        request_ids = _request_ids(given_ids, n_rows)
         weights = self._prior_log_weights
         if weights is not None and weights.shape[0] != logits.shape[1]:
             raise ValueError(f"the checkpoint returned {logits.shape[1]} classes but the prior correction has "
                              f"{weights.shape[0]}; they must match")
         frame = served_frame(logits, self._temperature, self._threshold, request_ids=request_ids,
                              model_version=self._model_version, prior_log_weights=weights)
+        if self._observer is not None:
+            self._observer(logits, request_ids, groups)
         if self._writer is not None:
             try:
                 self._writer.submit(logits, request_ids, groups, served_at)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from scipy.special import expit
 
 from calibration import (
+    MAX_PRIOR_CLASSES,
     ReferencePriors,
     ReweightingGain,
     ServedPriorStats,
@@ -250,6 +252,14 @@ def test_the_correction_refuses_a_zero_prior() -> None:
         prior_corrected_logits([[0.0, 1.0]], temperature=1.0, priors=[1.0], reference_priors=[0.5, 0.5])
 
 
+def test_priors_whose_sum_overflows_are_refused_as_such() -> None:
+    # Each is finite and > 0, but their sum is inf: normalised, every prior became 0.0, and the
+    # refusal said "priors[0] is 0.0" of a value given as 1e308.
+    with pytest.raises(ValueError, match=r"priors sums to inf; priors are normalised to sum to 1, so their sum must "
+                                         r"be finite"):
+        prior_corrected_logits([[0.0, 1.0]], temperature=1.0, priors=[1e308, 1e308], reference_priors=[0.5, 0.5])
+
+
 def test_the_correction_lowers_the_nll_of_label_shifted_traffic(reference: ReferencePriors) -> None:
     logits, labels = exact_rows(SHIFTED, 1000)
     em = estimate_priors_em(ServedPriorStats.from_logits(logits), reference, pseudo_rows=0)
@@ -397,3 +407,34 @@ def test_class_accuracy_test_holds_its_level_with_few_rows_a_class() -> None:
         rows = rng.multinomial(1200, rng.dirichlet(np.full(k, 5.0)))  # another class mix, same accuracies
         fired += class_accuracy_test(rows, rng.binomial(rows, accuracy), reference, seed=draw).fired
     assert fired / draws <= 0.025
+
+
+# --------------------------------------------------------------------------- the cost in K
+
+
+def test_a_reference_of_more_classes_than_the_limit_is_refused_before_anything_is_summed() -> None:
+    # 4,000 classes: the sums were 2 K² numbers (256 MB) and the confusion's bincount another K²,
+    # and the prior test, EM's covariance and BBSE O(K³) on them; now refused before any of it.
+    k = 2 * MAX_PRIOR_CLASSES
+    logits, labels = np.zeros((3, k), dtype=np.float32), np.array([0, 1, 2])
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"4,000 classes: .* K × K matrices \(memory grows as K², time as K³\); "
+                                             rf"at most max_classes = {MAX_PRIOR_CLASSES:,} classes"):
+            ReferencePriors.from_logits(logits, labels)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, f"{peak:,} bytes traced before the refusal"
+    # Asked for, more classes are summed (at the stated cost).
+    assert ReferencePriors.from_logits(logits[:, :5], labels, max_classes=5).n_classes == 5
+    with pytest.raises(ValueError, match="at most max_classes = 4 classes"):
+        ReferencePriors.from_logits(logits[:, :5], labels, max_classes=4)
+
+
+def test_bbse_is_refused_above_its_limit(reference: ReferencePriors) -> None:
+    served = ServedPriorStats.from_logits(exact_rows(SHIFTED, 1000)[0])
+    with pytest.raises(ValueError, match=r"3 classes: BBSE solves, inverts and conditions K × K matrices .* at most "
+                                         r"max_classes = 2 classes"):
+        estimate_priors_bbse(served, reference, max_classes=2)
+    assert estimate_priors_bbse(served, reference, max_classes=3).method == "bbse"

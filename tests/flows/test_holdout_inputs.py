@@ -16,7 +16,6 @@ import pytest
 from flows.holdout import read_features, read_ids, resolve_input_path, write_features, write_ids
 from flows.pipelines.post_finetune import post_finetune
 from flows.settings import ThermostatSettings
-from tests.support.examples import run_examples
 
 GOOD: dict[str, Any] = {"ids": ["a", "b", "c"], "features": [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], "labels": [0, 2, 1]}
 
@@ -158,11 +157,6 @@ def test_the_flow_refuses_a_missing_input_before_anything_else(
     assert message.startswith(f"{parameter} 'missing/input.file' is a relative path")
     assert str(worker_checkout / "missing" / "input.file") in message and "pass an absolute path" in message
     assert not (tmp_path / "state").exists()
-
-
-def test_docstring_examples() -> None:
-    result = run_examples("flows.holdout")
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_written_files_are_readable_by_everyone_who_may_read_the_folder(tmp_path: Path) -> None:

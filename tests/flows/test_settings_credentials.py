@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from flows.pipelines.monitor import _markdown, monitor
+from flows.pipelines.check_recorder import _markdown
+from flows.pipelines.monitor import monitor
 from flows.pipelines.refit import refit
 from flows.settings import ThermostatSettings
 from flows.records.versions import VersionRecord, registered_version
@@ -104,3 +105,61 @@ def test_the_masked_form_of_a_reserved_password_or_token_is_refused(field: str, 
     stored = json.loads(reserved.model_dump_json())
     with pytest.raises(ValidationError, match=rf"{field} .* holds a masked password"):
         ThermostatSettings(**{field: stored[field]})
+
+
+def test_the_settings_repr_masks_every_password(credentialed: ThermostatSettings, reserved: ThermostatSettings) -> None:
+    """repr() and str() are what a debug line or a traceback's locals print."""
+    from urllib.parse import quote
+
+    for settings, secrets in ((credentialed, [SECRET]), (reserved, [RESERVED_SECRET, quote(RESERVED_SECRET, safe=""),
+                                                                    "ghp_UiT0ken"])):
+        shown = repr(settings) + str(settings)
+        assert not [secret for secret in secrets if secret in shown], shown
+        assert "tracking_uri='http://alice:***@mlflow.internal:5000'" in shown
+        assert settings.tracking_uri is not None and "***" not in settings.tracking_uri  # Python keeps the real one
+
+
+def test_an_error_that_quotes_a_url_or_a_piece_of_its_password_is_redacted_in_place() -> None:
+    """What leaves a flow or the MLflow adapter: same type and traceback, no secret in any form,
+    also in the errors it came from, also a piece a parser cut the URL at ("Invalid port: ...")."""
+    import traceback
+    from urllib.parse import quote
+
+    from monitoring import credentials_redacted
+
+    password = "Pr3f/9#x?k@3:w"
+    encoded, piece = quote(password, safe=""), "Pr3f"
+    reserved = _with_credentials(encoded, "ghp_UiT0ken")
+    with pytest.raises(RuntimeError) as caught:
+        with credentials_redacted(*reserved.urls()):
+            try:
+                raise ValueError(f"Invalid port: {piece!r}")
+            except ValueError as cause:
+                raise RuntimeError(f"API request to http://alice:{encoded}@mlflow.internal:5000/api failed") from cause
+    printed = "".join(traceback.format_exception(caught.value))
+    assert password not in printed and encoded not in printed and repr(piece) not in printed, printed
+    assert "http://alice:***@mlflow.internal:5000/api" in printed and "Invalid port: '***'" in printed
+
+
+def test_the_mlflow_adapter_quotes_no_password_when_mlflow_is_unreachable(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """MLflow's REST client quotes the request's URL, credentials included: its errors leave the
+    adapter (and its retry warnings) without them, in any form."""
+    import logging
+    from urllib.parse import quote
+
+    import flows.registry.adapter as adapter
+    from flows.registry.adapter import MlflowRegistry
+    from tests.support.ports import free_port
+
+    password = "Pr3f/9#x?k@3:w"
+    monkeypatch.setattr(adapter.retry_transient, "__kwdefaults__", {"attempts": 2, "delays": (0.0,)})
+    for name, value in ThermostatSettings(mlflow_http_max_retries=0).mlflow_http_environment().items():
+        monkeypatch.setenv(name, value)
+    registry = MlflowRegistry(f"http://alice:{quote(password, safe='')}@127.0.0.1:{free_port()}")
+    with caplog.at_level(logging.WARNING, logger="thermostat"), pytest.raises(Exception) as caught:
+        registry.get_version("digits", "1")
+    shown = str(caught.value) + caplog.text
+    assert "http://alice:***@127.0.0.1:" in shown and "attempt 1 of 2" in caplog.text
+    assert not [form for form in (password, quote(password, safe=""), "Pr3f") if form in shown], shown

@@ -1,13 +1,16 @@
 """Integration fixtures: a real MLflow SQLite store and a real Prefect API, set up once.
 
-A fresh MLflow store migrates in seconds, so one template store is built per session (with
-the digits checkpoints logged into it) and each test gets a copy of the file. The Prefect
+A fresh MLflow store migrates in seconds, so one template store is built per run (with
+the digits checkpoints logged into it; shared by the pytest-xdist workers) and each test gets a
+copy of the file. The Prefect
 API is ``prefect_test_harness`` (a temporary server), session-scoped.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -19,7 +22,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # Some tests call tasks outside a flow (register's refusals): their logs stay local.
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,15 +79,17 @@ class ServerUrl(str):
 
 
 @contextmanager
-def mlflow_server(db: Path, root: Path, *artifact_options: str) -> Iterator[ServerUrl]:
-    """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (one worker,
-    no job runner: healthy in seconds); yields its base URL and stops it afterwards.
+def mlflow_server(db: Path | None, root: Path, *artifact_options: str) -> Iterator[ServerUrl]:
+    """A real ``mlflow server`` on loopback over a copy of the SQLite store ``db`` (None: a new,
+    empty store; one worker, no job runner: healthy in seconds); yields its base URL and stops it
+    afterwards.
 
     ``artifact_options`` say where artifacts go, e.g. ``--default-artifact-root DIR`` or
     ``--artifacts-destination DIR`` (artifacts proxied by the server).
     """
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(db, root / "mlflow.db")
+    if db is not None:
+        shutil.copyfile(db, root / "mlflow.db")
     url = f"http://127.0.0.1:{free_port()}"
     command = [VENV_BIN / "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
                *artifact_options, "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1], "--workers", "1"]
@@ -131,9 +136,12 @@ def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "PREFECT_HOME": str(root / "prefect-home"),
         "PREFECT_API_URL": api_url,
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        # `deploy --all` activates the monitor's hourly cron; a scheduled run crossing the hour
+        # `deploy --all` activates monitor-fleet's hourly cron; a scheduled run crossing the hour
         # would compete with the test's own run. The tests start every run themselves.
         "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+        # The server streams a run's logs to `prefect deployment run --watch` (docs/production.md).
+        "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "true",
+        "PREFECT_SERVER_LOGS_STREAM_PUBLISHING_ENABLED": "true",
         # Automations (the refit trigger, the alerts): evaluated and acted on by this service.
         "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
         "PREFECT_WORKER_QUERY_SECONDS": "1",
@@ -169,9 +177,38 @@ def prefect_api() -> Iterator[None]:
         yield
 
 
+def built_once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str,
+                       build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """``build(folder)``'s parts, built once per test run and shared by the pytest-xdist workers
+    (each would otherwise build its own: minutes of CPU on two busy cores). The first worker to
+    ask builds them in a folder of the run's temporary root, under a file lock, and pickles them
+    there; the others wait for the lock and read them. The parts and their folder are read-only to
+    the tests (they copy the stores they change). Plain parts (paths, arrays, the package's own
+    classes), not this file's dataclasses: pytest imports a conftest under a name that pickle
+    cannot look up. Without xdist: built in a folder of this session."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # the run's root: each worker's basetemp is inside it
+    folder, built = shared / name, shared / f"{name}.pickle"
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if built.exists():
+            parts: dict[str, Any] = pickle.loads(built.read_bytes())
+            return parts
+        shutil.rmtree(folder, ignore_errors=True)  # what a worker that failed building left
+        folder.mkdir()
+        parts = build(folder)
+        built.write_bytes(pickle.dumps(parts))
+        return parts
+
+
 @pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    root = tmp_path_factory.mktemp("mlflow-template")
+    """The digits checkpoints logged to an MLflow SQLite store (built once per run: :func:`built_once_per_run`)."""
+    return Template(**built_once_per_run(tmp_path_factory, "mlflow-template", _build_template))
+
+
+def _build_template(root: Path) -> dict[str, Any]:
     registry = MlflowRegistry(f"sqlite:///{root / 'mlflow.db'}", artifact_location=(root / "artifacts").as_uri())
     split = digits_split(seed=0)
     checkpoints = {
@@ -181,12 +218,12 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
         "weak": train_checkpoint(registry, split, name="weak", estimator=make_estimator("logistic", 0), n_train=40),
     }
     holdout = split.holdout_index
-    return Template(
-        db=root / "mlflow.db", split=split, checkpoints=checkpoints,
-        features_path=write_features(root / "holdout.npz", ids=split.ids[holdout], features=split.features[holdout],
-                                     labels=split.labels[holdout]),
-        training_ids_path=write_ids(root / "training_ids.txt", split.training_ids),
-    )
+    return {
+        "db": root / "mlflow.db", "split": split, "checkpoints": checkpoints,
+        "features_path": write_features(root / "holdout.npz", ids=split.ids[holdout],
+                                        features=split.features[holdout], labels=split.labels[holdout]),
+        "training_ids_path": write_ids(root / "training_ids.txt", split.training_ids),
+    }
 
 
 @pytest.fixture
@@ -212,13 +249,18 @@ class Registered:
 
 @pytest.fixture(scope="session")
 def registered(template: Template, tmp_path_factory: pytest.TempPathFactory, prefect_api: None) -> Registered:
+    """``digits@champion`` registered by post_finetune (built once per run: :func:`built_once_per_run`)."""
+    parts = built_once_per_run(tmp_path_factory, "registered", lambda root: _build_registered(template, root))
+    return Registered(template=template, **parts)
+
+
+def _build_registered(template: Template, root: Path) -> dict[str, Any]:
     import numpy as np
 
     from flows.registry.checkpoint import checkpoint_logits, download_checkpoint
     from flows.cli.demo import digits_traffic
     from flows.pipelines.post_finetune import post_finetune
 
-    root = tmp_path_factory.mktemp("registered")
     shutil.copyfile(template.db, root / "mlflow.db")
     settings = ThermostatSettings(state_dir=root, bootstrap_resamples=300)
     registration = post_finetune(
@@ -231,11 +273,11 @@ def registered(template: Template, tmp_path_factory: pytest.TempPathFactory, pre
     rng = np.random.default_rng(0)
     clean, clean_labels = digits_traffic(template.split, 1500, rng)
     noisy, noisy_labels = digits_traffic(template.split, 4000, rng, noise_sigma=1.75)
-    return Registered(
-        db=root / "mlflow.db", template=template, temperature=registration.temperature,
-        clean_logits=checkpoint_logits(files, clean)[0], clean_labels=clean_labels,
-        noisy_logits=checkpoint_logits(files, noisy)[0], noisy_labels=noisy_labels,
-    )
+    return {
+        "db": root / "mlflow.db", "temperature": registration.temperature,
+        "clean_logits": checkpoint_logits(files, clean)[0], "clean_labels": clean_labels,
+        "noisy_logits": checkpoint_logits(files, noisy)[0], "noisy_labels": noisy_labels,
+    }
 
 
 def require_tool(found: bool, message: str) -> None:

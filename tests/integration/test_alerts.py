@@ -29,7 +29,13 @@ import numpy as np
 import pytest
 
 from flows.orchestration.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
-from flows.records.events import CONFIDENCE_SHIFT_EVENT, DRIFT_EVENT, INSUFFICIENT_DATA_EVENT, REFIT_FAILED_EVENT
+from flows.records.events import (
+    CONFIDENCE_SHIFT_EVENT,
+    DRIFT_EVENT,
+    INSUFFICIENT_DATA_EVENT,
+    REFIT_FAILED_EVENT,
+    UNREADABLE_VERSION_EVENT,
+)
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions
@@ -96,7 +102,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def _render(template: str, event: str, payload: dict[str, Any], *, resource: dict[str, str] = RESOURCE,
-            flow_run: Any = None) -> str:
+            flow_run: Any = None, related: list[dict[str, str]] | None = None) -> str:
     """``template`` rendered as the Prefect server renders a send-notification action."""
     from uuid import uuid4
 
@@ -111,7 +117,7 @@ def _render(template: str, event: str, payload: dict[str, Any], *, resource: dic
     register_user_template_filters(all_filters)
     validate_user_template(template)
     received = ReceivedEvent.model_validate({"occurred": datetime.now(UTC), "event": event, "resource": resource,
-                                             "payload": payload, "id": uuid4()})
+                                             "payload": payload, "id": uuid4(), "related": related or []})
     return render_user_template_sync(template, {"event": received, "flow_run": flow_run})
 
 
@@ -132,6 +138,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         ("refit_errored", "prefect.flow-run.Failed", "thermostat: refit errored"),
         ("monitor_failed", "prefect.flow-run.Failed", "thermostat: monitor failed"),
         ("monitor_crashed", "prefect.flow-run.Crashed", "thermostat: monitor crashed"),
+        ("unreadable_version", UNREADABLE_VERSION_EVENT, "thermostat: version not checked"),
     ]
     assert INSUFFICIENT_DATA_EVENT == "thermostat.calibration.insufficient_data"
     assert CONFIDENCE_SHIFT_EVENT == "thermostat.calibration.confidence_shift"
@@ -149,19 +156,19 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         triggers[alert.key] = (match.model_dump(), related.model_dump())
         [action] = automation.actions
         assert isinstance(action, SendNotification) and action.block_document_id == block
-    for key in ("drift", "refit_refused", "insufficient_data", "confidence_shift"):  # per model version
+    for key in ("drift", "refit_refused", "insufficient_data", "confidence_shift", "unreadable_version"):  # per version
         assert triggers[key] == ({"prefect.resource.id": "mlmodel.*"}, {})
     # Per run of the flow named refit (Prefect relates a flow run's state events to its flow, role "flow").
     refit_flow = {"prefect.resource.role": "flow", "prefect.resource.name": "refit"}
     assert triggers["refit_crashed"] == ({"prefect.resource.id": "prefect.flow-run.*"}, refit_flow)
     assert triggers["refit_errored"] == ({"prefect.resource.id": "prefect.flow-run.*",
                                           "prefect.state-message": "Flow run encountered an exception:*"}, refit_flow)
-    # Any failed or crashed run of the flow named monitor: whatever the message, no verdict came out.
-    monitor_flow = {"prefect.resource.role": "flow", "prefect.resource.name": "monitor"}
+    # Any failed or crashed run of the flows named monitor and monitor-fleet: whatever the message, no verdict came out.
+    monitor_flow = {"prefect.resource.role": "flow", "prefect.resource.name": ["monitor", "monitor-fleet"]}
     assert triggers["monitor_failed"] == triggers["monitor_crashed"] == (
         {"prefect.resource.id": "prefect.flow-run.*"}, monitor_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 9
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 10
 
 
 def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
@@ -214,6 +221,11 @@ def test_refit_runs_that_end_without_refit_failed_and_only_those_trigger_an_aler
     assert firing(_flow_run_event("Failed", "anything else", flow="monitor")) == ["monitor_failed"]
     assert firing(_flow_run_event("Completed", "All states completed.", flow="monitor")) == []
     assert firing(_flow_run_event("Cancelled", "Deployment concurrency limit reached.", flow="monitor")) == []
+    # The fleet's runs too (a run that meets a version it cannot read fails naming it).
+    assert firing(_flow_run_event("Failed", "Flow run encountered an exception: RuntimeError: 1 serving version(s) "
+                                  "could not be read", flow="monitor-fleet")) == ["monitor_failed"]
+    assert firing(_flow_run_event("Crashed", "killed", flow="monitor-fleet")) == ["monitor_crashed"]
+    assert firing(_flow_run_event("Failed", "anything", flow="monitor-fleet-copy")) == []
 
 
 @pytest.mark.integration
@@ -386,6 +398,40 @@ def test_the_monitor_failure_alert_names_the_model_the_error_and_the_dashboard()
         "[thermostat] monitor crashed: a model: no verdict (flow run brave-fox)")
 
 
+def test_the_fleet_failure_and_the_version_not_checked_alerts_name_the_version_and_the_problem() -> None:
+    from uuid import uuid4
+
+    from prefect.server.schemas.core import FlowRun
+
+    problem = "tickets version 2: tag 'temperature' is missing; expected float"
+    message = ("Flow run encountered an exception: RuntimeError: 1 serving version(s) could not be read, so were not "
+               f"checked: tickets v2 (@challenger): {problem}")
+    event = _flow_run_event("Failed", message, flow="monitor-fleet")
+    run = FlowRun(id=UUID(event.resource["prefect.resource.id"].rsplit(".", 1)[1]), flow_id=uuid4(), name="brave-fox",
+                  parameters={"models": ["digits", "tickets"]})
+    related = [dict(resource) for resource in event.related]
+    failed = _ALERT["monitor_failed"]
+    subject = _render(failed.subject, FLOW_RUN_FAILED_EVENT, {}, resource=dict(event.resource), flow_run=run,
+                      related=related)
+    assert subject == "[thermostat] monitor failed: the fleet (digits, tickets): no verdict (flow run brave-fox)"
+    body = _render(failed.body, FLOW_RUN_FAILED_EVENT, {}, resource=dict(event.resource), flow_run=run, related=related)
+    for text in ("The monitor-fleet flow run brave-fox checking the fleet (digits, tickets) ended Failed",
+                 f"State message: {message}"):
+        assert text in body, (text, body)
+
+    unreadable = _ALERT["unreadable_version"]
+    resource = RESOURCE | {"prefect.resource.id": "mlmodel.tickets.v2", "model.name": "tickets", "model.version": "2",
+                           "model.alias": "challenger"}
+    payload = {"problem": problem, "aliases": ["challenger"], "window_start": "S", "window_end": "E",
+               "flow": "monitor-fleet"}
+    subject = _render(unreadable.subject, UNREADABLE_VERSION_EVENT, payload, resource=resource)
+    assert subject == "[thermostat] version not checked: tickets v2 @challenger: its registration record cannot be read"
+    body = _render(unreadable.body, UNREADABLE_VERSION_EVENT, payload, resource=resource)
+    for text in ("The monitor-fleet flow could not check tickets version 2 (@challenger): its registration record",
+                 f"Problem: {problem}", "Window not checked: S .. E", "Event: thermostat.calibration.unreadable"):
+        assert text in body, (text, body)
+
+
 def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -426,6 +472,8 @@ SECRET = "Q7x-s3cret"
     ("http://alice:{secret}@127.0.0.1:{port}/api", 3),        # unreachable
     ("http://{secret}@127.0.0.1:{port}/api", 3),              # a token as the user
     ("http://alice:pa/ss#{secret}@127.0.0.1:{port}/api", 2),  # a raw "/" the HTTP client cannot read
+    ("http://alice:Pr3f/{secret}@127.0.0.1:{port}/api", 2),   # its first piece read as the port ("Invalid port")
+    ("http://alice:Zq/{secret}@127.0.0.1:{port}/api", 2),     # however short the piece
 ])  # fmt: skip
 def test_prefect_api_url_credentials_are_never_printed(api_url: str, status: int,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -434,7 +482,8 @@ def test_prefect_api_url_credentials_are_never_printed(api_url: str, status: int
     with temporary_settings({PREFECT_API_URL: api_url.format(secret=SECRET, port=free_port())}):
         assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == status
     out, err = capsys.readouterr()
-    assert SECRET not in out + err and "pa/ss" not in out + err and "Traceback" not in err
+    assert SECRET not in out + err and "Traceback" not in err
+    assert not [piece for piece in ("pa/ss", "Pr3f", "'Zq'") if piece in out + err], err
     assert "PREFECT_API_URL" in err or "the Prefect API at http://" in err
 
 
@@ -546,7 +595,7 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
         assert [a["event"] for a in installed["automations"]] == [
             DRIFT_EVENT, "thermostat.calibration.label-shift", REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT,
             CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT,
-            FLOW_RUN_CRASHED_EVENT]
+            FLOW_RUN_CRASHED_EVENT, UNREADABLE_VERSION_EVENT]
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
         assert isinstance(flow_run, FlowRun)

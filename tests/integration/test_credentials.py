@@ -5,6 +5,9 @@ with ``user:password@`` (the server ignores the basic-auth header; an authentica
 would check it), with an MLflow UI URL that carries another password, and the settings passed
 in as the flow's parameter. Neither password may appear in what is shown or stored: the
 logs, the markdown report, the artifact link, the drift event, the flow run's parameters.
+Nor when MLflow is unreachable and its client quotes the request's URL in every error: the
+adapter's retry warnings, the task runs' and the flow run's failure (the message the "monitor
+failed" alert sends), in any form of the password.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pytest
 
+import flows.pipelines.monitor as monitor_flow
+import flows.registry.adapter as adapter
 from flows.pipelines.monitor import VersionCheck, artifact_key, monitor
 from flows.pipelines.tasks import open_prediction_log
 from flows.settings import ThermostatSettings
 from monitoring import log_predictions
 from tests.integration.conftest import Registered, mlflow_server
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +138,53 @@ def test_the_monitor_stores_and_shows_no_password(
         for where, text in stored.items() for secret in (TRACKING_PASSWORD, UI_PASSWORD) if secret in text
     }
     assert not leaks, f"a password appears in: {leaks}"
+
+
+RESERVED_PASSWORD = "Pr3f/Wx9#y?z@kQ:v7"  # every character that ends a URL's parts or its credentials
+
+
+def _forms(password: str) -> list[str]:
+    """Every form a password may be printed in: as set, percent-encoded, and its pieces between the
+    characters that end a URL's parts (what a parser that cuts the URL inside it would quote)."""
+    return [password, quote(password, safe=""), "Pr3f", "Wx9", "kQ:v7", "kQ%3Av7"]
+
+
+def test_an_unreachable_mlflow_leaks_no_password_into_logs_states_or_the_settings_repr(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.INFO)
+    # Fail fast: no wait between the adapter's attempts, nor between the task's retries.
+    monkeypatch.setattr(adapter.retry_transient, "__kwdefaults__", {"attempts": 4, "delays": (0.0,)})
+    monkeypatch.setattr(monitor_flow.find_serving_versions, "retry_delay_seconds", [0, 0])
+    settings = ThermostatSettings(
+        state_dir=tmp_path, tracking_uri=f"http://alice:{quote(RESERVED_PASSWORD, safe='')}@127.0.0.1:{free_port()}",
+        prediction_log_url=f"postgresql+psycopg://thermostat:{RESERVED_PASSWORD}@127.0.0.1:{free_port()}/log",
+        mlflow_http_max_retries=0, mlflow_http_timeout_seconds=2,
+    )
+    state = monitor("digits", settings=settings, return_state=True)
+    assert state.is_failed()
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    message = flow_run.state.message if flow_run.state is not None else ""
+    assert message and "MlflowException" in message and "http://alice:***@127.0.0.1:" in message, message
+    stored = {
+        "logs (captured)": caplog.text,
+        "console": "".join(capfd.readouterr()),
+        "logs (Prefect API)": "\n".join(_stored_logs(flow_run_id)),
+        "flow run state message (the monitor failed alert)": message,
+        "task run state messages": "\n".join(str(t.state.message) for t in task_runs if t.state is not None),
+        "settings repr and str": repr(settings) + str(settings),
+    }
+    assert "attempt 1 of 4" in stored["logs (captured)"], "the adapter's retry warnings were logged"
+    assert stored["logs (Prefect API)"].count("MlflowException") >= 2, "the task's failures were stored"
+    leaks = {
+        where: text[max(0, text.index(form) - 120) : text.index(form) + 40]
+        for where, text in stored.items() for form in _forms(RESERVED_PASSWORD) if form in text
+    }
+    assert not leaks, f"the password appears in: {leaks}"

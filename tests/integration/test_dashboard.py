@@ -4,7 +4,10 @@
   with no console error and no request leaving loopback (every other request is recorded and
   aborted by a route filter), the ECE-over-time charts show one series per version of
   ``digits`` with every drift check marked, the alert list shows the challenger's refused
-  refit; screenshots at 1280×800 are saved under ``tests/artifacts/`` (git-ignored).
+  refit; screenshots at 1280×800 are saved under ``tests/artifacts/`` (git-ignored), and with
+  ``THERMOSTAT_DOCS_SCREENSHOT=1`` also as ``docs/img/dashboard.png``, the picture the README and
+  the site show (``THERMOSTAT_DOCS_SCREENSHOT=1 .venv/bin/python -m pytest -n 0
+  tests/integration/test_dashboard.py -k real_browser`` makes it again).
 * Debian's ``prometheus``, started on loopback with a generated config, scrapes ``/metrics``
   every second; the ECE of ``digits@champion`` queried back through its HTTP API equals the
   latest check of the champion's version in the MLflow store.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -41,6 +45,9 @@ from tests.support.servers import running, wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+# The README's and the site's screenshot of the dashboard, written when THERMOSTAT_DOCS_SCREENSHOT=1.
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "dashboard.png"
+DOCS_SCREENSHOT_HEIGHT = 1220
 CHROMIUM = "/usr/bin/chromium"
 INSTALL = "`make test` installs it as root (.ci/browser-and-prometheus.sh); otherwise: sudo apt-get install {}"
 
@@ -126,6 +133,9 @@ def test_the_page_in_a_real_browser(dashboard: str, demo_state: DemoState) -> No
             assert answer is not None and answer.status == 200
             page.screenshot(path=str(ARTIFACTS / "dashboard-1280x800.png"))
             page.screenshot(path=str(ARTIFACTS / "dashboard-full.png"), full_page=True)
+            if os.environ.get("THERMOSTAT_DOCS_SCREENSHOT") == "1":  # the alerts, the versions, the first charts
+                page.screenshot(path=str(DOCS_SCREENSHOT), full_page=True,
+                                clip={"x": 0, "y": 0, "width": 1280, "height": DOCS_SCREENSHOT_HEIGHT})
 
             # One ECE series per version of digits, per alias as the checks were tagged.
             charts = page.locator('svg.ece-chart[data-model="digits"]')
@@ -257,13 +267,13 @@ def _grafana_queries() -> list[str]:
 
 
 def _documented_yaml(name: str) -> str:
-    """The YAML block of docs/dashboard.md whose first line is ``# NAME``."""
-    text = (DOCS / "dashboard.md").read_text()
+    """The YAML block of docs/prometheus-grafana.md whose first line is ``# NAME``."""
+    text = (DOCS / "prometheus-grafana.md").read_text()
     for block in text.split("```yaml\n")[1:]:
         body = block.split("```", 1)[0]
         if body.lstrip().startswith(f"# {name}"):
             return textwrap.dedent(body)
-    raise AssertionError(f"docs/dashboard.md has no yaml block starting with '# {name}'")
+    raise AssertionError(f"docs/prometheus-grafana.md has no yaml block starting with '# {name}'")
 
 
 def test_the_documented_prometheus_config_and_rules_pass_promtool(tmp_path: Path) -> None:

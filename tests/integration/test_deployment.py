@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +222,178 @@ def test_label_shift_gets_a_prior_corrected_version_and_the_returned_mix_takes_i
         np.testing.assert_allclose(_probabilities(plain, back[:200]), softmax(raw / temperature, axis=1), rtol=0, atol=1e-12)
     finally:
         stop_process(worker, signal.SIGINT, 15)
+
+
+def _store_of(registered: Registered, state: Path, model_name: str) -> MlflowRegistry:
+    """The registered store (version 1 @champion) under ``state``, its model renamed ``model_name``:
+    a user's own model, not the demo's."""
+    from tests.integration.conftest import mlflow_client
+
+    state.mkdir()
+    shutil.copyfile(registered.db, state / "mlflow.db")
+    registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
+    mlflow_client(registry).rename_registered_model("digits", model_name)
+    return registry
+
+
+def _log_traffic(state: Path, model_name: str, temperature: float, logits: Any, labels: Any, tag: str) -> None:
+    """Labelled traffic of ``model_name`` v1 (served at ``temperature``) over the last ten minutes."""
+    from datetime import UTC, datetime, timedelta
+
+    from monitoring import PredictionLog, log_predictions
+
+    start, n = datetime.now(UTC) - timedelta(minutes=10), len(labels)
+    with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as log:
+        log.create()
+        log_predictions(log, model_name, "1", temperature, logits, [f"{tag}-{i}" for i in range(n)],
+                        time=[start + timedelta(seconds=i / 4) for i in range(n)], labels=np.asarray(labels))
+
+
+def _watch(env: dict[str, str], tmp_path: Path, *arguments: str) -> Callable[[], tuple[int, str]]:
+    """Start ``prefect deployment run ARGUMENTS --watch`` as a user types it (a wide terminal: no
+    wrapped lines); the function returned waits for it and gives its exit status and output."""
+    from tests.integration.conftest import VENV_BIN
+
+    output = tmp_path / f"watch-{arguments[0].split('/')[0]}.log"
+    with output.open("wb") as file:
+        process = subprocess.Popen([str(VENV_BIN / "prefect"), "deployment", "run", *arguments, "--watch",
+                                    "--watch-timeout", "300"], cwd=tmp_path, env=env | {"COLUMNS": "10000"},
+                                   stdout=file, stderr=subprocess.STDOUT)
+
+    def finished() -> tuple[int, str]:
+        return process.wait(timeout=360), output.read_text()
+
+    return finished
+
+
+def _outcome(output: str) -> dict[str, Any]:
+    """The run's outcome as its last own log line carries it (``outcome {JSON}``), from what ``--watch`` printed."""
+    import json
+
+    found = [line.split(" outcome ", 1)[1] for line in output.splitlines() if " outcome {" in line]
+    assert found, f"no outcome line in the watched run's output:\n{output[-4000:]}"
+    outcome: dict[str, Any] = json.loads(found[-1])
+    return outcome
+
+
+def test_the_shipped_schedule_checks_a_users_model_and_watch_shows_each_runs_outcome(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path
+) -> None:
+    """prefect.yaml's only schedule is monitor-fleet's, active, with no model named: deployed, it
+    checks a model called ``tickets``. ``prefect deployment run ... --watch`` prints each run's
+    outcome: the checks' verdicts, and a refit's refusal with its reason (exit 1)."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    registry = _store_of(registered, state, "tickets")
+    _log_traffic(state, "tickets", registered.temperature, registered.clean_logits[:1200],
+                 registered.clean_labels[:1200], "clean")
+    worker = deploy_all_and_start_worker(env, tmp_path)
+    try:
+        with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+            fleet = client.read_deployment_by_name("monitor-fleet/monitor-fleet")
+            single = client.read_deployment_by_name("monitor/monitor")
+        [hourly] = fleet.schedules
+        assert hourly.active and hourly.schedule.cron == "0 * * * *" and not hourly.parameters  # every model
+        assert single.schedules == []  # no model of the demo's checked by default
+
+        # What the hourly schedule starts: monitor-fleet with the schedule's parameters (none); and a
+        # refit the traffic does not call for, at the same time (one worker runs both).
+        fleet_run = _watch(env, tmp_path, "monitor-fleet/monitor-fleet")
+        refit_run = _watch(env, tmp_path, "refit/refit", "--param", "model_name=tickets")
+        (fleet_status, checked), (refit_status, refused) = fleet_run(), refit_run()
+        assert fleet_status == 0, checked[-4000:]
+        outcome = _outcome(checked)
+        assert (outcome["flow"], outcome["status"]) == ("monitor-fleet", "ok"), outcome
+        assert outcome["message"].startswith("checked 1 serving version(s) of 1 model(s): tickets v1 (@champion, T=")
+        assert [(c["model_name"], c["version"], c["verdict"]) for c in outcome["details"]["checks"]] == [
+            ("tickets", "1", "ok")]
+        runs = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
+        assert [(run.tags["thermostat.model_name"], run.tags["thermostat.verdict"]) for run in runs
+                if run.tags.get("thermostat.kind") == "check"] == [("tickets", "ok")]
+
+        # The refit is refused: the caller's terminal says why, and the command exits 1.
+        assert refit_status == 1, refused[-4000:]
+        outcome = _outcome(refused)
+        assert (outcome["flow"], outcome["status"], outcome["details"]["step"]) == ("refit", "failed", "verify")
+        assert outcome["message"].startswith("refit of tickets v1 @champion registered nothing (verify step): the refit "
+                                             "does not verify: "), outcome
+        assert "Flow run finished in state 'Failed'" in refused
+    finally:
+        stop_process(worker, signal.SIGINT, 15)
+    assert [str(v.version) for v in registry.versions("tickets")] == ["1"]
+
+
+def _invoke(url: str, features: Any) -> list[dict[str, Any]]:
+    """``/invocations`` of a served digits model, or [] while it does not answer (restarting)."""
+    import httpx
+
+    body = {"dataframe_split": {"columns": [str(j) for j in range(features.shape[1])], "data": features.tolist()}}
+    try:
+        answer = httpx.post(f"{url}/invocations", json=body, timeout=30)
+    except httpx.TransportError:
+        return []
+    if answer.status_code != 200:
+        return []
+    predictions: list[dict[str, Any]] = answer.json()["predictions"]
+    return predictions
+
+
+def test_thermostat_serve_restarts_mlflow_models_serve_on_the_new_version_after_a_refit(
+    prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path
+) -> None:
+    """The hook of docs/serving.md: ``thermostat serve tickets`` runs ``mlflow models serve`` of the
+    version @champion points at; a refit (against the real Prefect server) registers version 2 and
+    emits its refitted event; the server is restarted on version 2, which answers, with its T.
+    (That ``mlflow models serve`` answers as registered: tests/integration/test_serving_feeds_monitor.py.)"""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.pipelines.refit import refit
+    from tests.integration.conftest import VENV_BIN
+    from tests.support.ports import free_port
+
+    api_url, env = prefect_server
+    state = Path(env["THERMOSTAT_STATE_DIR"])
+    _store_of(registered, state, "tickets")
+    _log_traffic(state, "tickets", registered.temperature, registered.noisy_logits[:1200],
+                 registered.noisy_labels[:1200], "noisy")
+    split = registered.template.split
+    features = split.features[split.holdout_index][:5]
+    url = f"http://127.0.0.1:{free_port()}"
+    # The alias is read only every hour here: only the refitted event can restart the server in time.
+    with (tmp_path / "serve.log").open("wb") as log:
+        hook = subprocess.Popen([str(VENV_BIN / "thermostat"), "serve", "tickets", "--alias", "champion", "--port",
+                                 url.rsplit(":", 1)[1], "--check-every", "3600"], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # The hook resolved @champion (version 1) and watches the events; its server starts during the refit.
+        deadline = time.monotonic() + 120
+        while "serving models:/tickets/1 (@champion)" not in (tmp_path / "serve.log").read_text():
+            assert hook.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-4000:]
+            time.sleep(0.2)
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            outcome = refit("tickets", settings=ThermostatSettings(state_dir=state, bootstrap_resamples=300))
+        assert outcome.new_version == "2" and outcome.temperature is not None
+        refitted = time.monotonic()
+        answered = _invoke(url, features)
+        while {row["model_version"] for row in answered} != {"2"}:
+            assert time.monotonic() < refitted + 60, (tmp_path / "serve.log").read_text()[-4000:]
+            time.sleep(0.5)
+            answered = _invoke(url, features)
+        print(f"version 2 answered {time.monotonic() - refitted:.1f} s after the refit returned")
+        assert {row["temperature"] for row in answered} == {outcome.temperature}
+        text = (tmp_path / "serve.log").read_text()
+        assert (f"@champion points at version 2 (refitted event: version 2, T={outcome.temperature:.4g}, "
+                "models:/tickets/2): restarting mlflow models serve on models:/tickets/2") in text, text[-4000:]
+    finally:
+        stopped = stop_process(hook, signal.SIGTERM, 60, group=True)
+    assert stopped and hook.returncode == 0, (tmp_path / "serve.log").read_text()[-4000:]
+    assert "stopped (was serving version 2)" in (tmp_path / "serve.log").read_text()
+    # A model the registry does not have is bad input, before any server starts.
+    missing = subprocess.run([str(VENV_BIN / "thermostat"), "serve", "digits"], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and (
+        "thermostat serve: error: digits@champion does not exist (no such model, or no such alias): register a "
+        "version first") in missing.stderr, missing.stderr

@@ -1,8 +1,10 @@
-"""docs/deployment.md, run as written: every ```bash block, in order, against real servers on loopback.
+"""The production how-to pages, run as written: every ```bash block, in order, against real servers on loopback.
 
 How the document is run
 -----------------------
-The blocks are read from the document when the test runs (nothing is copied here) and run in
+The document is the how-to pages of :data:`RECIPE` read one after the other (the production
+set-up, the monitor, refit, serving, labels and ingest, scale-out, sizing and retention). The
+blocks are read from the pages when the test runs (nothing is copied here) and run in
 document order by ``bash -euo pipefail``, each in the shell state the blocks before it left
 (exported variables and working directory, carried from block to block), as a person
 following the recipe in one terminal would. What the test adds is only:
@@ -38,14 +40,9 @@ by ``thermostat setup-db``; the worker's prediction log and lock live in the dat
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -53,52 +50,23 @@ import pytest
 
 from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
 from tests.monitoring.conftest import postgres_server  # noqa: F401 - the throwaway PostgreSQL (session fixture)
+from tests.support.doc_blocks import Block, Placeholders, Shell, fenced_blocks, log_name
 from tests.support.ports import free_port
-from tests.support.servers import stop_process
 
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENT = REPO / "docs" / "deployment.md"
-MARKER = re.compile(r"<!-- doc-test: (\w+)(?: \((.+)\))? -->")
+# The pages whose blocks make one recipe, in the order the site's navigation reads them.
+RECIPE = tuple(REPO / "docs" / page for page in (
+    "production.md", "monitor.md", "refit.md", "serving.md", "ingest.md", "scale-out.md", "retention.md"))
 SPEED_ONLY = {
     "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
     "PREFECT_WORKER_QUERY_SECONDS": "1",
     "PREFECT_WORKER_PREFETCH_SECONDS": "1",
     "THERMOSTAT_BOOTSTRAP_RESAMPLES": "300",
 }
-# Anything in a block that looks like a value the reader must replace, left after the mapping.
-LEFTOVER = re.compile(
-    r"<[a-z_ ]+>|[\w.-]+\.(?:internal|example\.com)\b|/srv/|/data/|/path/to/|(?:127\.0\.0\.1|localhost):\d+|--port \d+"
-)
-
-
-@dataclass(frozen=True)
-class Block:
-    """One fenced block: the document line of its fence, its marker (or None) and its text."""
-
-    line: int
-    language: str
-    marker: str | None
-    text: str
-
-
-def fenced_blocks(markdown: str) -> list[Block]:
-    """Every fenced block of ``markdown``, with the doc-test marker of the line before it."""
-    blocks, lines, index = [], markdown.splitlines(), 0
-    while index < len(lines):
-        opening = re.fullmatch(r"```(\w*)\s*", lines[index])
-        if opening is None:
-            index += 1
-            continue
-        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
-        previous = lines[index - 1].strip() if index else ""
-        marked = MARKER.fullmatch(previous)
-        if previous.startswith("<!-- doc-test") and marked is None:
-            pytest.fail(f"{DOCUMENT.name}:{index}: malformed marker {previous!r}; write <!-- doc-test: NAME (reason) -->")
-        blocks.append(Block(index + 1, opening[1], None if marked is None else marked[1],
-                            "\n".join(lines[index + 1:end])))
-        index = end + 1
-    return blocks
+def recipe_blocks() -> list[Block]:
+    """Every fenced block of the :data:`RECIPE` pages, page after page."""
+    return [block for page in RECIPE for block in fenced_blocks(page.read_text(), page.name)]
 
 
 def document_placeholders(pg_port: int, mlflow_port: int, prefect_port: int, root: Path) -> Placeholders:
@@ -115,80 +83,7 @@ def document_placeholders(pg_port: int, mlflow_port: int, prefect_port: int, roo
         "https://mlflow.internal": f"http://127.0.0.1:{mlflow_port}",      # its UI, for links only
         "127.0.0.1:4200": f"127.0.0.1:{prefect_port}",                     # the Prefect server
         "--port 4200": f"--port {prefect_port}",
-    })
-
-
-@dataclass
-class Placeholders:
-    """The document's placeholders and what they stand for here; ``run_id`` is known only
-    once the fine-tune job has logged its checkpoint."""
-
-    values: dict[str, str]
-    run_id: str | None = None
-
-    def apply(self, block: Block) -> str:
-        text = block.text
-        for placeholder, value in [*self.values.items(), *([("<run_id>", self.run_id)] if self.run_id else [])]:
-            text = text.replace(placeholder, value)
-        assigned = {value for value in self.values.values() if value.startswith(("127.0.0.1:", "--port "))}
-        unknown = sorted({found for found in LEFTOVER.findall(text) if found not in assigned})
-        if unknown:
-            pytest.fail(f"{DOCUMENT.name}:{block.line}: unknown placeholder(s) {unknown} in the block below; add them "
-                        f"to document_placeholders in {Path(__file__).name}\n{block.text}")
-        return text
-
-
-@dataclass
-class Shell:
-    """The state one terminal would carry from block to block, and every process group started."""
-
-    env: dict[str, str]
-    cwd: Path
-    logs: Path
-    # (log name, the block's bash, stop signal); each block's bash leads its own process group
-    groups: list[tuple[str, subprocess.Popen[bytes], signal.Signals]] = field(default_factory=list)
-
-    def run(self, text: str, line: int, *, timeout: float = 240) -> None:
-        """Run a block to its end (its ``&`` children keep running); carry its state on."""
-        env_file, cwd_file, log = self.logs / "env", self.logs / "cwd", self.logs / f"block-{line}.log"
-        script = f'{text}\nenv -0 > "{env_file}"; pwd > "{cwd_file}"\n'
-        with log.open("wb") as output:
-            process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=self.cwd, env=self.env,
-                                       stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
-        self.groups.append((log.name, process, signal.SIGTERM))
-        started = time.monotonic()
-        try:
-            status = process.wait(timeout=timeout)
-            print(f"block {line}: {time.monotonic() - started:.1f} s")
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{DOCUMENT.name}:{line}: the block did not finish in {timeout:.0f} s:\n{text}\n"
-                        f"{self.tails(log)}")
-        if status != 0:
-            pytest.fail(f"{DOCUMENT.name}:{line}: the block exited with {status}:\n{text}\n{self.tails(log)}")
-        self.env = dict(entry.split("=", 1) for entry in env_file.read_text().split("\0") if "=" in entry)
-        self.cwd = Path(cwd_file.read_text().strip())
-
-    def start(self, text: str, line: int) -> None:
-        """Start a block that runs until stopped, in the current state."""
-        stop = signal.SIGINT if "prefect worker start" in text else signal.SIGTERM
-        with (self.logs / f"block-{line}.log").open("wb") as output:
-            process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", text], cwd=self.cwd, env=self.env,
-                                       stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
-        self.groups.append((f"block-{line}.log", process, stop))
-
-    def stop_all(self) -> None:
-        """The worker first (SIGINT and a grace period, as the document says), then the servers."""
-        for _, process, stop in sorted(reversed(self.groups), key=lambda group: group[2] != signal.SIGINT):
-            started = time.monotonic()
-            stopped = stop_process(process, stop, 20, group=True)
-            print(f"stop {process.pid} {stop!r}: {time.monotonic() - started:.1f} s{'' if stopped else ', killed'}")
-
-    def tails(self, *first: Path) -> str:
-        logs = [*first, *(self.logs / name for name, _, _ in self.groups if (self.logs / name) not in first)]
-        return "\n".join(f"--- {log.name} (last 3000 characters)\n{log.read_text(errors='replace')[-3000:]}"
-                         for log in logs if log.exists())
+    }, Path(__file__).name)
 
 
 @pytest.fixture
@@ -216,9 +111,9 @@ def _finetune_job(placeholders: Placeholders, snippet: Block, tracking_uri: str)
     split = digits_split(seed=0)
     checkpoint = train_checkpoint(MlflowRegistry(tracking_uri), split, name="tickets-finetune",
                                   estimator=make_estimator("logistic", 0))
-    placeholders.run_id = checkpoint.uri.split("/")[1]
+    placeholders.values["<run_id>"] = checkpoint.uri.split("/")[1]
     holdout = split.holdout_index
-    exec(compile(placeholders.apply(snippet), f"{DOCUMENT.name}:{snippet.line}", "exec"), {  # noqa: S102
+    exec(compile(placeholders.apply(snippet), snippet.where, "exec"), {  # noqa: S102
         "holdout_ids": split.ids[holdout], "holdout_features": split.features[holdout],
         "holdout_labels": split.labels[holdout], "train_ids": split.training_ids,
     })
@@ -245,8 +140,8 @@ def _wait_for_flow_runs(api_url: str, timeout: float) -> list[dict[str, object]]
 def test_every_block_is_marked_or_runnable_with_known_placeholders(tmp_path: Path) -> None:
     """Without servers: the markers are known, and every block that runs has only known placeholders."""
     placeholders = document_placeholders(5432, 5000, 4200, tmp_path)
-    placeholders.run_id = "0123456789abcdef"
-    blocks = [block for block in fenced_blocks(DOCUMENT.read_text()) if block.language == "bash"]
+    placeholders.values["<run_id>"] = "0123456789abcdef"
+    blocks = [block for block in recipe_blocks() if block.language == "bash"]
     assert {block.marker for block in blocks} <= {None, "background", "skip"}
     run = [block for block in blocks if block.marker != "skip"]
     assert any("thermostat setup-db" in block.text for block in run)
@@ -273,22 +168,22 @@ def test_the_production_recipe_runs_as_written(postgres_server: str, shell: Shel
     mlflow_port, prefect_port = free_port(), free_port()
     placeholders = document_placeholders(pg_port, mlflow_port, prefect_port, tmp_path)
     tracking_uri, api_url = f"http://127.0.0.1:{mlflow_port}", f"http://127.0.0.1:{prefect_port}/api"
-    blocks = fenced_blocks(DOCUMENT.read_text())
+    blocks = recipe_blocks()
     snippets = [block for block in blocks if block.language == "python" and "write_features(" in block.text]
-    assert len(snippets) == 1, "section 3 should show one Python snippet that writes the inputs"
+    assert len(snippets) == 1, "production.md's section 3 should show one Python snippet that writes the inputs"
     for block in blocks:
         if block.language != "bash" or block.marker == "skip":
             continue
         if block.marker not in (None, "background"):
-            pytest.fail(f"{DOCUMENT.name}:{block.line}: unknown marker {block.marker!r}; use background or skip")
-        if "<run_id>" in block.text and placeholders.run_id is None:
+            pytest.fail(f"{block.where}: unknown marker {block.marker!r}; use background or skip")
+        if "<run_id>" in block.text and "<run_id>" not in placeholders.values:
             _finetune_job(placeholders, snippets[0], tracking_uri)
         text = placeholders.apply(block)
         if block.marker == "background":
-            shell.start(text, block.line)
+            shell.start(text, block.where)
         else:
-            shell.run(text, block.line)
-    assert placeholders.run_id is not None, "no block started post-finetune with a checkpoint's <run_id>"
+            shell.run(text, block.where)
+    assert "<run_id>" in placeholders.values, "no block started post-finetune with a checkpoint's <run_id>"
 
     started = time.monotonic()
     runs = _wait_for_flow_runs(api_url, timeout=120)
@@ -302,9 +197,15 @@ def test_the_production_recipe_runs_as_written(postgres_server: str, shell: Shel
     client = MlflowClient(tracking_uri=tracking_uri)
     version = client.get_model_version_by_alias("tickets", "champion")
     assert version.version == "1"
-    assert version.tags["checkpoint_uri"] == f"runs:/{placeholders.run_id}/checkpoint"
+    assert version.tags["checkpoint_uri"] == f"runs:/{placeholders.values['<run_id>']}/checkpoint"
     assert version.tags["train_data_version"] == "tickets-2026-11-28" and version.tags["train_steps"] == "12000"
     assert float(version.tags["temperature"]) > 1.0
+    # The version page's description, and the outcome `--watch` printed on the fine-tune job's terminal.
+    assert version.description.startswith(f"**T = {float(version.tags['temperature']):.4g}** (95% interval ")
+    watched = next(block for block in blocks if "prefect deployment run post-finetune/post-finetune" in block.text)
+    output = (shell.logs / log_name(watched.where)).read_text()
+    assert '"flow": "post-finetune", "status": "registered", "message": "registered tickets version 1 ' \
+           '(models:/tickets/1): T=' in " ".join(output.split()), output[-4000:]
     # ... whose backend store is the database setup-db made; the worker's log and lock are in the other one.
     admin = postgres_server.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(admin.rsplit("/", 1)[0] + "/mlflow") as mlflow_db:

@@ -19,6 +19,7 @@ from flows.settings import ThermostatSettings
 from tests.integration.conftest import Registered, mlflow_client
 from tests.integration.test_monitor_refit import _events
 from tests.integration.test_monitor_stream import _serve, _tags, settings  # noqa: F401 - the fixture
+from tests.support.checks import spy_check_version
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ def _label_shifted(registered: Registered, n: int, share: float, seed: int) -> t
 
 
 def test_label_shifted_traffic_is_diagnosed_a_label_shift_and_starts_no_refit(
-    registered: Registered, settings: ThermostatSettings  # noqa: F811 - the fixture
+    registered: Registered, settings: ThermostatSettings, monkeypatch: pytest.MonkeyPatch  # noqa: F811 - the fixture
 ) -> None:
     version = registered_version("digits", "1", _tags(settings), ["champion"])
     assert version.reference_priors is not None, "post-finetune registers the reference priors"
@@ -41,10 +42,12 @@ def test_label_shifted_traffic_is_diagnosed_a_label_shift_and_starts_no_refit(
     since = datetime.now(UTC) - timedelta(seconds=5)
     logits, labels = _label_shifted(registered, 2000, 0.4, seed=1)
     _serve(settings, logits, labels, tag="mix", temperature=registered.temperature)
+    outcomes = spy_check_version(monkeypatch)
     [check] = monitor("digits", settings=settings)
     report = check.report
-    assert report is not None and report.diagnosis is not None and report.prior_test is not None
-    assert report.diagnosis.kind == "label_shift", report.diagnosis.sentence()
+    [outcome] = outcomes  # the monitor flow's diagnosis is the one check's (monitoring.check_version)
+    assert report is not None and report is outcome.report and report.diagnosis is not None
+    assert report.prior_test is not None and report.diagnosis.kind == "label_shift", report.diagnosis.sentence()
     assert report.diagnosis.confirmed and report.prior_test.fired
     assert report.diagnosis.priors[0] == pytest.approx(0.4, abs=0.06)
     assert not report.refit_recommended and check.event_id is None, "no drift event: no temperature refit"

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-import flows.pipelines.monitor
+import flows.pipelines.check_recorder
 from flows.dashboard.data import gather
 from flows.pipelines.monitor import VersionCheck, monitor
 from flows.registry.adapter import MlflowRegistry
@@ -214,14 +214,14 @@ def test_mlflow_stopped_mid_check_fails_it_in_bounded_time_and_the_next_check_cl
         settings = _settings(url, tmp_path)
         start, end = _log(settings, registered.clean_logits[:600], registered.clean_labels[:600],
                           registered.temperature, tag="stop")
-        figure = flows.pipelines.monitor.reliability_figure
+        figure = flows.pipelines.check_recorder.reliability_figure
 
         def stop_the_server_then_draw(*args: Any, **kwargs: Any) -> Any:
             url.process.terminate()  # the check's run is open; its metrics are written
             url.process.wait(timeout=30)
             return figure(*args, **kwargs)
 
-        monkeypatch.setattr(flows.pipelines.monitor, "reliability_figure", stop_the_server_then_draw)
+        monkeypatch.setattr(flows.pipelines.check_recorder, "reliability_figure", stop_the_server_then_draw)
         _, error, elapsed = _in_time(
             lambda: monitor("digits", window_start=start, window_end=end, settings=settings), limit=240)
         assert error is not None, "the check failed"

@@ -16,13 +16,16 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from flows.dashboard.data import gather
 from flows.pipelines.monitor import monitor_fleet
+from flows.records.events import UNREADABLE_VERSION_EVENT
 from flows.pipelines.tasks import open_prediction_log
 from flows.records.versions import SEQUENTIAL_STATE_TAG
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import log_predictions
 from tests.integration.conftest import Registered, mlflow_client
+from tests.support.checks import spy_check_version
 
 pytestmark = pytest.mark.integration
 
@@ -75,11 +78,15 @@ def test_the_fleet_is_checked_in_one_run_with_per_run_reads_once(
         if "prediction_log" in statement:
             log_reads.append(statement)
 
+    outcomes = spy_check_version(monkeypatch)
     event.listen(Engine, "before_cursor_execute", on_statement)
     try:
         checks = monitor_fleet(settings=settings)
     finally:
         event.remove(Engine, "before_cursor_execute", on_statement)
+
+    # Each version's report is the one check's (monitoring.check_version), as the CLI and the study run it.
+    assert len(outcomes) == len(checks) and all(o.report is c.report for o, c in zip(outcomes, checks))
 
     assert [(c.model_name, c.version, c.aliases, c.verdict) for c in checks] == [
         ("digits", "1", ("champion",), "ok"), ("tickets", "1", ("champion",), "ok"),
@@ -98,7 +105,10 @@ def test_the_fleet_is_checked_in_one_run_with_per_run_reads_once(
     # first check of a version has no increment before the window: no late-label read.
     selects = [s for s in log_reads if s.startswith("SELECT")]
     k_reads = [s for s in selects if "FROM prediction_log_versions" in s]
-    assert len(k_reads) == 2 and "WHERE" not in k_reads[0], k_reads
+    # The never-logged version is asked again at each step of its check (it may log any time):
+    # at most three reads, each of that one version, never a second read of every version's K.
+    assert "WHERE" not in k_reads[0] and 2 <= len(k_reads) <= 4, k_reads
+    assert all("WHERE" in read for read in k_reads[1:]), k_reads
     assert len([s for s in selects if "FROM prediction_log \n" in s]) == 2 * 2
 
 
@@ -117,3 +127,49 @@ def test_the_fleet_refuses_an_unknown_model_and_reports_unreadable_versions(
     # digits was still checked before the run failed.
     state = registry.get_version("digits", "1").tags[SEQUENTIAL_STATE_TAG]
     assert '"checks":1' in state.replace(" ", "")
+
+
+def _events_of(resource_id: str, since: datetime) -> list[dict[str, Any]]:
+    """The events Prefect's API holds on ``resource_id`` since ``since`` (waiting for them a little)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventOccurredFilter, EventResourceFilter
+
+    deadline = time.monotonic() + 30
+    while True:
+        with get_client(sync_client=True) as client:
+            page = client.read_events(limit=50, filter=EventFilter(
+                occurred=EventOccurredFilter(since=since, until=datetime.now(UTC) + timedelta(minutes=5)),
+                resource=EventResourceFilter(id=[resource_id])))
+        if page.events or time.monotonic() > deadline:
+            return [{"event": e.event, "payload": e.payload} for e in page.events]
+        time.sleep(0.5)
+
+
+def test_a_version_whose_record_cannot_be_read_is_named_alerted_and_shown(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    """tickets v2 (@challenger) with its temperature tag deleted: the fleet checks the others, then
+    fails naming the version and why; the version's own event (the "version not checked" alert)
+    is emitted, and the dashboard lists the same situation."""
+    registry = _fleet(settings, registered)
+    mlflow_client(registry).delete_model_version_tag("tickets", "2", "temperature")
+    since = datetime.now(UTC) - timedelta(seconds=5)
+
+    state = monitor_fleet(settings=settings, return_state=True)
+    assert state.is_failed()
+    assert "checks" in registry.get_version("tickets", "1").tags[SEQUENTIAL_STATE_TAG]  # the others were checked
+
+    [event] = [e for e in _events_of("mlmodel.tickets.v2", since) if e["event"] == UNREADABLE_VERSION_EVENT]
+    assert event["payload"]["aliases"] == ["challenger"] and event["payload"]["flow"] == "monitor-fleet"
+    assert "'temperature'" in event["payload"]["problem"]
+
+    alerts = gather(settings, registry=registry).alerts
+    [alert] = [a for a in alerts if a.kind == "unreadable_version"]  # not someone-elses v1: not Thermostat's
+    assert (alert.model_name, alert.version, alert.alias) == ("tickets", "2", "challenger")
+    assert "'temperature'" in alert.title
+
+    message = state.message or ""  # what the "monitor failed" alert quotes
+    assert "1 serving version(s) could not be read" in message and "tickets v2 (@challenger)" in message, message
+    assert "'temperature'" in message, message  # why

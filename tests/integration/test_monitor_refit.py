@@ -18,9 +18,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.pipelines.monitor import artifact_key, monitor
+from flows.pipelines.monitor import STALE_AFTER, artifact_key, monitor
 from flows.pipelines.tasks import open_prediction_log
 from flows.pipelines.refit import RefitFailed, refit, refit_artifact_key
+from flows.records.events import RefittedEvent
+from flows.records.outcomes import MESSAGE_LIMIT
 from flows.registry.adapter import MlflowRegistry
 from flows.records.runs import VERSION_DRIFT_TAG_PREFIX, DriftCause, RefitLink, RefitRecord
 from flows.registry.serving import ServedModel
@@ -96,9 +98,10 @@ def test_serving_helper_returns_the_pyfunc_output_and_logs_raw_logits(
         chunk = next(log.iter_labelled("digits", "1", datetime(2000, 1, 1, tzinfo=UTC),
                                        datetime.now(UTC) + timedelta(seconds=1)))
     pyfunc = registry.load_version_model("digits", "1", tmp_path / "pyfunc")
-    # Exactly what predict serves, given the same request ids (a request without them gets uuid4s).
+    # Exactly what predict serves, given the same request ids (a request without them gets uuid4s);
+    # a tensor-signature checkpoint takes its request ids as params, never as an extra column.
     ids = [f"s-{i}" for i in range(40)]
-    pd.testing.assert_frame_equal(frame, pyfunc.predict(pd.DataFrame(features).assign(request_id=ids)))
+    pd.testing.assert_frame_equal(frame, pyfunc.predict(features, params={"request_id": ids}))
     assert list(frame.columns[-3:]) == ["request_id", "model_version", "temperature"]
     assert (frame["model_version"] == "1").all() and (frame["temperature"] == registered.temperature).all()
     assert served.version == "1" and (chunk.temperature == registered.temperature).all()
@@ -236,15 +239,17 @@ def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
     registry = MlflowRegistry.from_settings(settings)
     state = refit("digits", window_start=window[0], window_end=window[1],
                   settings=settings.model_copy(update={"min_accuracy": 0.3}), return_state=True)
-    # The flow run is Failed (red in the UI), its message the escalation; the outcome rides in its data.
-    assert state.is_failed() and state.message == ESCALATION
+    # The flow run is Failed (red in the UI), its message what was refused, the escalation first; the
+    # outcome rides in its data.
+    headline = f"refit of digits v1 @champion registered nothing (verify step): {ESCALATION}: the refit does not verify"
+    assert state.is_failed() and state.message is not None and state.message.startswith(headline)
     refused = state.result(raise_on_failure=False)
     assert isinstance(refused, RefitFailed)
     outcome = refused.outcome
     with pytest.raises(RefitFailed, match="needs retraining or a data fix"):
         state.result()
     run = _flow_run(state.state_details.flow_run_id)
-    assert run.state is not None and run.state.type.value == "FAILED" and run.state.message == ESCALATION
+    assert run.state is not None and run.state.type.value == "FAILED" and run.state.message == state.message
     assert outcome.status == "failed" and outcome.step == "verify" and outcome.registration is None
     assert outcome.escalation == "needs retraining or a data fix"
     assert outcome.verification is not None and outcome.verification.shape.shape in ("arched", "saw-tooth")
@@ -261,14 +266,15 @@ def test_refit_that_cannot_fix_an_arched_curve_registers_nothing(
 def test_a_refit_without_traffic_fails_with_its_reason_and_no_escalation(
     registered: Registered, settings: ThermostatSettings
 ) -> None:
-    """No escalation: the Failed state's message is the reason (cut to 200 characters)."""
+    """No escalation: the Failed state's message is the step and the reason (cut to MESSAGE_LIMIT characters)."""
     empty = datetime(2001, 1, 1, tzinfo=UTC)
     with pytest.raises(RefitFailed) as failed:
         refit("digits", window_start=empty, window_end=empty + timedelta(hours=1), settings=settings)
     outcome = failed.value.outcome
     assert outcome.status == "failed" and outcome.step == "traffic" and outcome.escalation is None
-    assert outcome.state_message.startswith("no labelled traffic of version 1 in [2001-01-01T00:00:00+00:00")
-    assert len(outcome.state_message) <= 200 and "wait for labels" in str(failed.value)
+    assert outcome.state_message.startswith("refit of digits v1 @champion registered nothing (traffic step): no "
+                                            "labelled traffic of version 1 in [2001-01-01T00:00:00+00:00")
+    assert len(outcome.state_message) <= MESSAGE_LIMIT and "wait for labels" in str(failed.value)
 
 
 def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, settings: ThermostatSettings) -> None:
@@ -295,6 +301,11 @@ def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, s
     assert refit_run.parameters["drift_event_id"] == check.event_id
     assert refit_run.parameters["drift_run_id"] == check.run_id
     assert refit_run.state is not None and refit_run.state.is_completed()
+    # The run's final state says what was registered (what `prefect deployment run --watch` users see).
+    assert refit_run.state.message == outcome.summary().message
+    assert refit_run.state.message.startswith("registered digits version 2 (models:/digits/2): T=")
+    assert refit_run.state.message.endswith(f"@champion moved from version 1; T was {outcome.parent_temperature:.4g} "
+                                            "on version 1")
     version_tags = registry.get_version("digits", "2").tags
     assert DriftCause.from_tags(version_tags, VERSION_DRIFT_TAG_PREFIX) == outcome.cause
     assert version_tags["refit_drift_event_id"] == check.event_id
@@ -303,6 +314,15 @@ def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, s
     [event] = _events("thermostat.calibration.refitted", "mlmodel.digits.v1", since, at_least=1,
                       where=lambda e: e.payload.get("drift_event_id") == check.event_id)
     assert event.payload["drift_run_id"] == check.run_id
+    # What a serving deployment needs to roll: the version's own URI, its alias, T with its interval, the gate.
+    assert (event.payload["model_name"], event.payload["new_version"], event.payload["alias"]) == (
+        "digits", "2", "champion")
+    assert event.payload["model_uri"] == "models:/digits/2" and event.payload["temperature"] == outcome.temperature
+    assert event.payload["temperature_interval"] == list(outcome.interval or ())
+    assert event.payload["gate_threshold"] == outcome.registration.gate_threshold  # type: ignore[union-attr]
+    read_back = RefittedEvent.from_payload(event.payload)
+    assert read_back.model_uri == "models:/digits/2" and read_back.cause == {"drift_event_id": check.event_id,
+                                                                             "drift_run_id": check.run_id}
     caused_by = [dict(r) for r in event.related if r.get("prefect.resource.role") == "caused-by"]
     assert caused_by == [{"prefect.resource.id": f"prefect.event.{check.event_id}",
                           "prefect.resource.role": "caused-by"}]
@@ -355,3 +375,34 @@ def test_a_check_run_that_does_not_exist_does_not_fail_the_refit(
     assert outcome.status == "registered" and outcome.cause == DriftCause(None, "0123456789abcdef0123456789abcdef")
     tags = MlflowRegistry.from_settings(settings).get_version("digits", "2").tags
     assert "refit_drift_event_id" not in tags and tags["refit_drift_run_id"] == "0123456789abcdef0123456789abcdef"
+
+
+def test_a_check_says_when_the_version_its_alias_left_is_still_served(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    """A refit moves @champion to version 2, but a server started before (``mlflow models serve``
+    resolves the alias once) keeps answering with version 1: the check of version 2 says so, with
+    the rows and how to fix it; rows of version 1 served before the move are not counted."""
+    now = datetime.now(UTC)
+    window = _log(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200],
+                  start=now - timedelta(hours=1), tag="s", temperature=registered.temperature)
+    outcome = refit("digits", window_start=window[0], window_end=window[1], settings=settings)
+    assert outcome.new_version == "2"
+    registry = MlflowRegistry.from_settings(settings)
+    # Registered half an hour ago, as far as the check can tell (the record's time of the move).
+    moved_at = now - timedelta(minutes=30)
+    mlflow_client(registry).set_model_version_tag("digits", "2", "fitted_at", moved_at.isoformat())
+    [quiet] = monitor("digits", settings=settings)
+    assert quiet.version == "2" and quiet.warnings == ()  # version 1's rows were all served before the move
+    _log(settings, registered.clean_logits[:300], registered.clean_labels[:300], start=now - timedelta(minutes=20),
+         tag="stale", temperature=registered.temperature)
+    state = monitor("digits", settings=settings, return_state=True)
+    [check] = state.result()
+    assert check.version == "2" and check.verdict == "insufficient_data"
+    [warning] = check.warnings
+    assert warning.startswith(f"version 1 is still served: 300 row(s) logged since "
+                              f"{(moved_at + STALE_AFTER).isoformat(timespec='seconds')}")
+    assert "@champion points at version 2" in warning and "thermostat serve digits --alias champion" in warning
+    assert any(f"**warning**: {warning}" in text for text in _markdown_artifacts(artifact_key("digits", "2", "report")))
+    assert state.message is not None and "digits v2 (@champion, " in state.message
+    assert "insufficient_data (no traffic logged); warning: 1 stale serving" in state.message

@@ -193,7 +193,7 @@ def test_an_alarm_whose_event_could_not_be_sent_is_raised_again_next_check(
 ) -> None:
     """The event transport down (a fault only a stub can produce on demand): the alarm is not
     consumed — the state is not written — so the next check alarms again and sends it."""
-    import flows.pipelines.monitor
+    import flows.pipelines.check_recorder
 
     _serve(settings, registered.clean_logits[600:900], registered.clean_labels[600:900], tag="ec",
            temperature=registered.temperature)
@@ -202,7 +202,7 @@ def test_an_alarm_whose_event_could_not_be_sent_is_raised_again_next_check(
     _serve(settings, registered.noisy_logits[:1200], registered.noisy_labels[:1200], tag="en",
            temperature=registered.temperature)
     with monkeypatch.context() as patch:
-        patch.setattr(flows.pipelines.monitor, "emit", lambda *args, **kwargs: None)
+        patch.setattr(flows.pipelines.check_recorder, "emit", lambda *args, **kwargs: None)
         [lost] = monitor("digits", settings=settings)
     assert lost.report is not None and lost.report.sequential is not None and lost.report.sequential.alarm
     assert lost.event_id is None and _tags(settings)[SEQUENTIAL_STATE_TAG] == before

@@ -41,8 +41,13 @@ def _alias(registry: MlflowRegistry, alias: str = "champion") -> str | None:
 
 
 def test_full_flow_registers_one_version_with_every_tag(store: Store) -> None:
-    registration = post_finetune(**store.run_args("logistic"))
+    state = post_finetune(**store.run_args("logistic"), return_state=True)
+    registration = state.result()
     assert registration.created and registration.version == "1"
+    # The run's final state says what was registered (a deployment run's caller sees the state, not the result).
+    assert state.is_completed() and state.message == registration.summary().message
+    assert state.message.startswith(f"registered digits version 1 (models:/digits/1): T={registration.temperature:.4g} [")
+    assert registration.summary().details["model_uri"] == "models:/digits/1"
     assert _versions(store.registry) == ["1"] and _alias(store.registry) == "1"
     tags = mlflow_client(store.registry).get_model_version("digits", "1").tags
     assert REQUIRED_TAGS <= set(tags)
@@ -58,6 +63,13 @@ def test_full_flow_registers_one_version_with_every_tag(store: Store) -> None:
     artifacts = {a.path for a in mlflow_client(store.registry).list_artifacts(run.info.run_id, "evidence")}
     assert {"evidence/reliability_diagram.png", "evidence/gate_sweep.csv", "evidence/qualification_report.json",
             "evidence/split_ids.json"} <= artifacts
+    # MLflow's version page shows the description first: T with its interval, the gate, the verdict, the evidence.
+    description = mlflow_client(store.registry).get_model_version("digits", "1").description
+    assert description.startswith(f"**T = {registration.temperature:.4g}** (95% interval "
+                                  f"{record.temperature_low:.4g} – {record.temperature_high:.4g}; search bounds")
+    assert f"**gate threshold {registration.gate_threshold:.4f}**" in description
+    assert f"**Verdict: {tags['bootstrap_verdict']}**" in description
+    assert f"MLflow run [`{run.info.run_id}`](#/experiments/{run.info.experiment_id}/runs/{run.info.run_id})" in description
     assert mlflow.active_run() is None
 
 
@@ -186,7 +198,7 @@ def test_register_refuses_a_mismatched_checkpoint_digest(store: Store, tmp_path:
 
 
 def test_model_lock_is_a_lease_row_that_is_released(store: Store) -> None:
-    from flows.pipelines.locks import model_lock, show_lock
+    from flows.orchestration.locks import model_lock, show_lock
 
     url = store.settings.resolved_prediction_log_url()
     with model_lock("lock-probe", url=url, timeout_seconds=10, description="probe"):
@@ -233,7 +245,7 @@ def test_class_mix_is_checked_against_the_alias_holders_recent_traffic(store: St
 def test_a_second_run_for_the_same_model_waits_for_the_first(store: Store) -> None:
     """Two runs never interleave: while another holder has the model's lock, a run waits for
     it and, past its timeout, fails having registered nothing. Then it goes through."""
-    from flows.pipelines.locks import model_lock
+    from flows.orchestration.locks import model_lock
 
     settings = store.settings.model_copy(update={"lock_timeout_seconds": 3.0})
     with model_lock("digits", url=settings.resolved_prediction_log_url(), timeout_seconds=30):  # "the other run"

@@ -98,5 +98,9 @@ def test_prune_refuses_without_a_retention_or_an_archive_and_removes_nothing(
     assert "give --archive DIR or set THERMOSTAT_EXPORT_PATH" in capsys.readouterr().err
     assert main(["prune", "--retention", "ninety days"]) == 2
     assert "is not an ISO 8601 duration" in capsys.readouterr().err
+    assert main(["prune", "--retention", "P999999D", "--archive", str(tmp_path / "archive")]) == 2
+    err = capsys.readouterr().err
+    assert "--retention: retention 999999 days, 0:00:00 is longer than the longest, 36500 days (P36500D)" in err
+    assert "Traceback" not in err and not (tmp_path / "archive").exists()
     with pytest.raises(ValueError, match="THERMOSTAT_EXPORT_PATH is not"):
         prune(settings=ThermostatSettings(state_dir=tmp_path, retention=timedelta(days=30)))

@@ -35,7 +35,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from flows.pipelines.locks import show_lock
+from flows.orchestration.locks import show_lock
 from flows.pipelines.post_finetune import post_finetune
 from flows.pipelines.registration import ALIAS_TAG, PREVIOUS_ALIAS_VERSION_TAG, Registration
 from flows.registry.adapter import REGISTRATION_COMPLETE, REGISTRATION_TAG, MlflowRegistry

@@ -44,10 +44,10 @@ from tests.support.servers import running
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("calibration", "monitoring", "flows")
+PACKAGES = ("calibration", "monitoring", "flows", "thermostat")
 # Not copied into the build: they are not part of the wheel, and their caches are not sources.
 NOT_SOURCES = (".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".thermostat", ".hypothesis", ".*cache",
-               "tests", "benchmarks", "docs")
+               "tests", "benchmarks", "docs", "docsite", "site")
 # A base install goes without these (the `distributed` and `postgresql` extras, the test tools).
 ABSENT = ("dask", "distributed", "prefect_dask", "psycopg", "playwright", "pytest")
 EXAMPLE = ROOT / "tests" / "data" / "real-logits" / "cifar10_lenet5_netcal.npz"  # 10,000 x 10

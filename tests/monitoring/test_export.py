@@ -3,12 +3,14 @@ the log's own chunks, refusals naming file and row, and partitioned summaries eq
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pickle
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -104,7 +106,7 @@ def test_layout_columns_and_row_groups(log: PredictionLog, tmp_path: Path) -> No
     result = export_prediction_log(log, "m", "1", out, until=UNTIL, chunk_size=17, row_group_size=40)
     folder = _folder(out)
     assert result.directory == str(folder) and result.days_written == DAYS and result.days_skipped == ()
-    assert sorted(p.name for p in folder.iterdir()) == ["_manifest.json", *(f"date={d}" for d in DAYS)]
+    assert sorted(p.name for p in folder.iterdir()) == [".export.lock", "_manifest.json", *(f"date={d}" for d in DAYS)]
     assert sorted(p.name for p in out.iterdir()) == ["model=m"]  # version 2 was not asked for
     assert result.rows_written == log.count_labelled("m", "1", T0, UNTIL)
     assert set(result.to_dict()) == {"directory", "model_name", "model_version", "until", "n_classes", "days_written",
@@ -115,9 +117,10 @@ def test_layout_columns_and_row_groups(log: PredictionLog, tmp_path: Path) -> No
         parquet = pq.ParquetFile(file)
         schema = parquet.schema_arrow
         assert schema.names == ["id", "label", "group", "logit_0", "logit_1", "logit_2", "served_at", "temperature",
-                                "predicted_class", "confidence"]  # fmt: skip
+                                "predicted_class", "confidence", "log_row_id"]  # fmt: skip
         assert [str(schema.field(name).type) for name in schema.names] == [
-            "string", "int64", "string", "float", "float", "float", "timestamp[us, tz=UTC]", "double", "int64", "double"
+            "string", "int64", "string", "float", "float", "float", "timestamp[us, tz=UTC]", "double", "int64", "double",
+            "int64",
         ]  # fmt: skip
         sizes = [parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)]
         assert all(size == 40 for size in sizes[:-1]) and 0 < sizes[-1] <= 40
@@ -126,10 +129,12 @@ def test_layout_columns_and_row_groups(log: PredictionLog, tmp_path: Path) -> No
         table = parquet.read()
         assert table.num_rows == sum(sizes) == log_rows["labels"].shape[0]
         assert table.column("id").to_pylist() == log_rows["request_ids"].tolist()  # (time, log id) order
+        assert table.column("log_row_id").to_pylist() == [row_id for row_ids, _ in log.iter_labelled_ids(
+            "m", "1", start, start + DAY) for row_id in row_ids.tolist()]  # fmt: skip
         assert table.column("group").to_pylist() == log_rows["groups"].tolist()
         np.testing.assert_array_equal(table.column("served_at").to_numpy(), log_rows["time"])
     manifest = json.loads((folder / "_manifest.json").read_text())
-    assert (manifest["format"], manifest["model_name"], manifest["model_version"], manifest["n_classes"]) == (1, "m", "1", K)
+    assert (manifest["format"], manifest["model_name"], manifest["model_version"], manifest["n_classes"]) == (2, "m", "1", K)
     assert list(manifest["days"]) == list(DAYS)
     first_day = log.labelled_fingerprint("m", "1", T0, T0 + DAY)
     assert manifest["days"][DAYS[0]] == {"n_rows": first_day.n_rows, "last_row_id": first_day.last_row_id,
@@ -241,12 +246,157 @@ def test_the_day_of_until_is_exported_up_to_until_and_completed_later(log: Predi
     assert later.days_written == DAYS[1:] and later.days_skipped == DAYS[:1]
 
 
-def test_an_unreadable_manifest_is_refused_by_name(log: PredictionLog, tmp_path: Path) -> None:
+def _delete_rows(log: PredictionLog, request_ids: Sequence[str]) -> None:
+    """Delete rows from the log as a prune (or a prune killed half way) does."""
+    with log.engine.begin() as conn:
+        conn.execute(log.table.delete().where(log.table.c.request_id.in_(list(request_ids))))
+
+
+def _labelled_ids(log: PredictionLog, start: datetime, end: datetime) -> list[str]:
+    return [rid for chunk in log.iter_labelled("m", "1", start, end) for rid in chunk.request_ids]
+
+
+def _unlabelled_ids(log: PredictionLog, start: datetime, end: datetime) -> list[str]:
+    table = log.table
+    with log.engine.connect() as conn:
+        return list(conn.execute(table.select().with_only_columns(table.c.request_id).where(
+            table.c.model_version == "1", table.c.label.is_(None), table.c.served_at >= start, table.c.served_at < end,
+        ).order_by(table.c.served_at, table.c.id)).scalars())  # fmt: skip
+
+
+def test_an_archived_day_is_never_replaced_by_fewer_rows(log: PredictionLog, tmp_path: Path) -> None:
+    # A twin log, filled the same way and never pruned: what the archive must read as.
+    twin = PredictionLog(f"sqlite:///{tmp_path / 'twin.db'}")
+    twin.create()
+    _fill(twin)
+    export_prediction_log(log, "m", "1", tmp_path / "export", until=UNTIL, row_group_size=40)
+    folder = _folder(tmp_path / "export")
+    day_two = folder / f"date={DAYS[1]}" / "part-0.parquet"
+    archived = day_two.read_bytes()
+    pruned = _labelled_ids(log, T0 + DAY, T0 + 2 * DAY)[:70]  # a prune killed after its first batch
+    _delete_rows(log, pruned)
+    again = export_prediction_log(log, "m", "1", tmp_path / "export", until=UNTIL, row_group_size=40)
+    assert again.days_written == () and again.days_skipped == DAYS and day_two.read_bytes() == archived
+
+    # Late labels on the pruned day (one of its oldest rows, one of its newest) and a late row: merged in.
+    late = _unlabelled_ids(log, T0 + DAY, T0 + 2 * DAY)
+    late = [late[0], late[-1]]
+    for labelled in (log, twin):
+        assert labelled.attach_labels(late, [2, 0]).attached == 2
+        log_predictions(labelled, "m", "1", 1.0, [[0.0, 1.0, 2.0]], ["late"], time=T0 + DAY + timedelta(hours=5),
+                        labels=[2])  # fmt: skip
+    merged = export_prediction_log(log, "m", "1", tmp_path / "export", until=UNTIL, row_group_size=40)
+    assert merged.days_written == (DAYS[1],) and merged.rows_written == twin.count_labelled("m", "1", T0 + DAY, T0 + 2 * DAY)
+    export = PredictionLogExport(tmp_path / "export")
+    # Every archived row kept, the late ones in their place: the day reads as the log that was never pruned.
+    assert_same_chunks(list(export.iter_labelled("m", "1", T0, UNTIL, chunk_size=64)),
+                       list(twin.iter_labelled("m", "1", T0, UNTIL, chunk_size=64)))  # fmt: skip
+    assert pq.ParquetFile(day_two).metadata.num_rows == merged.rows_written
+    assert not [p for p in day_two.parent.iterdir() if p.name != "part-0.parquet"]  # no temporary file left
+
+
+def _as_format_1(folder: Path) -> None:
+    """Turn a version's export into what an export of manifest format 1 wrote: day files without
+    ``log_row_id`` (the same rows, row groups and writer), manifest format 1."""
+    for file in folder.glob("date=*/part-0.parquet"):
+        parquet = pq.ParquetFile(file)
+        size = parquet.metadata.row_group(0).num_rows
+        pq.write_table(parquet.read().drop_columns(["log_row_id"]), file, row_group_size=size)
+    manifest = folder / "_manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": 1}, indent=2) + "\n")
+
+
+def test_a_format_1_export_is_read_and_merged_without_losing_or_reordering_rows(log: PredictionLog, tmp_path: Path) -> None:
+    twin = PredictionLog(f"sqlite:///{tmp_path / 'twin.db'}")
+    twin.create()
+    _fill(twin)
+    export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=40)
+    folder = _folder(tmp_path)
+    _as_format_1(folder)
+    export = PredictionLogExport(tmp_path)
+    assert_same_chunks(list(export.iter_labelled("m", "1", T0, UNTIL)), list(log.iter_labelled("m", "1", T0, UNTIL)))
+    files = _files(folder)
+    unchanged = export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=40)
+    assert unchanged.days_written == () and _files(folder) == files  # the format is not upgraded by rewriting
+
+    # An older Thermostat pruned the first day's oldest rows; late labels arrive on the first two days.
+    first_day = _labelled_ids(log, T0, T0 + DAY)
+    _delete_rows(log, first_day[:50])
+    late = [_unlabelled_ids(log, T0 + n * DAY, T0 + (n + 1) * DAY)[-1] for n in (0, 1)]
+    for labelled in (log, twin):
+        assert labelled.attach_labels(late, [1, 1]).attached == 2
+    merged = export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=40)
+    assert merged.days_written == DAYS[:2] and json.loads((folder / "_manifest.json").read_text())["format"] == 2
+    # The day never pruned reads exactly as the log; the pruned one holds every row, once, in serving order.
+    assert_same_chunks(list(export.iter_labelled("m", "1", T0 + DAY, UNTIL)),
+                       list(log.iter_labelled("m", "1", T0 + DAY, UNTIL)))  # fmt: skip
+    got = _rows(list(export.iter_labelled("m", "1", T0, T0 + DAY)))
+    want = _rows(list(twin.iter_labelled("m", "1", T0, T0 + DAY)))
+    assert sorted(got["request_ids"]) == sorted(want["request_ids"])
+    row_ids = pq.read_table(folder / f"date={DAYS[0]}" / "part-0.parquet").column("log_row_id")
+    assert row_ids.null_count == 50  # the pruned rows: the log has no id for them any more
+
+
+def test_a_merge_refuses_a_corrupted_day_file_and_leaves_it_as_it_is(tmp_path: Path) -> None:
+    file = _small_export(tmp_path)
+    _rewrite(file, "logit_1", 9, float("nan"))
+    corrupted = file.read_bytes()
+    log = PredictionLog(f"sqlite:///{tmp_path / 'log.db'}")  # the same rows, and one more labelled
+    log.create()
+    rng = np.random.default_rng(0)
+    log_predictions(log, "m", "1", 1.0, rng.normal(size=(13, K)), [f"r{i}" for i in range(13)],
+                    time=[T0 + timedelta(minutes=i) for i in range(13)], labels=rng.integers(0, K, 13))  # fmt: skip
+    with pytest.raises(ScoredSetError, match=rf"^{file}: row 9 \(id 'r9'\), logits column 1: nan is not finite"):
+        export_prediction_log(log, "m", "1", tmp_path, until=UNTIL, row_group_size=4)
+    assert file.read_bytes() == corrupted and sorted(p.name for p in file.parent.iterdir()) == ["part-0.parquet"]
+
+
+def test_exports_of_one_version_take_turns_and_clean_up_after_a_killed_one(log: PredictionLog, tmp_path: Path) -> None:
+    export_prediction_log(log, "m", "1", tmp_path, until=T0 + DAY)
+    folder = _folder(tmp_path)
+    leftovers = [folder / f".part-0.parquet.{'a' * 32}.tmp", folder / f"date={DAYS[0]}" / f".part-0.parquet.{'b' * 32}.tmp",
+                 folder / f"._manifest.json.{'c' * 32}.tmp"]  # what a writer killed mid-file leaves
+    for leftover in leftovers:
+        leftover.write_bytes(b"half a file")
+    done = threading.Event()
+    with open(folder / ".export.lock", "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # another export of the version is running
+        other = threading.Thread(target=lambda: (export_prediction_log(log, "m", "1", tmp_path, until=UNTIL), done.set()))
+        other.start()
+        assert not done.wait(0.3)  # it waits for its turn
+        assert all(leftover.exists() for leftover in leftovers)
+    other.join(30)
+    assert done.is_set() and not any(leftover.exists() for leftover in leftovers)
+    assert [day for day, _ in PredictionLogExport(tmp_path).day_files("m", "1")] == [date.fromisoformat(d) for d in DAYS]
+
+
+def test_an_unreadable_manifest_is_refused_by_name_and_setting_it_aside_loses_nothing(
+    log: PredictionLog, tmp_path: Path
+) -> None:
     export_prediction_log(log, "m", "1", tmp_path, until=UNTIL)
-    manifest = _folder(tmp_path) / "_manifest.json"
+    folder = _folder(tmp_path)
+    manifest = folder / "_manifest.json"
+    valid = manifest.read_text()
     manifest.write_text("{not json")
-    with pytest.raises(ValueError, match=rf"{manifest}: the export's manifest cannot be read .*delete it"):
+    with pytest.raises(ValueError, match=rf"{manifest}: the export's manifest cannot be read .*move it aside") as refusal:
         export_prediction_log(log, "m", "1", tmp_path, until=UNTIL)
+    assert "delete" not in str(refusal.value)
+    # Set aside, as the message says, after a prune removed the first day's rows from the log:
+    # the next export compares every day with the log again and keeps every archived row.
+    archived = _rows(list(PredictionLogExport(tmp_path).iter_labelled("m", "1", T0, UNTIL)))["request_ids"]
+    _delete_rows(log, _labelled_ids(log, T0, T0 + DAY))
+    manifest.rename(folder / "_manifest.json.unreadable")
+    again = export_prediction_log(log, "m", "1", tmp_path, until=UNTIL)
+    assert again.days_written == () and again.days_skipped == DAYS[1:]
+    kept = _rows(list(PredictionLogExport(tmp_path).iter_labelled("m", "1", T0, UNTIL)))["request_ids"]
+    assert kept.tolist() == archived.tolist()
+    for content, message in ((json.dumps({**json.loads(valid), "format": 3}), r"manifest format 3; this Thermostat reads "
+                              r"formats \(1, 2\)"), (json.dumps({**json.loads(valid), "n_classes": 5}),
+                              r"the export holds K=5 classes but the log's version has K=3.*export to another folder")):
+        manifest.write_text(content)
+        with pytest.raises(ValueError, match=message) as refusal:
+            export_prediction_log(log, "m", "1", tmp_path, until=UNTIL)
+        assert "delete" not in str(refusal.value)
 
 
 @pytest.mark.parametrize("size", [0, -1, True])

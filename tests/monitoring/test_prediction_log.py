@@ -214,15 +214,31 @@ def test_unknown_request_ids_are_reported_not_dropped(prediction_log: Prediction
     assert report.n_requested == 4 and not report.complete
 
 
-def test_a_label_outside_the_versions_classes_writes_nothing(prediction_log: PredictionLog) -> None:
+def test_a_bad_label_is_refused_alone_and_the_good_ones_are_attached(prediction_log: PredictionLog) -> None:
+    """One out-of-range label in a file of thousands used to refuse the whole file."""
+    prediction_log.append([record(i, k=3) for i in range(4)])
+    report = prediction_log.attach_labels(["req-1-0", "req-1-1", "req-1-2", 7, "req-1-3", "nope"], [1, 3, -1, 0, 0.5, 2])
+    assert (report.attached, report.unchanged, report.unknown_request_ids) == (1, 0, ("nope",))
+    assert [(r.index, r.request_id) for r in report.refused] == [(1, "req-1-1"), (2, "req-1-2"), (3, None),
+                                                                  (4, "req-1-3")]
+    reasons = [r.reason for r in report.refused]
+    assert reasons[0] == "label 3 is outside [0, 3) of model 'digits' version '1'"
+    assert reasons[1] == "the label is -1; labels must be >= 0"
+    assert reasons[2].startswith("the request id must be a str of 1 to 255 characters; got int 7")
+    assert reasons[3] == "the label must be an integer class index; got float 0.5"
+    assert not report.complete
+    assert prediction_log.count_labelled("digits", "1", T0, T0 + HOUR) == 1
+    # A label column pandas read as floats (a missing value elsewhere) is read as its integers.
+    assert prediction_log.attach_labels(["req-1-1"], np.array([2.0])).attached == 1
+
+
+def test_strict_labels_are_all_or_nothing(prediction_log: PredictionLog) -> None:
     prediction_log.append([record(i, k=3) for i in range(2)])
-    with pytest.raises(ValueError, match=r"label 3 for request id 'req-1-1' is outside \[0, 3\)"):
-        prediction_log.attach_labels(["req-1-0", "req-1-1"], [1, 3])
+    with pytest.raises(ValueError, match=r"row 1 \(request id 'req-1-1'\): label 3 is outside \[0, 3\)"):
+        prediction_log.attach_labels(["req-1-0", "req-1-1"], [1, 3], strict=True)
+    with pytest.raises(ValueError, match="labels must be >= 0; nothing of the 1 rows was written"):
+        prediction_log.attach_labels(["req-1-0"], [-1], strict=True)
     assert prediction_log.count_labelled("digits", "1", T0, T0 + HOUR) == 0
-    with pytest.raises(ValueError, match="labels must be >= 0"):
-        prediction_log.attach_labels(["req-1-0"], [-1])
-    with pytest.raises(TypeError, match="labels must be integers"):
-        prediction_log.attach_labels(["req-1-0"], [0.5])
     with pytest.raises(ValueError, match="one label per request id"):
         prediction_log.attach_labels(["req-1-0", "req-1-1"], [0])
 

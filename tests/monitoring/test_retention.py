@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from monitoring import (
     PredictionLog,
@@ -19,6 +19,7 @@ from monitoring import (
     prune_prediction_log,
     retention_cutoff,
 )
+from monitoring import retention as retention_module
 
 NOW = datetime(2026, 6, 10, 15, 0, tzinfo=UTC)
 RETENTION = timedelta(days=30)
@@ -94,15 +95,101 @@ def test_without_an_archive_every_old_row_goes(prediction_log: PredictionLog) ->
     assert set(_rows(prediction_log)) >= set(recent)
 
 
-def test_rows_labelled_after_the_archive_was_read_wait_for_the_next_prune(prediction_log: PredictionLog) -> None:
+def _archived(archive: Path, version: str) -> dict[str, tuple[int, bytes]]:
+    """request id -> (label, logits) of a version's archived rows (each day file's ids unique: checked)."""
+    export = PredictionLogExport(archive)
+    rows = [(rid, (int(label), logits.tobytes())) for chunk in export.iter_labelled(
+                "m", version, datetime(2026, 1, 1, tzinfo=UTC), CUTOFF + timedelta(days=5))
+            for rid, label, logits in zip(chunk.request_ids, chunk.labels, chunk.logits, strict=True)]  # fmt: skip
+    assert len(rows) == len(dict(rows))  # each row archived once
+    return dict(rows)
+
+
+def _old_labelled(log: PredictionLog, version: str) -> dict[str, tuple[int, bytes]]:
+    return {rid: (row[1], row[3]) for rid, row in _rows(log).items()
+            if row[0] < CUTOFF and row[1] is not None and rid.startswith(f"v{version}-")}  # type: ignore[operator,misc]
+
+
+@pytest.mark.parametrize("clock", ["now", "an older clock"])
+def test_rows_labelled_while_a_prune_runs_stay_for_the_next_prune_and_nothing_archived_is_lost(
+    prediction_log: PredictionLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: str
+) -> None:
     _fill(prediction_log)
-    late = [rid for rid, row in _rows(prediction_log).items() if row[0] < CUTOFF and row[1] is None][:2]  # type: ignore[operator]
-    prediction_log.attach_labels(late, [0, 1], labelled_at=NOW)
-    deleted = prediction_log.delete_served_before("m", "1", CUTOFF, keep_labelled_after=NOW - timedelta(days=1))
-    left = {rid for rid, row in _rows(prediction_log).items() if row[0] < CUTOFF}  # type: ignore[operator]
-    assert left == {rid for rid in late if rid.startswith("v1-")} | {
-        rid for rid, row in _rows(prediction_log).items() if rid.startswith("v2-") and row[0] < CUTOFF}  # type: ignore[operator]
-    assert deleted == 13 - len([rid for rid in late if rid.startswith("v1-")])
+    archive = tmp_path / "archive"
+    late = [rid for rid, row in _rows(prediction_log).items() if row[0] < CUTOFF and row[1] is None]  # type: ignore[operator]
+    real_export = retention_module.export_prediction_log
+
+    def export_then_label(*args: object, **kwargs: object) -> object:
+        # A labeller attaches labels after the export read the days and before the delete; its
+        # labelling time may be older than the labels the export saw (another machine's clock).
+        result = real_export(*args, **kwargs)  # type: ignore[arg-type]
+        ours = [rid for rid in late if rid.startswith(f"v{result.model_version}-")]
+        labelled_at = None if clock == "now" else CUTOFF - timedelta(days=10)
+        assert prediction_log.attach_labels(ours, [1] * len(ours), labelled_at=labelled_at).attached == len(ours)
+        return result
+
+    want = {version: _old_labelled(prediction_log, version) for version in ("1", "2")}
+    monkeypatch.setattr(retention_module, "export_prediction_log", export_then_label)
+    first = prune_prediction_log(prediction_log, CUTOFF, archive=archive, batch_size=4)
+    monkeypatch.undo()
+    # The rows labelled meanwhile are not archived yet: they are still in the log, nothing else is.
+    assert {rid for rid, row in _rows(prediction_log).items() if row[0] < CUTOFF} == set(late)  # type: ignore[operator]
+    for version in ("1", "2"):
+        assert _archived(archive, version) == want[version]
+        want[version].update(_old_labelled(prediction_log, version))
+
+    second = prune_prediction_log(prediction_log, CUTOFF, archive=archive, batch_size=4)
+    for version in ("1", "2"):  # merged into their days: the rows archived before are all still there
+        assert _archived(archive, version) == want[version] and len(want[version]) == 13
+    assert all(row[0] >= CUTOFF for row in _rows(prediction_log).values())  # type: ignore[operator]
+    assert [version.rows_kept for version in first.versions] == [len(late) // 2, len(late) - len(late) // 2]
+    assert second.rows_deleted == len(late) and all(version.rows_kept == 0 for version in second.versions)
+
+
+def test_a_prune_killed_between_its_delete_batches_is_finished_by_the_next_without_loss(
+    prediction_log: PredictionLog, tmp_path: Path
+) -> None:
+    _fill(prediction_log)
+    archive = tmp_path / "archive"
+    want = _old_labelled(prediction_log, "1")
+    # What a prune killed after its first delete batch leaves: its days archived, their oldest rows gone.
+    export_prediction_log(prediction_log, "m", "1", archive, until=CUTOFF)
+    table = prediction_log.table
+    with prediction_log.engine.begin() as conn:
+        oldest = select(table.c.id).where(table.c.model_version == "1").order_by(table.c.served_at, table.c.id).limit(5)
+        assert conn.execute(table.delete().where(table.c.id.in_(oldest.scalar_subquery()))).rowcount == 5
+    pruned = prune_prediction_log(prediction_log, CUTOFF, archive=archive, batch_size=4)
+    assert pruned.versions[0].rows_deleted == 13 - 5
+    assert _archived(archive, "1") == want  # the day is not replaced by what the log has left of it
+    assert all(row[0] >= CUTOFF for rid, row in _rows(prediction_log).items() if rid.startswith("v1-"))  # type: ignore[operator]
+
+
+def test_labels_for_rows_a_prune_deletes_while_they_are_attached_are_reported_unknown(
+    prediction_log: PredictionLog, log_url: str
+) -> None:
+    _fill(prediction_log)
+    unlabelled = [rid for rid, row in _rows(prediction_log).items() if row[1] is None and rid.startswith("v1-")]
+    old = {rid for rid in unlabelled if _rows(prediction_log)[rid][0] < CUTOFF}  # type: ignore[operator]
+    assert 0 < len(old) < len(unlabelled)
+    pruner = PredictionLog(log_url)
+    pruned: list[int] = []
+
+    def prune_before_the_update(conn: object, cursor: object, statement: str, *args: object) -> None:
+        # Between attach_labels' read and its update, a prune deletes the old rows (a real delete,
+        # committed by another connection).
+        if statement.lstrip().upper().startswith("UPDATE PREDICTION_LOG") and not pruned:
+            pruned.append(pruner.delete_served_before("m", "1", CUTOFF))
+
+    event.listen(prediction_log.engine, "before_cursor_execute", prune_before_the_update)
+    try:
+        report = prediction_log.attach_labels(unlabelled, [0] * len(unlabelled))
+    finally:
+        event.remove(prediction_log.engine, "before_cursor_execute", prune_before_the_update)
+        pruner.dispose()
+    assert pruned == [13]
+    assert report.attached == len(unlabelled) - len(old) and set(report.unknown_request_ids) == old
+    assert report.attached + report.unchanged + len(report.conflicts) + len(report.unknown_request_ids) == len(unlabelled)
+    assert not report.complete
 
 
 def test_an_archived_prune_removes_whole_days_only(prediction_log: PredictionLog, tmp_path: Path) -> None:
@@ -110,3 +197,6 @@ def test_an_archived_prune_removes_whole_days_only(prediction_log: PredictionLog
         prune_prediction_log(prediction_log, CUTOFF + timedelta(hours=1), archive=tmp_path)
     with pytest.raises(ValueError, match="retention must be a positive duration"):
         retention_cutoff(NOW, timedelta(0))
+    with pytest.raises(ValueError, match=r"retention 999999 days, 0:00:00 is longer than the longest, 36500 days"):
+        retention_cutoff(NOW, timedelta(days=999_999))  # a cutoff before the year 1: not an OverflowError
+    assert retention_cutoff(NOW, timedelta(days=36_500)) == datetime(1926, 7, 5, tzinfo=UTC)

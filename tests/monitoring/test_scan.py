@@ -132,7 +132,7 @@ def test_each_served_logit_is_scanned_once_and_the_priors_equal_their_own_read(
 ) -> None:
     """The pass checks a chunk once for its three uses (the profile, the priors, the scores; each
     scanned it before) and takes one softmax for the profile and the priors: the same numbers."""
-    validation = sys.modules["calibration._validation"]  # private: spied as tests/flows/test_validate_once.py does
+    validation = sys.modules["calibration._validation"]  # private: spied as tests/flows/cli/test_validate_once.py does
 
     _log_traffic(prediction_log)
     scanned: list[int] = []

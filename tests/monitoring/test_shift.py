@@ -1,4 +1,4 @@
-"""monitoring.diagnose_arrays: a check's shift diagnosis on arrays in memory."""
+"""A check's shift diagnosis on arrays in memory: monitoring.check_version on a WindowInMemory."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ import numpy as np
 import pytest
 
 from calibration import ReferencePriors, TemperatureStats, holm_levels
-from monitoring import ConfidenceProfile, DriftPolicy, DriftReference, ShiftCheck, diagnose_arrays, read_as_family
+from monitoring import (
+    DEFAULT_POLICY,
+    CheckOutcome,
+    CheckReference,
+    CheckState,
+    ConfidenceProfile,
+    DriftPolicy,
+    DriftReference,
+    DriftReport,
+    WindowInMemory,
+    check_version,
+    read_as_family,
+)
 
 
 def _rows(priors: list[float], n: int, rng: np.random.Generator, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -21,32 +33,43 @@ def _rows(priors: list[float], n: int, rng: np.random.Generator, scale: float = 
     return scale * 2.0 * x, labels
 
 
-def _check(window: tuple[np.ndarray, np.ndarray], **extra: object) -> ShiftCheck:
-    rng = np.random.default_rng(0)
-    logits, labels = _rows([0.25] * 4, 5_000, rng)
-    reference = DriftReference.of(0.01, ece_interval=(0.0, 0.02),
-                                  temperature_stats=TemperatureStats.from_logits(logits, labels))
-    return diagnose_arrays(*window, temperature=1.0, reference=reference,
-                           reference_priors=ReferencePriors.from_logits(logits, labels),
-                           reference_profile=ConfidenceProfile.from_logits(logits, labels), accuracy_floor=0.5,
-                           **extra)  # type: ignore[arg-type]
+def _reference(logits: np.ndarray, labels: np.ndarray) -> CheckReference:
+    drift = DriftReference.of(0.01, ece_interval=(0.0, 0.02), temperature_stats=TemperatureStats.from_logits(logits, labels))
+    return CheckReference(drift, priors=ReferencePriors.from_logits(logits, labels),
+                          profile=ConfidenceProfile.from_logits(logits, labels), accuracy_floor=0.5)
+
+
+def _checked(window: tuple[np.ndarray, np.ndarray], reference: CheckReference, *, policy: DriftPolicy = DEFAULT_POLICY,
+             served_logits: np.ndarray | None = None) -> CheckOutcome:
+    store = WindowInMemory(*window, temperature=1.0, served_logits=served_logits)
+    return check_version(store, store.query(), reference, CheckState(), policy, store.query().end, stream=store)
+
+
+def _check(window: tuple[np.ndarray, np.ndarray], **extra: object) -> DriftReport:
+    report = _checked(window, _reference(*_rows([0.25] * 4, 5_000, np.random.default_rng(0))), **extra).report  # type: ignore[arg-type]
+    assert report is not None and report.diagnosis is not None and report.prior_test is not None
+    return report
 
 
 def test_a_labelled_calibration_drift_is_confirmed_though_the_priors_did_not_move() -> None:
     check = _check(_rows([0.25] * 4, 2_000, np.random.default_rng(1), scale=1.5))
     diagnosis = check.diagnosis
+    assert diagnosis is not None
     assert (diagnosis.kind, diagnosis.fix, diagnosis.priors_moved) == ("calibration_drift", "temperature_refit", False)
-    # The window is labelled: the verdict rests on its labels (the re-weighting's gain is
-    # measured on them whether or not the priors moved).
-    assert diagnosis.confirmed and check.gain is not None and check.gain.n == 2_000
+    # The window is labelled: the verdict rests on its labels (the re-weighting's gain is measured
+    # on them only when the priors moved, as on every check).
+    assert diagnosis.confirmed and check.n == 2_000 and diagnosis.reweighted_tests_fired is None
 
 
 def test_served_rows_alone_carry_the_prior_shift() -> None:
     rng = np.random.default_rng(2)
     labelled = _rows([0.25] * 4, 600, rng)
     served, _ = _rows([0.55, 0.15, 0.15, 0.15], 3_000, rng)
-    check = _check(labelled, served_logits=served)
-    assert check.served.n == 3_000 and check.prior_test.fired
+    outcome = _checked(labelled, _reference(*_rows([0.25] * 4, 5_000, np.random.default_rng(0))), served_logits=served)
+    check = outcome.report
+    assert check is not None and check.prior_test is not None and check.diagnosis is not None
+    assert outcome.scan is not None and outcome.scan.served_priors is not None
+    assert outcome.scan.served_priors.n == 3_000 and check.prior_test.fired
     assert check.diagnosis.priors == pytest.approx([0.55, 0.15, 0.15, 0.15], abs=0.05)
 
 
@@ -66,14 +89,12 @@ def test_unchanged_windows_are_no_change_at_the_family_level() -> None:
     rng = np.random.default_rng(40)
     shifts = apart = 0
     for _ in range(windows):
-        logits, labels = _rows([0.25] * 4, 2_000, rng)
-        check = diagnose_arrays(*_rows([0.25] * 4, 500, rng), temperature=1.0, policy=policy,
-                                reference=DriftReference.of(0.01, ece_interval=(0.0, 0.02),
-                                                            temperature_stats=TemperatureStats.from_logits(logits, labels)),
-                                reference_priors=ReferencePriors.from_logits(logits, labels),
-                                reference_profile=ConfidenceProfile.from_logits(logits, labels), accuracy_floor=0.5)
+        reference = _reference(*_rows([0.25] * 4, 2_000, rng))
+        check = _checked(_rows([0.25] * 4, 500, rng), reference, policy=policy).report
+        assert check is not None and check.diagnosis is not None and check.prior_test is not None
+        assert check.early_warning is not None
         shifts += check.diagnosis.kind != "no_change"
-        apart += check.prior_test.p_value < level or check.warning.shifted
+        apart += check.prior_test.p_value < level or check.early_warning.shifted
     assert shifts / windows <= level + 3 * math.sqrt(level * (1 - level) / windows), (shifts, apart)  # 0.152
     assert apart > shifts, (shifts, apart)  # the separate reading: what the family level removes
 
@@ -86,7 +107,8 @@ def test_the_family_reads_the_smaller_p_value_at_half_the_level() -> None:
     assert holm_levels([0.02, 0.001, 0.004], 0.01) == pytest.approx((0.01, 0.01 / 3, 0.005))  # the third read at 0.01
     assert holm_levels([0.008, math.nan], 0.01) == (0.01, pytest.approx(math.nan, nan_ok=True))
     check = _check(_rows([0.25] * 4, 2_000, np.random.default_rng(5)))
-    prior, warning = replace(check.prior_test, p_value=0.008), replace(check.warning, p_value=0.3, tested=True)
+    assert check.prior_test is not None and check.early_warning is not None
+    prior, warning = replace(check.prior_test, p_value=0.008), replace(check.early_warning, p_value=0.3, tested=True)
     test, shifted = read_as_family(prior, warning, 0.01)
     assert (test.fired, test.level, shifted) == (False, 0.005, False)  # alone at 0.01 it would fire
     test, shifted = read_as_family(prior, replace(warning, p_value=0.004), 0.01)
@@ -98,9 +120,10 @@ def test_the_family_reads_the_smaller_p_value_at_half_the_level() -> None:
 
 def test_the_prior_effect_interval_is_at_the_policys_confidence_level() -> None:
     """As the monitor's check reads it (diagnose_check): the policy's drift_confidence_level, not
-    the test's own default (diagnose_arrays used the default before)."""
+    the test's own default."""
     window = _rows([0.6, 0.2, 0.1, 0.1], 2_000, np.random.default_rng(8))
     wide = _check(window, policy=DriftPolicy(confidence_level=0.99)).prior_test
     narrow = _check(window, policy=DriftPolicy(confidence_level=0.5)).prior_test
+    assert wide is not None and narrow is not None
     assert (wide.confidence_level, narrow.confidence_level) == (0.99, 0.5)
     assert wide.effect_low < narrow.effect_low <= narrow.effect_high < wide.effect_high

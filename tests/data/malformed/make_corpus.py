@@ -198,6 +198,9 @@ def csv_cases() -> dict[str, tuple[bytes, dict[str, Any]]]:
     long_labels = rng.integers(0, 2, 10_000)
     long_logits = np.round(rng.normal(size=(10_000, 2)), 3)
     quoted = b'id,"label",logit_0,"logit_\n1"\n'
+    # One more column than a table may have at the default max_classes (100,000 logit columns,
+    # id, label, group and 100,000 ignored ones): refused by its commas before it is parsed.
+    wide = b"id,label,logit_0,logit_1" + b",x" * 200_000 + b"\na,0,1,2\n"
     return {
         "csv_valid.csv": (csv_text(ids, labels, logits), read),
         "csv_bom_crlf.csv": (b"\xef\xbb\xbf" + csv_text(ids, labels, logits).replace(b"\n", b"\r\n"), read),
@@ -216,6 +219,8 @@ def csv_cases() -> dict[str, tuple[bytes, dict[str, Any]]]:
                               read_expectation(["a\x00b"], np.array([0]), np.array([[1.0, 2.0]]))),
         "csv_unterminated_quote.csv": (b'id,label,logit_0,logit_1\n"a,0,1,2\n', refused("EOF inside string")),
         "csv_header_only.csv": (b"id,label,logit_0,logit_1\n", refused("empty")),
+        "csv_header_too_many_columns.csv": (wide, refused("counted by its commas before it is parsed, has 200,004 "
+                                                          "columns; at most 200,003 are read")),
         "csv_empty.csv": (b"", refused("empty")),
         "csv_quoted_header.csv": (quoted + b"a,0,1,2\n", refused("is not a valid logit column")),
         "csv_short_row.csv": (b"id,label,logit_0,logit_1\na,0,1\n", refused("row 0")),

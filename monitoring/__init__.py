@@ -36,7 +36,8 @@ The pieces, in the order a monitor uses them:
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
   calibrated confidences predict and a test of their distribution against the reference.
-* :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
+* :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``calibrated`` /
+  ``undetermined``) with its
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`diagnose_check` — which shift the check saw (label shift, calibration drift, accuracy

@@ -353,7 +353,8 @@ def _check_line(check: VersionCheck) -> str:
     verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else
                                    " at the deployed posteriors, a label shift: no refit" if label_shift else
                                    " (in cool-down: no event)"),
-               "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
+               "calibrated": "calibrated", "undetermined": "undetermined (calibration not established)",
+               "insufficient_data": "insufficient_data"}[report.verdict]
     gate, window, policy = report.summary.gate, report.window, report.policy
     coverage = "n/a" if gate is None or gate.coverage != gate.coverage else f"{gate.coverage:.1%}"
     test = report.temperature_test

@@ -42,13 +42,13 @@ JSON_KEYS: dict[str, str] = {
         "n, n_resamples, confidence_level, seed}, verdict, id_overlap, interval, engine, n_partitions, n_workers"
     ),
     "drift": (
-        "reference, window, reference_n, verdict, drift_detected, reasons, tests_fired, temperature, n_bins, "
+        "reference, window, reference_n, verdict, rows_to_decide, drift_detected, reasons, tests_fired, temperature, n_bins, "
         "scheme, n, overall_drift, temperature_drift, temperature_margin, temperature_test {temperature, n, "
         "window_temperature, window_temperature_low, window_temperature_high, reference_n, "
         "reference_temperature, ratio, ratio_low, ratio_high, log_ratio, standard_error, window_standard_error, "
         "reference_standard_error, z, margin, margin_z, p_value, p_value_no_margin, level, drifted, direction, "
         "confidence_level, information_ratio, expected_errors, reference_expected_errors, min_expected_errors, "
-        "enough_errors}, temperature_stats {temperature, n, gradient_sum, gradient_square_sum, curvature_sum, "
+        "enough_errors, equivalence_p_value, within_margin}, temperature_stats {temperature, n, gradient_sum, gradient_square_sum, curvature_sum, "
         "expected_errors, mean_gradient, direction, window_temperature, window_temperature_low, "
         "window_temperature_high}, reference_stats {temperature, n, gradient_sum, gradient_square_sum, "
         "curvature_sum, expected_errors, mean_gradient, direction, window_temperature, window_temperature_low, "

@@ -176,6 +176,8 @@ class Check(_Serialisable):
     """The version's insufficient-data streak after this check, as the monitor counted it (None: not recorded)."""
     shift_kind: str | None = None
     """The check's shift diagnosis (label_shift, calibration_drift, ...); None: not diagnosed."""
+    rows_to_decide: int | None = None
+    """On an undetermined check, the labelled rows a window would need to decide (None: not said)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,8 +448,12 @@ def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settin
         # A check written before the policy was recorded: the dashboard's own settings stand in.
         thresholds=settings if record.policy is None else Thresholds.of(record.policy),
         thresholds_recorded=record.policy is not None, insufficient_streak=record.insufficient_streak,
-        shift_kind=record.shift_kind,
+        shift_kind=record.shift_kind, rows_to_decide=_count(record.metric("rows_to_decide")),
     )
+
+
+def _count(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _refused_refit(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None) -> Refit | None:

@@ -145,7 +145,8 @@ def _alerts(state: DashboardState) -> str:
 
 def _key() -> str:
     markers: Sequence[tuple[Marker, str]] = (
-        ("ok", "check ok"), ("drift", "check: drift"), ("insufficient_data", "check: insufficient data"),
+        ("calibrated", "check: calibrated (established)"), ("undetermined", "check: undetermined (not established)"),
+        ("drift", "check: drift"), ("insufficient_data", "check: insufficient data"),
         ("registration", "registration"),
     )
     items = "".join(f"<li>{swatch(6, label=label, marker=marker, width=18)} {_e(label)}</li>" for marker, label in markers)
@@ -162,7 +163,8 @@ def _key() -> str:
 # The shift diagnosis of a version's latest check, in a few words (calibration.ShiftDiagnosis's kinds).
 _SHIFT_WORDS: Final = {"no_change": "no change", "label_shift": "label shift (class mix moved)",
                        "calibration_drift": "calibration drift", "accuracy_collapse": "accuracy collapse",
-                       "covariate_shift": "calibrated, traffic moved"}
+                       "covariate_shift": "calibrated, traffic moved",
+                       "undetermined": "undetermined (calibration not established)"}
 
 
 def _shift_cell(model: ModelState, version: str) -> str:
@@ -227,6 +229,10 @@ def _marker(check: Check) -> Marker:
         return "drift"
     if check.verdict == "insufficient_data":
         return "insufficient_data"
+    if check.verdict == "calibrated":
+        return "calibrated"
+    if check.verdict == "undetermined":
+        return "undetermined"
     return "ok" if check.verdict == "ok" else "other"
 
 

@@ -165,7 +165,7 @@ def _latest_check(key: SituationKey, holds: Callable[[Any], bool]
 def _refused(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
     return [Raised(situation("refit_refused"), refit=refit) for refit in records.refits
             if refit.status == "failed" and refit.alias in records.aliases
-            and not any(check.verdict == "ok" and check.window_end > refit.at for check in records.checks)]
+            and not any(check.verdict in ("calibrated", "ok") and check.window_end > refit.at for check in records.checks)]
 
 
 def _unreadable(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:

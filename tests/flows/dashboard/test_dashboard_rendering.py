@@ -204,7 +204,8 @@ def test_names_are_escaped_in_the_page_and_the_metrics() -> None:
     assert sample.labels == {"model": name, "version": "3", "alias": "champion"} and sample.value == 0.09
     assert [s.value for s in families["thermostat_drift"].samples] == [1.0]
     verdicts = {s.labels["verdict"]: s.value for s in families["thermostat_verdict"].samples}
-    assert verdicts == {"ok": 0.0, "drift": 1.0, "insufficient_data": 0.0, "failed": 0.0}
+    assert verdicts == {"calibrated": 0.0, "undetermined": 0.0, "drift": 1.0, "insufficient_data": 0.0, "failed": 0.0,
+                        "ok": 0.0}
     temperatures = {s.labels["version"]: s.value for s in families["thermostat_temperature"].samples}
     assert temperatures == {"2": 1.05, "3": 4.7}  # the versions an alias points at, checked or not
     assert families["thermostat_temperature_low"].samples[0].value == 4.7 * 0.9

@@ -121,7 +121,7 @@ def test_without_an_alarm_the_sequential_state_advances_whatever_is_sent() -> No
 
 def test_a_confidence_shift_emits_once_per_cool_down_and_only_on_live_checks() -> None:
     report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
-    assert report.verdict == "ok" and report.early_warning is not None and report.early_warning.shifted
+    assert report.verdict == "undetermined" and report.early_warning is not None and report.early_warning.shifted
     step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
     assert _events(step) == [CONFIDENCE_SHIFT_EVENT]
     payload = step.events[0].payload.to_payload()

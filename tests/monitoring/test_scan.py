@@ -159,3 +159,38 @@ def test_each_served_logit_is_scanned_once_and_the_priors_equal_their_own_read(
     assert np.array_equal(scan.served_priors.predicted_counts, expected.predicted_counts)
     assert scan.profile == confidence_profile(prediction_log, "m", "1", temperature=1.5, start=START, end=END,
                                               chunk_size=7)
+
+
+def test_the_next_check_folds_in_every_row_labelled_since_the_last_one_whenever_served(
+        prediction_log: PredictionLog) -> None:
+    """A user saw "0 new labelled rows since the last check" although 1,000 rows had been labelled
+    since: the increment is cut by label arrival, whatever the rows' serving time — before the
+    window, in it, or served before the previous check."""
+    from calibration import TemperatureStats
+    from monitoring import DEFAULT_POLICY, CheckReference, CheckState, DriftReference, check_version
+
+    rng = np.random.default_rng(9)
+    served = {"before": (T0 - timedelta(hours=30), 600), "inside": (T0, 400), "seen": (T0, 200)}
+    ids: dict[str, list[str]] = {}
+    labels: dict[str, np.ndarray] = {}
+    for kind, (first, n) in served.items():
+        logits = (2.5 * rng.normal(size=(n, 4))).astype(np.float32)
+        ids[kind], labels[kind] = [f"{kind}-{i}" for i in range(n)], logits.argmax(axis=1)
+        log_predictions(prediction_log, "m", "1", 1.0, logits, ids[kind],
+                        time=[first + timedelta(seconds=9 * i) for i in range(n)])
+    prediction_log.attach_labels(ids["seen"], labels["seen"], labelled_at=T0 + timedelta(hours=1))
+    reference = CheckReference(DriftReference.of(0.0, temperature_stats=TemperatureStats.empty(1.0)))
+
+    def check(now: datetime, state: CheckState) -> object:
+        query = WindowQuery("m", "1", temperature=1.0, start=now - timedelta(hours=24), end=now)
+        return check_version(prediction_log, query, reference, state, DEFAULT_POLICY, now, stream=prediction_log)
+
+    first = check(T0 + timedelta(hours=2), CheckState(live=True))
+    assert first.report is not None and first.report.sequential is not None and first.report.sequential.n == 200
+    for kind in ("before", "inside"):  # 1,000 labels after the first check, of rows served before it
+        prediction_log.attach_labels(ids[kind], labels[kind], labelled_at=T0 + timedelta(hours=3))
+    second = check(T0 + timedelta(hours=8), CheckState(sequential=first.report.sequential.state, live=True))
+    assert second.report is not None and second.report.sequential is not None
+    assert second.report.sequential.n == 1_000, second.report.sequential.sentence()
+    assert second.arrivals is not None and second.scan is not None and second.scan.outside_rows == 600
+    assert second.report.sequential.start == first.report.sequential.end  # the cursor: label arrival

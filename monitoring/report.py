@@ -520,6 +520,7 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
 #: outcomes of the tests and the policy the decision used.
 DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
     "verdict", "rows_to_decide", "drift_detected", "refit_recommended", "in_cooldown", "cooldown_until", "reasons", "tests_fired",
+    "fired",
     "model_name", "model_version", "window_start", "window_end", "checked_at", "temperature", "n_bins", "scheme", "n",
     "min_window", "overall_drift", "temperature_drift", "temperature_margin", "temperature_test", "temperature_stats",
     "reference_stats", "ece_drift", "ece_estimator", "ece_estimate", "ece_low", "ece_high", "confidence_level", "ece",
@@ -532,12 +533,38 @@ DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
 )
 
 
+def _fired_tests(report: DriftReport) -> list[dict[str, Any]]:
+    """What fired on a check, in ``tests_fired``'s order, each ``{label, test, statistic, p_value,
+    level, sentence}``: the window's and the groups' tests that fired, then the sequential rule's
+    alarm (its statistic the CUSUM, no p-value). A test that did not fire is never listed.
+
+    Examples
+    --------
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> _fired_tests(decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),
+    ...                          DriftReference.of(0.0)))
+    []
+    """
+    outcomes = [o for o in report.outcomes if o.fired] + [o for g in report.groups for o in g.outcomes if o.fired]
+    fired: list[dict[str, Any]] = [
+        {"label": o.label, "test": o.test, "statistic": o.statistic, "p_value": json_safe(o.p_value),
+         "level": json_safe(o.level), "sentence": o.sentence} for o in outcomes]
+    check = report.sequential
+    if check is not None and check.alarm:
+        fired.append({"label": "sequential", "test": "sequential",
+                      "statistic": f"CUSUM {max(check.upper, check.lower):.2f} sd (alarm at {check.threshold:g})",
+                      "p_value": None, "level": None, "sentence": check.sentence()})
+    return fired
+
+
 def drift_payload(report: DriftReport) -> dict[str, Any]:
     """The report as a JSON-safe dict (event payloads, ``check/report.json``): :data:`DRIFT_PAYLOAD_KEYS`.
 
     Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins, the
     groups the table's group rows, ``tests`` each outcome (:meth:`TestOutcome.to_dict`), ``policy``
-    the parameters. ``verdict`` is drift, calibrated (established within the margin), undetermined
+    the parameters, ``fired`` what fired (each test's label, statistic, p-value, level and sentence;
+    never a test that did not fire). ``verdict`` is drift, calibrated (established within the margin), undetermined
     (``rows_to_decide``: the labelled rows a window would need to decide, None when no size does)
     or insufficient_data. ``refit_window_start`` is where a refit should start reading (the sequential
     rule's change point after its alarm, else the window's start); ``change_point`` is None
@@ -564,6 +591,7 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
         "verdict": report.verdict, "rows_to_decide": report.rows_to_decide, "drift_detected": report.drift_detected,
         "refit_recommended": report.refit_recommended, "in_cooldown": report.in_cooldown,
         "cooldown_until": report.cooldown_until, "reasons": report.reasons, "tests_fired": report.tests_fired,
+        "fired": _fired_tests(report),
         "model_name": report.model_name, "model_version": report.model_version, "window_start": report.window_start,
         "window_end": report.window_end, "checked_at": report.checked_at, "temperature": report.temperature,
         "n_bins": window.n_bins, "scheme": "equal-width", "n": report.n, "min_window": policy.min_window,

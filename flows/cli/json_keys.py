@@ -42,7 +42,7 @@ JSON_KEYS: dict[str, str] = {
         "n, n_resamples, confidence_level, seed}, verdict, id_overlap, interval, engine, n_partitions, n_workers"
     ),
     "drift": (
-        "reference, window, reference_n, verdict, rows_to_decide, drift_detected, reasons, tests_fired, temperature, n_bins, "
+        "reference, window, reference_n, verdict, rows_to_decide, drift_detected, reasons, tests_fired, fired, temperature, n_bins, "
         "scheme, n, overall_drift, temperature_drift, temperature_margin, temperature_test {temperature, n, "
         "window_temperature, window_temperature_low, window_temperature_high, reference_n, "
         "reference_temperature, ratio, ratio_low, ratio_high, log_ratio, standard_error, window_standard_error, "

@@ -238,8 +238,10 @@ def _marker(check: Check) -> Marker:
 
 def _check_title(check: Check, what: str, value: float) -> str:
     return (f"v{check.version} {check.verdict} at {_time(check.window_end)}: {what} {value:.4g}; ECE "
-            f"{_num(check.ece)} (baseline {_num(check.baseline_ece)}), NLL {_num(check.nll)}, p = "
-            f"{_num(check.p_value, '.3g')}, n = {check.labelled_rows}, T = {_num(check.temperature, '.4g')}")
+            f"{_num(check.ece)} (baseline {_num(check.baseline_ece)}), NLL {_num(check.nll)}, ECE test p = "
+            f"{_num(check.p_value, '.3g')}, n = {check.labelled_rows}, T = {_num(check.temperature, '.4g')}"
+            + (f", window T {_num(check.window_temperature, '.4g')}" if check.window_temperature is not None else "")
+            + (f"; fired: {', '.join(check.tests_fired)}" if check.tests_fired else ""))
 
 
 def _styles(model: ModelState) -> dict[str, int]:

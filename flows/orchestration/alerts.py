@@ -151,21 +151,27 @@ _RUNS = (
     + _FLOW_RUN_AND_EVENT
 )
 
+# What fired, each test with its statistic and p-value; the window's T next to the registered T.
+# A test that did not fire is never named (its numbers are in the check's run).
+_FIRST_FIRED: Final = (
+    "{% set f = (event.payload.fired or [{}])[0] %}{{ f.label | default('drift', true) }}"
+    "{% if f.statistic %}: {{ f.statistic }}{% endif %}{% if f.p_value is number %}, "
+    "p={{ num(f.p_value, '%.3g') }}{% endif %}"
+)
 DRIFT_SUBJECT: Final = (
-    _NUMBER + "[thermostat] calibration drift: " + _SHORT
-    + " (ECE {{ num(event.payload.ece) }}, p={{ num(event.payload.p_value, '%.3g') }})"
+    _NUMBER + "[thermostat] calibration drift: " + _SHORT + " (" + _FIRST_FIRED + ")"
 )
 DRIFT_BODY: Final = _NUMBER + (
     "Calibration drift on " + _VERSION + ".\n"
-    "ECE {{ num(event.payload.ece) }} on the window (debiased {{ num(event.payload.ece_estimate) }} "
-    "[{{ num(event.payload.ece_low) }}, {{ num(event.payload.ece_high) }}]) against the registration reference "
-    "{{ num(event.payload.baseline_ece) }} with tolerance {{ num(event.payload.ece_tolerance) }}; "
-    "p-value {{ num(event.payload.p_value, '%.3g') }} (threshold {{ num(event.payload.p_threshold, '%.3g') }}).\n"
+    "Fired:\n{% for f in event.payload.fired or [] %}- {{ f.label }}: {{ f.statistic }}"
+    "{% if f.p_value is number %}, p-value {{ num(f.p_value, '%.3g') }} (level {{ num(f.level, '%.3g') }})"
+    "{% endif %}. {{ f.sentence }}\n{% else %}- {{ event.payload.tests_fired|join(', ') if "
+    "event.payload.tests_fired else 'none' }}\n{% endfor %}"
     "{% set t = event.payload.temperature_test %}{% if t %}Window T {{ num(t.window_temperature) }} "
-    "[{{ num(t.window_temperature_low) }}, {{ num(t.window_temperature_high) }}] against the reference's "
-    "{{ num(t.reference_temperature) }} (ratio {{ num(t.ratio) }}, p={{ num(t.p_value, '%.3g') }}).\n{% endif %}"
-    "Tests fired: {{ event.payload.tests_fired|join(', ') if event.payload.tests_fired else 'none' }}. "
-    "Labelled rows: {{ event.payload.n }}; T in force {{ num(event.payload.temperature) }}.\n"
+    "[{{ num(t.window_temperature_low) }}, {{ num(t.window_temperature_high) }}] next to the registered T "
+    "{{ num(event.payload.temperature) }} (the reference's {{ num(t.reference_temperature) }}; ratio "
+    "{{ num(t.ratio) }} [{{ num(t.ratio_low) }}, {{ num(t.ratio_high) }}]).\n{% endif %}"
+    "Labelled rows: {{ event.payload.n }}.\n"
     "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
     "What happens now: the refit deployment refits this version's temperature on its labelled traffic from "
     "{{ event.payload.refit_window_start | default(event.payload.window_start, true) }} to "

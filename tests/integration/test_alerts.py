@@ -251,19 +251,25 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
         "baseline_ece": 0.021, "ece_tolerance": 0.02, "p_value": 1.234e-6, "p_threshold": 0.01, "n": 1200,
         "tests_fired": ["temperature", "ece"], "temperature": 1.7, "window_start": "2026-03-01T00:00:00+00:00",
         "window_end": "2026-03-02T00:00:00+00:00", "mlflow_run_id": "0123abcd",
+        "fired": [{"label": "temperature", "test": "temperature", "statistic": "z = +6.01 (beyond the margin +5.20)",
+                   "p_value": 2e-9, "level": 0.005, "sentence": "window optimal T 2.31 ..."},
+                  {"label": "ece", "test": "ece", "statistic": "excess +0.0581", "p_value": 1.234e-6, "level": 0.005,
+                   "sentence": "window ECE 0.0791 ..."}],
         "temperature_test": {"window_temperature": 2.31, "window_temperature_low": 2.1, "window_temperature_high": 2.5,
-                             "reference_temperature": 1.7, "ratio": 1.359, "p_value": 2e-9},
+                             "reference_temperature": 1.7, "ratio": 1.359, "ratio_low": 1.2, "ratio_high": 1.5,
+                             "p_value": 2e-9},
     }
     subject, body = _render(drift.subject, DRIFT_EVENT, payload), _render(drift.body, DRIFT_EVENT, payload)
-    assert subject == "[thermostat] calibration drift: digits v3 @champion (ECE 0.08123, p=1.23e-06)"
-    for text in ("digits version 3 (@champion)", "ECE 0.08123", "reference 0.021 with tolerance 0.02",
-                 "p-value 1.23e-06", "Window T 2.31 [2.1, 2.5]", "ratio 1.359", "Tests fired: temperature, ece",
-                 "Labelled rows: 1200", "2026-03-01T00:00:00+00:00 .. 2026-03-02T00:00:00+00:00",
-                 "MLflow run: 0123abcd"):
+    assert subject == ("[thermostat] calibration drift: digits v3 @champion (temperature: z = +6.01 (beyond the "
+                       "margin +5.20), p=2e-09)")
+    for text in ("digits version 3 (@champion)", "- temperature: z = +6.01 (beyond the margin +5.20), p-value 2e-09 "
+                 "(level 0.005)", "- ece: excess +0.0581, p-value 1.23e-06", "Window T 2.31 [2.1, 2.5] next to the "
+                 "registered T 1.7", "ratio 1.359 [1.2, 1.5]", "Labelled rows: 1200",
+                 "2026-03-01T00:00:00+00:00 .. 2026-03-02T00:00:00+00:00", "MLflow run: 0123abcd"):
         assert text in body, (text, body)
-    # A number the payload lacks or holds as null (NaN) reads "n/a"; the notification still goes out.
+    # A payload without the fired list (an older monitor's) names its tests; the notification still goes out.
     sparse = _render(drift.body, DRIFT_EVENT, {"ece": None, "tests_fired": []})
-    assert "ECE n/a" in sparse and "Tests fired: none" in sparse and "MLflow run" not in sparse
+    assert "Fired:\n- none" in sparse and "MLflow run" not in sparse
 
     failed = {"reason": "the refit does not verify: arched reliability curve", "step": "verify",
               "escalation": "needs retraining or a data fix", "model_name": "digits", "model_version": "3",
@@ -290,6 +296,22 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
                  "MLflow run: feed01"):
         assert text in body, (text, body)
     assert "early warning" not in _render(insufficient.body, INSUFFICIENT_DATA_EVENT, streak | {"predicted_accuracy": None})
+
+
+def test_the_drift_alert_names_only_what_fired_with_the_window_t() -> None:
+    """The webhook said "calibration drift: ECE 0.0571 vs baseline 0.0172 … p = 0.0238" when only the
+    temperature test had fired, and T appeared nowhere: the alert names what fired, with T."""
+    drift = _ALERT["drift"]
+    payload = {"verdict": "drift", "ece": 0.0571, "baseline_ece": 0.0172, "p_value": 0.0238, "ece_drift": False,
+               "tests_fired": ["temperature"], "temperature": 1.21, "n": 2000,
+               "fired": [{"label": "temperature", "test": "temperature", "statistic": "z = +4.10",
+                          "p_value": 0.0004, "level": 0.005, "sentence": "window optimal T 1.391 [1.3, 1.49] ..."}],
+               "temperature_test": {"window_temperature": 1.391, "window_temperature_low": 1.3,
+                                    "window_temperature_high": 1.49, "reference_temperature": 1.2, "ratio": 1.159}}
+    subject, body = _render(drift.subject, DRIFT_EVENT, payload), _render(drift.body, DRIFT_EVENT, payload)
+    assert "temperature: z = +4.10, p=0.0004" in subject and "ECE" not in subject and "0.0238" not in subject
+    assert "Window T 1.391 [1.3, 1.49] next to the registered T 1.21" in body
+    assert "0.0238" not in body and "ece" not in body.lower().replace("reference", "")
 
 
 def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:

@@ -16,6 +16,7 @@ from flows.dashboard.data import (
     AliasMove,
     AliasView,
     Check,
+    drift_text,
     DashboardState,
     ModelState,
     Refit,
@@ -302,3 +303,19 @@ def test_the_version_card_shows_its_latest_checks_shift_diagnosis_and_a_label_sh
     assert {kind for kind in _kinds(alerts) if kind[1] == "3"} == {("label_shift", "3", "champion")}
     (shifted,) = [a for a in alerts if a.kind == "label_shift"]
     assert shifted.title.startswith("label shift: the class mix of the traffic moved")
+
+
+def test_the_drift_alert_names_what_fired_with_the_window_t_and_never_a_quiet_test() -> None:
+    """The dashboard said "calibration drift: ECE 0.0571 vs baseline 0.0172 … p = 0.0238" when only
+    the temperature test had fired: it names the test that fired, its statistic and p-value, and T."""
+    only_t = replace(_check("2", "champion", 30, "drift", 0.0571), p_value=0.0238, tests_fired=("temperature",),
+                     window_temperature=1.391, window_temperature_low=1.3, window_temperature_high=1.49,
+                     temperature_z=4.1, temperature_p_value=0.0004)
+    text = drift_text(only_t, THRESHOLDS)
+    assert text.startswith("fired: temperature (z = +4.10, p = 0.0004)")
+    assert "window T 1.391 [1.3, 1.49] vs the registered T 2" in text
+    assert "ECE" not in text and "0.0238" not in text
+    both = drift_text(replace(only_t, tests_fired=("temperature", "ece", "sequential")), THRESHOLDS)
+    assert "ece (ECE 0.0571 vs baseline 0.0200" in both and "p = 0.0238" in both and "sequential (CUSUM 7.50 sd)" in both
+    page = render_page(_state(_model([only_t])))
+    assert "fired: temperature (z = +4.10" in page and "p = 0.0238" not in page

@@ -67,7 +67,7 @@ JSON_KEYS: dict[str, str] = {
         "min_expected_errors, ece_tolerance, ece_estimator, collapse_spread_ratio, min_group_size, "
         "confidence_level, n_resamples, seed, min_bin_count, cooldown, cusum_reference, cusum_threshold, "
         "sequential_min_rows, sequential_escalate_after, label_settle_time, confidence_shift_level, "
-        "shift_min_rows, diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak}, "
+        "shift_min_rows, diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak, undetermined_streak}, "
         "shift_kind, shift_fix, diagnosis, prior_test, estimators [{estimator, window {estimator, estimate, low, "
         "high, confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, "
         "bandwidth, p_calibrated}, reference {estimator, estimate, low, high, confidence_level, n, n_bins, "
@@ -88,6 +88,6 @@ JSON_KEYS: dict[str, str] = {
         "ece_tolerance, ece_estimator, collapse_spread_ratio, min_group_size, confidence_level, n_resamples, "
         "seed, min_bin_count, cooldown, cusum_reference, cusum_threshold, sequential_min_rows, "
         "sequential_escalate_after, label_settle_time, confidence_shift_level, shift_min_rows, "
-        "diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak}"
+        "diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak, undetermined_streak}"
     ),
 }

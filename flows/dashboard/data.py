@@ -54,7 +54,7 @@ from flows.records.stored import StoredRun, StoredVersion
 from flows.records.versions import registered_by_thermostat, registered_version
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
-from monitoring import DriftPolicy, PredictionLog, mask_url, redact_credentials
+from monitoring import DEFAULT_POLICY, DriftPolicy, PredictionLog, mask_url, redact_credentials
 
 __all__ = [
     "ALERT_KINDS",
@@ -130,11 +130,13 @@ class Thresholds(_Serialisable):
     p_threshold: float
     min_window: int
     insufficient_data_streak: int
+    undetermined_streak: int = DEFAULT_POLICY.undetermined_streak
 
     @classmethod
     def of(cls, policy: DriftPolicy) -> Thresholds:
         return cls(ece_tolerance=policy.ece_tolerance, p_threshold=policy.p_threshold, min_window=policy.min_window,
-                   insufficient_data_streak=policy.insufficient_data_streak)
+                   insufficient_data_streak=policy.insufficient_data_streak,
+                   undetermined_streak=policy.undetermined_streak)
 
 
 @dataclass(frozen=True, slots=True)
@@ -952,7 +954,23 @@ def _alert(raised: Raised[Check, Refit], records: ServingRecords[Check, Refit], 
         return _drift(raised.check, thresholds_of(raised.check, settings), where)
     if key == "label_shift":
         return _label_shift(raised.check, where)
+    if key == "undetermined":
+        return _undetermined(raised.check, records.undetermined_length, where)
     return _check_failed(raised.check, where)
+
+
+def _undetermined(last: Check, streak: int, where: _Serving) -> Alert:
+    """A run of undetermined checks: the latest window's T next to the registered T, and what would decide."""
+    window_t = ("" if last.window_temperature is None else
+                f"; window T {last.window_temperature:.4g} [{_shown(last.window_temperature_low, '.4g')}, "
+                f"{_shown(last.window_temperature_high, '.4g')}] vs the registered T {_shown(last.temperature, '.4g')}")
+    decide = (f"about {last.rows_to_decide:,} labelled rows a window would decide" if last.rows_to_decide is not None
+              else "no window size decides: the reference is too small for the margin")
+    return where.alert("undetermined", last.window_end,
+                       f"undetermined: {streak} or more checks in a row saw no drift but could not establish "
+                       f"calibration (last: n = {last.labelled_rows}{window_t}); {decide}",
+                       {"streak": streak, "labelled_rows": last.labelled_rows, "rows_to_decide": last.rows_to_decide,
+                        "window_temperature": last.window_temperature, "temperature": last.temperature}, last)
 
 
 def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
@@ -966,10 +984,12 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
       more was replaced — by a refit or by hand — and its drift is history);
     * ``label_shift``: the version's latest check diagnosed a label shift;
     * ``refit_refused``: a refit of the version registered nothing, and no check of the
-      version since says ok (the version still serves a miscalibrated scale);
+      version since says calibrated (the version still serves a miscalibrated scale);
     * ``insufficient_data``: the streak of insufficient-data checks the monitor keeps on the
       version (:attr:`VersionInfo.insufficient_streak`, also counting checks of a version that
       never logged a prediction) reached the streak length of its latest check's policy;
+    * ``undetermined``: the version's latest checks, as many in a row as its latest check's
+      policy's ``undetermined_streak``, saw no drift but could not establish calibration;
     * ``check_failed``: the version's latest check failed (no verdict: its last good one is
       not shown as current);
     * ``unreadable_version``: the version Thermostat registered has a registration record that
@@ -989,6 +1009,7 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
             insufficient_streak=0 if info is None else info.insufficient_streak,
             streak_length=thresholds_of(own[-1] if own else None, thresholds).insufficient_data_streak,
             problem=None if info is None or not info.registered_by_thermostat else info.problem,
+            undetermined_length=thresholds_of(own[-1] if own else None, thresholds).undetermined_streak,
         )
         where = _Serving(model.name, version, ",".join(aliases))
         found += [_alert(raised, records, info, thresholds, where) for raised in open_situations(records)]

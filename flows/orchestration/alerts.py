@@ -26,6 +26,11 @@ version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``fo
     streak of checks with too few labelled rows reaches ``THERMOSTAT_INSUFFICIENT_DATA_STREAK``
     and at each multiple of it, so a long streak is reminded, not repeated every hour): the
     streak, the rows and the minimum window.
+``thermostat: undetermined``
+    on ``thermostat.calibration.undetermined`` (when a version's streak of undetermined checks —
+    no drift seen, calibration not established — reaches ``THERMOSTAT_UNDETERMINED_STREAK``
+    and at each multiple): the streak, the window's T with its interval next to the registered
+    T, and the labelled rows that would decide.
 ``thermostat: confidence shift``
     on ``thermostat.calibration.confidence_shift`` (the early warning, at most one per version
     per cool-down): a lower-severity notice — the served confidences moved from the
@@ -238,9 +243,25 @@ INSUFFICIENT_DATA_BODY: Final = (
     "{{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
     "{% if event.payload.predicted_accuracy is number %}Meanwhile the early warning (unlabelled traffic) predicts "
     "an accuracy of {{ '%.3f'|format(event.payload.predicted_accuracy) }}.\n{% endif %}"
-    "The monitor cannot say ok or drift for this version until labels arrive: check that the labels are attached "
+    "The monitor cannot say calibrated or drift for this version until labels arrive: check that the labels are attached "
     "to the prediction log and that the serving process logs its predictions (THERMOSTAT_PREDICTION_LOG_URL).\n"
     + _RUNS
+)
+
+UNDETERMINED_SUBJECT: Final = (
+    "[thermostat] undetermined: " + _SHORT + ": {{ event.payload.streak }} checks in a row could not establish "
+    "calibration"
+)
+UNDETERMINED_BODY: Final = _NUMBER + (
+    "{{ event.payload.streak }} consecutive checks of " + _VERSION + " saw no drift but could not establish "
+    "calibration within the margin of T (relative, {{ num(event.payload.margin, '%.2g') }}): the monitor could not have seen a drift of that size.\n"
+    "Latest window {{ event.payload.window_start }} .. {{ event.payload.window_end }}: {{ event.payload.n }} labelled "
+    "rows, window T {{ num(event.payload.window_temperature) }} [{{ num(event.payload.window_temperature_low) }}, "
+    "{{ num(event.payload.window_temperature_high) }}] next to the registered T {{ num(event.payload.temperature) }}.\n"
+    "{% if event.payload.rows_to_decide %}About {{ event.payload.rows_to_decide }} labelled rows a window would "
+    "decide: label more traffic, or lengthen the window (THERMOSTAT_MONITOR_WINDOW).{% else %}No window size decides "
+    "at this estimate: the version's reference (the rows T was fitted on) is too small for the margin; re-register "
+    "on more rows, or widen the margin (THERMOSTAT_DRIFT_TEMPERATURE_MARGIN).{% endif %}\n" + _RUNS
 )
 
 CONFIDENCE_SHIFT_SUBJECT: Final = (
@@ -412,6 +433,9 @@ _TEXTS: Final[Mapping[str, tuple[str, str, str]]] = {
     "insufficient_data": ("A serving version had too few labelled rows in several consecutive checks (the monitor "
                           "emits the event when the streak reaches its threshold and at each multiple).",
                           INSUFFICIENT_DATA_SUBJECT, INSUFFICIENT_DATA_BODY),
+    "undetermined": ("A serving version's checks saw no drift but could not establish calibration several times in "
+                     "a row (the monitor emits the event when the streak reaches its threshold and at each multiple): "
+                     "it could not have seen a drift of the margin's size.", UNDETERMINED_SUBJECT, UNDETERMINED_BODY),
     "confidence_shift": ("Notice: a serving version's confidences moved from its registration reference before "
                          "labels could tell (the early warning); a labelled check of the model is scheduled.",
                          CONFIDENCE_SHIFT_SUBJECT, CONFIDENCE_SHIFT_BODY),
@@ -654,13 +678,14 @@ def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) 
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: ten automations that
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eleven automations that
 send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
   thermostat.calibration.label-shift        the class mix moved (priors, prior test); no temperature refit
   thermostat.calibration.refit_failed       the refused step, reason and escalation
   thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
+  thermostat.calibration.undetermined       the streak of checks that could not establish calibration
   thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled
   thermostat.calibration.unreadable         a serving version's record cannot be read: not checked
 

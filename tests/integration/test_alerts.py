@@ -133,6 +133,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         ("label_shift", "thermostat.calibration.label-shift", "thermostat: label shift"),
         ("refit_refused", REFIT_FAILED_EVENT, "thermostat: refit refused"),  # keyed refit_failed before
         ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
+        ("undetermined", "thermostat.calibration.undetermined", "thermostat: undetermined"),
         ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
         ("refit_crashed", "prefect.flow-run.Crashed", "thermostat: refit crashed"),
         ("refit_errored", "prefect.flow-run.Failed", "thermostat: refit errored"),
@@ -168,7 +169,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
     assert triggers["monitor_failed"] == triggers["monitor_crashed"] == (
         {"prefect.resource.id": "prefect.flow-run.*"}, monitor_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 10
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 11
 
 
 def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
@@ -312,6 +313,21 @@ def test_the_drift_alert_names_only_what_fired_with_the_window_t() -> None:
     assert "temperature: z = +4.10, p=0.0004" in subject and "ECE" not in subject and "0.0238" not in subject
     assert "Window T 1.391 [1.3, 1.49] next to the registered T 1.21" in body
     assert "0.0238" not in body and "ece" not in body.lower().replace("reference", "")
+
+
+def test_the_undetermined_alert_says_what_would_decide() -> None:
+    alert = _ALERT["undetermined"]
+    payload = {"streak": 24, "n": 2000, "rows_to_decide": 9100, "temperature": 1.7, "window_temperature": 1.74,
+               "window_temperature_low": 1.62, "window_temperature_high": 1.87, "margin": 0.05,
+               "window_start": "S", "window_end": "E", "mlflow_run_id": "feed01"}
+    event = "thermostat.calibration.undetermined"
+    subject, body = _render(alert.subject, event, payload), _render(alert.body, event, payload)
+    assert subject == "[thermostat] undetermined: digits v3 @champion: 24 checks in a row could not establish calibration"
+    for text in ("24 consecutive checks of digits version 3 (@champion) saw no drift", "2000 labelled rows",
+                 "window T 1.74 [1.62, 1.87] next to the registered T 1.7", "About 9100 labelled rows",
+                 "MLflow run: feed01"):
+        assert text in body, (text, body)
+    assert "too small for the margin" in _render(alert.body, event, payload | {"rows_to_decide": None})
 
 
 def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:

@@ -148,7 +148,8 @@ def test_the_automations_and_the_dashboard_read_one_table_of_situations() -> Non
     assert len({a.name for a in ALERTS}) == len(ALERTS)
     # The dashboard lists the situations it can recognise from the records, by their keys.
     assert ALERT_KINDS == tuple(s.key for s in DASHBOARD_SITUATIONS) == (
-        "drift", "label_shift", "refit_refused", "insufficient_data", "check_failed", "unreadable_version")
+        "drift", "label_shift", "refit_refused", "insufficient_data", "undetermined", "check_failed",
+        "unreadable_version")
     assert all(s.on_dashboard for s in DASHBOARD_SITUATIONS)
     # One name for the refused refit: the automation's key is the dashboard's kind; the old key still reads.
     assert next(a for a in ALERTS if a.name == "thermostat: refit refused").key == "refit_refused"

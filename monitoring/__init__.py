@@ -63,6 +63,7 @@ import typing as _typing
 # costs nothing and a name loads only its own module (and what that imports): a command that
 # needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
 if _typing.TYPE_CHECKING:
+    from .change_point import WindowChangePoint, window_change_point
     from .check import CheckOutcome, CheckReference, CheckState, check_version
     from .diagnosis import ReweightedWindow, diagnose_check, read_as_family, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
@@ -225,6 +226,7 @@ __all__ = [
     "TestOutcome",
     "Verdict",
     "VersionPruned",
+    "WindowChangePoint",
     "WindowInMemory",
     "WindowScan",
     "WindowQuery",
@@ -271,6 +273,7 @@ __all__ = [
     "summarise_window",
     "update_sequential",
     "warn_before_labels",
+    "window_change_point",
     "window_level",
     "with_stream_checks",
     "write_predictions",
@@ -317,6 +320,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),
     "store": ("LabelledChunk", "PredictionStore", "ServedChunk", "StoreScope"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
+    "change_point": ("WindowChangePoint", "window_change_point"),
     "timeouts": ("DEFAULT_SERVING_LOG_TIMEOUT_MS",),
     "urls": ("URL_MASK", "credentials_redacted", "encode_credentials", "holds_masked_credentials", "mask_url",
              "redact_credentials", "redact_exception"),

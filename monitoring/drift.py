@@ -97,6 +97,7 @@ from calibration import (
 )
 
 from ._validation import as_utc
+from .change_point import WindowChangePoint
 from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, configured_tests, fmt_p, window_level
 from .early_warning import EarlyWarning
 from .policy import DEFAULT_POLICY, DriftPolicy
@@ -288,6 +289,7 @@ class DriftReport:
     early_warning: EarlyWarning | None = None
     diagnosis: ShiftDiagnosis | None = None
     prior_test: PriorShiftTest | None = None
+    window_change_point: WindowChangePoint | None = None
 
     @property
     def drift_detected(self) -> bool:
@@ -346,17 +348,20 @@ class DriftReport:
 
     @property
     def change_point(self) -> datetime | None:
-        """After a sequential alarm, the earliest serving time among the rows since the drift began
-        (the alarm's change point, moved from the clock of label arrival to that of serving), else None."""
+        """Where the drift began, in serving time: after a sequential alarm, the earliest serving time
+        among the rows since the drift began (the alarm's change point, moved from the clock of label
+        arrival to that of serving); else the window's own change point when one was found
+        (:func:`monitoring.window_change_point`); else None."""
         check = self.sequential
         if check is None or not check.alarm:
-            return None
+            found = self.window_change_point
+            return None if found is None else found.at
         return check.change_point_served_at or check.change_point
 
     @property
     def refit_window_start(self) -> datetime:
-        """Where a refit of this drift should start reading traffic: the change point when the
-        sequential rule alarmed (rows before it are pre-drift), else the window's start."""
+        """Where a refit of this drift should start reading traffic: the change point (rows before it
+        are pre-drift), else the window's start."""
         change_point = self.change_point
         return self.window_start if change_point is None else min(change_point, self.window_end)
 

@@ -693,11 +693,15 @@ def _verification_reasons(
     bootstrap = gated.bootstrap
     reasons: list[str] = []
     if within is not None:
+        origin = gated.accepted.refit_of
+        since = "" if origin is None else f", served from {origin.first_served_at.isoformat(timespec='seconds')} on"
         reasons.append(
             f"not a fix: the new T {gated.temperature:.4g} lies inside version {parent.version}'s "
             f"{parent.record.temperature_confidence_level or 0.95:.0%} interval of T [{within[0]:.4g}, "
-            f"{within[1]:.4g}] (T {parent.temperature:.4g}); the refit cannot tell its T from the parent's, so "
-            "registering it would change nothing that matters — nothing registered"
+            f"{within[1]:.4g}] (T {parent.temperature:.4g}); the {gated.calibrated.calibration_ids.shape[0]} rows "
+            f"it was fitted on{since} cannot tell its T from the parent's — too little drifted data: they may "
+            "predate the drift, or hold too few of its rows. A refit reading from where the drift began (its "
+            "change point), once more of the drifted traffic is labelled, may succeed — nothing registered"
         )
     if bootstrap.verdict != "improved":
         reasons.append(

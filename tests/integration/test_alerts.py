@@ -287,6 +287,12 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
         assert text in body, (text, body)
     without = _render(refit_failed.subject, REFIT_FAILED_EVENT, failed | {"escalation": None, "step": "traffic"})
     assert without.endswith("(step traffic)")
+    # Without an escalation, the body says what may succeed, in words that match the refusal.
+    for case, text in (({"step": "verify", "within_parent_interval": True}, "fitted on too little drifted data"),
+                       ({"step": "guard"}, "a refit that would weaken them is never registered"),
+                       ({"step": "traffic"}, "a later refit may succeed (the reason says what this one lacked)")):
+        body = _render(refit_failed.body, REFIT_FAILED_EVENT, failed | {"escalation": None} | case)
+        assert text in body and "once enough labels arrive" not in body, (case, body)
 
     streak = {"streak": 6, "n": 120, "min_window": 500, "window_start": "s", "window_end": "e",
               "mlflow_run_id": "feed01", "predicted_accuracy": 0.8123}

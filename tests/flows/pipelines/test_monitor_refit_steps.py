@@ -226,6 +226,9 @@ def test_a_refit_inside_the_parents_interval_is_refused_as_not_a_fix(settings: T
     assert verification.parent_interval == (1.8, 2.2)
     assert verification.reasons[0].startswith("not a fix: the new T") and "[1.8, 2.2]" in verification.reasons[0]
     assert "inside the parent's interval [1.8, 2.2]" in verification.summary
+    # The words match the case: the rows it was fitted on, and what may succeed (not "once labels arrive").
+    assert "the 1000 rows it was fitted on, served from 2026-01-01T00:00:00+00:00 on" in verification.reasons[0]
+    assert "too little drifted data" in verification.reasons[0] and "where the drift began" in verification.reasons[0]
 
 
 def test_the_refit_records_the_reference_for_the_two_sample_test(settings: ThermostatSettings) -> None:

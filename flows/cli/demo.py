@@ -382,7 +382,7 @@ def _check_line(check: VersionCheck) -> str:
         line += (f"; sequential CUSUM {sequential.upper:.1f} / {sequential.lower:.1f} of {sequential.threshold:g}"
                  + (" ALARM" if sequential.alarm else ""))
     diagnosis = report.diagnosis
-    if diagnosis is not None and diagnosis.kind != "no_change":
+    if diagnosis is not None and diagnosis.kind not in ("no_change", "undetermined"):  # the verdict says it
         moved = (f": class priors moved by {diagnosis.prior_shift:.3f} (total variation), p={diagnosis.prior_p_value:.2g}"
                  if diagnosis.priors_moved else "")
         line += f"\n      shift diagnosis: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')}){moved}"

@@ -460,7 +460,7 @@ def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settin
         # A check written before the policy was recorded: the dashboard's own settings stand in.
         thresholds=settings if record.policy is None else Thresholds.of(record.policy),
         thresholds_recorded=record.policy is not None, insufficient_streak=record.insufficient_streak,
-        shift_kind=record.shift_kind, rows_to_decide=_count(record.metric("rows_to_decide")),
+        shift_kind=record.shift_kind, rows_to_decide=_whole(record.metric("rows_to_decide")),
         tests_fired=record.tests_fired, window_temperature=record.metric("window_temperature"),
         window_temperature_low=record.metric("window_temperature_low"),
         window_temperature_high=record.metric("window_temperature_high"),
@@ -468,7 +468,7 @@ def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settin
     )
 
 
-def _count(value: float | None) -> int | None:
+def _whole(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 

@@ -505,6 +505,7 @@ def render_page(state: DashboardState) -> str:
         f"recorded; this dashboard's settings (for checks written before policies were recorded): drift when the ECE "
         f"is more than {t.ece_tolerance:g} above the registration baseline with p &lt; {t.p_threshold:g}; "
         f"insufficient data: fewer than {t.min_window} labelled rows (alert after {t.insufficient_data_streak} in a "
+        f"row); undetermined: no drift seen, calibration not established (alert after {t.undetermined_streak} in a "
         f"row). {links}. "
         '<a href="/metrics">Prometheus metrics</a> · <a href="/api/models">/api/models</a> · '
         '<a href="/api/alerts">/api/alerts</a></p>'

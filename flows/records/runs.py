@@ -418,7 +418,8 @@ class GroupMetricKeys:
 
 CheckMetric = Literal[
     "ece", "nll", "p_value", "n", "drift", "baseline_ece", "ece_excess", "accuracy", "temperature",
-    "predicted_accuracy", "cusum_upper", "cusum_lower",
+    "predicted_accuracy", "cusum_upper", "cusum_lower", "rows_to_decide", "window_temperature",
+    "window_temperature_low", "window_temperature_high", "temperature_z", "temperature_p_value",
 ]
 """The metrics of a check a reader asks for by name (:meth:`CheckRecord.metric`); each is one a
 check writes (a test holds them to :func:`check_metric_names`)."""

@@ -403,6 +403,26 @@ class _Refusals:
             self.refuse(i, ids[i], message(i))
 
 
+def _temperature_refusal(value: float) -> str | None:
+    """Why :func:`calibration.check_temperature` refuses ``value`` (None: it does not)."""
+    try:
+        check_temperature(value)
+    except (TypeError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _usable_temperatures(temperatures: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Where a row's T is one the softmax takes (within the calibration core's limits); the
+    non-finite and non-positive ones are the rule before's."""
+    usable = np.ones(temperatures.shape, dtype=bool)
+    candidates = temperatures[np.isfinite(temperatures) & (temperatures > 0.0)]
+    for value in np.unique(candidates).tolist():
+        if _temperature_refusal(value) is not None:
+            usable[temperatures == value] = False
+    return usable
+
+
 def _validate_columns(*, now: datetime, **values: Any) -> _Columns:
     """Check a whole batch (vectorised where the data are numeric) and return it in column form;
     the first refused row (:func:`_screen_columns`' first rule that refuses one) raises."""
@@ -481,6 +501,7 @@ def _screen_columns(
     temperatures = _numbers(temperature, "temperature", rows, ids)
     rows.refuse_where(~(np.isfinite(temperatures) & (temperatures > 0.0)), ids,
                       lambda i: f"temperature is {temperatures[i]}; it must be finite and > 0")
+    rows.refuse_where(~_usable_temperatures(temperatures), ids, lambda i: _temperature_refusal(temperatures[i]))
     labels, label_times = _checked_labels(rows, ids, label, labelled_at, n_classes, now)
 
     keep = np.flatnonzero(rows.ok)

@@ -1260,9 +1260,9 @@ class PredictionLog:
         self._classes[(model_name, model_version)] = int(value)
         return int(value)
 
-    def logged_versions(self) -> dict[tuple[str, str], int]:
-        """Every version ever logged and its K, in one read (remembered as :meth:`n_classes` does):
-        what a check of many versions reads first.
+    def logged_versions(self, model_name: str | None = None) -> dict[tuple[str, str], int]:
+        """Every version ever logged (of ``model_name``, when given) and its K, in one read
+        (remembered as :meth:`n_classes` does): what a check of many versions reads first.
 
         Examples
         --------
@@ -1272,8 +1272,11 @@ class PredictionLog:
         {('m', '1'): 3}
         """
         versions = self._versions
+        statement = select(versions.c.model_name, versions.c.model_version, versions.c.n_classes)
+        if model_name is not None:
+            statement = statement.where(versions.c.model_name == model_name)
         with self._engine.connect() as conn:
-            rows = conn.execute(select(versions.c.model_name, versions.c.model_version, versions.c.n_classes)).all()
+            rows = conn.execute(statement).all()
         found = {(str(name), str(version)): int(k) for name, version, k in rows}
         self._classes.update(found)
         return found

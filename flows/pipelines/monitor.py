@@ -205,7 +205,7 @@ def stale_serving(
         return ()
     name, alias = version.model_name, moved.alias
     since = max(start, aware_time(version.record.fitted_at, version.context, "fitted_at") + STALE_AFTER)
-    older = [v for m, v in log.logged_versions() if m == name and _older(v, version.version)] if since < end else []
+    older = [v for m, v in log.logged_versions(name) if m == name and _older(v, version.version)] if since < end else []
     if older:
         held = set(registry.aliases(name).values())
         older = sorted((v for v in older if v not in held), key=int)

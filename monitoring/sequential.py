@@ -403,7 +403,7 @@ class SequentialCheck(JsonResult):
                     f"rows since, T ratio {self.shift_ratio:.3f} [{self.shift_ratio_low:.3f}, "
                     f"{self.shift_ratio_high:.3f}] to the reference's{since})")
         arrived = (f"labelled in [{self.start.isoformat(timespec='seconds')}, {self.end.isoformat(timespec='seconds')}),"
-                   " served at any time")
+                   " served at any time; later labels go to the next check")
         if not self.folded:
             return (f"sequential rule: {self.n} new labelled rows since the last check ({arrived}), "
                     f"{self.state.pending.n} pending (< {self.min_rows} to fold in); {stats}")

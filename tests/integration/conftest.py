@@ -329,9 +329,13 @@ class DemoState:
 
 @pytest.fixture(scope="session")
 def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
-    """``thermostat demo`` run once into a temporary folder (about 1–2 min): models, versions,
-    aliases, checks (ok, drift), a refit and a refused refit, the prediction log. Treat as read-only."""
-    root = tmp_path_factory.mktemp("demo-state")
+    """``thermostat demo`` run once per test run into a temporary folder (about 1–2 min; shared by
+    the pytest-xdist workers: :func:`built_once_per_run`): models, versions, aliases, checks (ok,
+    drift), a refit and a refused refit, the prediction log. Treat as read-only."""
+    return DemoState(**built_once_per_run(tmp_path_factory, "demo-state", _run_demo))
+
+
+def _run_demo(root: Path) -> dict[str, Any]:
     state_dir = root / ".thermostat"
     # No start-up limit of Prefect's temporary server here: the product's default must be enough.
     env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir))
@@ -339,4 +343,4 @@ def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
     if done.returncode != 0:
         log = state_dir / "demo.log"
         pytest.fail(f"thermostat demo failed:\n{done.stdout}\n{done.stderr}\n{log.read_text()[-4000:] if log.exists() else ''}")
-    return DemoState(state_dir=state_dir, output=done.stdout, env=env)
+    return {"state_dir": state_dir, "output": done.stdout, "env": env}

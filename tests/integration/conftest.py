@@ -315,12 +315,20 @@ def dashboard_server(env: dict[str, str], log: Path, *options: str) -> Iterator[
 
 @dataclass(frozen=True)
 class DemoState:
-    """A state folder made by ``thermostat demo`` (run once per session), and the
-    environment (``THERMOSTAT_STATE_DIR`` set, nothing reaching outside) that reads it."""
+    """A state folder made by ``thermostat demo`` (run once per test run, in an empty folder, in a
+    newcomer's environment: :mod:`tests.support.newcomer`), what the run printed, and the
+    environment (``THERMOSTAT_STATE_DIR`` set, nothing reaching outside) that reads it.
+
+    ``network_record`` is where the newcomer environment's audit hook wrote any look-up or
+    connection the demo made to another machine (absent: none); ``prefect_home`` the run's
+    ``PREFECT_HOME``."""
 
     state_dir: Path
     output: str
     env: dict[str, str]
+    stderr: str
+    network_record: Path
+    prefect_home: Path
 
     @property
     def settings(self) -> ThermostatSettings:
@@ -329,18 +337,25 @@ class DemoState:
 
 @pytest.fixture(scope="session")
 def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
-    """``thermostat demo`` run once per test run into a temporary folder (about 1–2 min; shared by
-    the pytest-xdist workers: :func:`built_once_per_run`): models, versions, aliases, checks (ok,
-    drift), a refit and a refused refit, the prediction log. Treat as read-only."""
+    """``thermostat demo`` run once per test run in an empty folder (about 1–2 min; shared by the
+    pytest-xdist workers: :func:`built_once_per_run`): models, versions, aliases, checks (ok,
+    drift), a refit and a refused refit, the prediction log. Treat as read-only: a test that
+    changes it works on a copy (tests/integration/test_demo.py's repeat)."""
     return DemoState(**built_once_per_run(tmp_path_factory, "demo-state", _run_demo))
 
 
 def _run_demo(root: Path) -> dict[str, Any]:
-    state_dir = root / ".thermostat"
+    from tests.support.newcomer import network_record, newcomer_environment
+
+    folder = root / "demo"
+    folder.mkdir()
+    newcomer = newcomer_environment(root)
     # No start-up limit of Prefect's temporary server here: the product's default must be enough.
-    env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir))
-    done = thermostat("demo", cwd=root, env=env, timeout=900)
+    done = thermostat("demo", cwd=folder, env=newcomer, timeout=900)
+    state_dir = folder / ".thermostat"
     if done.returncode != 0:
         log = state_dir / "demo.log"
         pytest.fail(f"thermostat demo failed:\n{done.stdout}\n{done.stderr}\n{log.read_text()[-4000:] if log.exists() else ''}")
-    return {"state_dir": state_dir, "output": done.stdout, "env": env}
+    return {"state_dir": state_dir, "output": done.stdout, "stderr": done.stderr,
+            "env": isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir)), "network_record": network_record(root),
+            "prefect_home": Path(newcomer["PREFECT_HOME"])}

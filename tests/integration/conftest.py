@@ -124,10 +124,12 @@ def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subproce
                                 stdout=worker_log, stderr=subprocess.STDOUT)
 
 
-@pytest.fixture(scope="module")
-def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    """A real ``prefect server start`` on a free loopback port for a module's tests (its own
-    ``PREFECT_HOME``); yields its API URL, the environment that points at it and its log."""
+@pytest.fixture(scope="session")
+def worker_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """A real ``prefect server start`` on a free loopback port, one per pytest-xdist worker (a
+    session), shared by the modules that worker runs (its own ``PREFECT_HOME``); yields its API
+    URL, the environment that points at it and its log. A start and ``prefect deploy --all``
+    cost 25-35 s of a loaded worker: once per worker, not once per module."""
     root = tmp_path_factory.mktemp("prefect-server")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
@@ -155,15 +157,15 @@ def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture
-def prefect_server(module_prefect_server: tuple[str, dict[str, str], Path],
+def prefect_server(worker_prefect_server: tuple[str, dict[str, str], Path],
                    tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """The module's Prefect server (:func:`module_prefect_server`: started, and its deployments
-    made, once per module; the scheduler off, the triggers and actions services, automations,
+    """The worker's Prefect server (:func:`worker_prefect_server`: started, and its deployments
+    made, once per pytest-xdist worker; the scheduler off, the triggers and actions services, automations,
     on); yields its API URL and the environment that points at it, worker settings and this
     test's own ``THERMOSTAT_STATE_DIR=tmp_path/state`` included. The server's log is at
     ``tmp_path/server.log``. A test leaves no flow run unfinished (it waits for the runs it
     starts, and for those its events start): the next test's runs share the server."""
-    api_url, env, log = module_prefect_server
+    api_url, env, log = worker_prefect_server
     (tmp_path / "server.log").symlink_to(log)
     return api_url, env | {"THERMOSTAT_STATE_DIR": str(tmp_path / "state")}
 

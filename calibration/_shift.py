@@ -19,7 +19,10 @@ kind                  what is seen                                  fix
                       outputs collapsed                             data fix
 ``covariate_shift``   the confidences or the class mix moved, not   none: "calibrated, but the
                       as a label shift would, and the deployed      traffic moved"
-                      posteriors are still calibrated
+                      posteriors are calibrated (established)
+``undetermined``      no test fired, but calibration is not         none yet: more labelled rows
+                      established (``no_change`` or                 decide
+                      ``covariate_shift`` would claim it)
 ===================== ============================================= ==============================
 
 What a check must compute first (all mergeable, in this order)
@@ -66,7 +69,8 @@ from ._validation import check_confidence_level, check_labels, check_logits, che
 __all__ = ["ClassAccuracyTest", "ReweightingGain", "ShiftDiagnosis", "class_accuracy_test", "diagnose_shift",
            "holm_levels", "reweighting_gain"]
 
-ShiftKind = Literal["no_change", "label_shift", "calibration_drift", "accuracy_collapse", "covariate_shift"]
+ShiftKind = Literal["no_change", "label_shift", "calibration_drift", "accuracy_collapse", "covariate_shift",
+                    "undetermined"]
 Fix = Literal["none", "prior_correction", "temperature_refit", "prior_correction_and_refit", "escalate"]
 
 
@@ -295,6 +299,15 @@ def _calibration_tests(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in names if not name.endswith("collapsed"))
 
 
+def _claimed(kind: ShiftKind, fix: Fix, established: bool, reasons: list[str]) -> tuple[ShiftKind, Fix]:
+    """``undetermined`` in place of a kind that claims calibration the labelled rows do not establish."""
+    if kind not in ("no_change", "covariate_shift") or established:
+        return kind, fix
+    reasons.append("no test fired, but the labelled rows do not establish calibration within the margin: "
+                   "undetermined until more labelled rows decide")
+    return "undetermined", "none"
+
+
 def diagnose_shift(
     *,
     priors: PriorShiftTest | None,
@@ -306,6 +319,7 @@ def diagnose_shift(
     accuracy_floor: float,
     confidence_shifted: bool,
     level: float = 0.01,
+    calibration_established: bool = True,
 ) -> ShiftDiagnosis:
     """Decide which shift a check saw (module docstring's table), from what the check computed.
 
@@ -332,6 +346,10 @@ def diagnose_shift(
         The early warning's test of the served confidences fired.
     level : float, default=0.01
         One-sided level of the gain's tests (does the re-weighting lower, or raise, the NLL).
+    calibration_established : bool, default=True
+        The labelled rows establish calibration within the margin (a drift report's verdict
+        ``calibrated``). False: a window where nothing fired is ``undetermined``, never
+        ``no_change`` or ``covariate_shift`` (both claim calibration).
 
     Returns
     -------
@@ -349,6 +367,8 @@ def diagnose_shift(
     'accuracy_collapse'
     >>> diagnose_shift(**calm | {"confidence_shifted": True}).kind
     'covariate_shift'
+    >>> diagnose_shift(**calm | {"confidence_shifted": True, "calibration_established": False}).kind
+    'undetermined'
     """
     level = check_confidence_level(level, name="level")
     fired = tuple(tests_fired)
@@ -399,17 +419,18 @@ def diagnose_shift(
         else:
             kind, fix = "covariate_shift", "none"
             reasons.append("the class mix moved, but not as a label shift would (the per-class accuracies moved or the "
-                           "re-weighting fits the labels worse) while the deployed posteriors stay calibrated: the "
-                           "inputs moved, not p(y | x)")
+                           "re-weighting fits the labels worse) while no calibration test fires at the deployed "
+                           "posteriors: the inputs moved, not p(y | x)")
     elif _calibration_tests(fired):
         kind, fix = "calibration_drift", "temperature_refit"
         reasons.append(f"the class priors did not move and the tests fire ({', '.join(_calibration_tests(fired))})")
     elif confidence_shifted:
         kind, fix = "covariate_shift", "none"
-        reasons.append("the confidence distribution moved while the calibration tests are quiet: calibrated, but the "
-                       "traffic moved")
+        reasons.append("the confidence distribution moved while the calibration tests are quiet"
+                       + (": calibrated, but the traffic moved" if calibration_established else ""))
     else:
         kind, fix = "no_change", "none"
+    kind, fix = _claimed(kind, fix, calibration_established, reasons)
     estimate = priors.estimate if priors is not None else None
     return ShiftDiagnosis(
         # Only a label shift can rest on the served rows alone; every other verdict read labels (or none).

@@ -402,6 +402,12 @@ class TemperatureTest(JsonResult):
     two-sided test of no shift at all. Without a reference (``reference_n == 0``) the window is
     tested against T as if T were known exactly, with its own sandwich variance.
 
+    The equivalence test is the other side of the same statistic (two one-sided tests):
+    ``equivalence_p_value`` tests that T_w / T_ref lies *inside* the margin, ``within_margin`` is
+    ``equivalence_p_value < level`` — calibration within the margin established by the data. A
+    window neither drifted nor within the margin is undetermined: :meth:`rows_to_decide` says
+    how many labelled rows a window of this kind would need for one of the two to hold.
+
     The window's interval (``window_temperature_low``/``_high``) is its own sandwich interval;
     the test's ``window_standard_error`` is the score test's, from the window's information
     Σh times ``information_ratio`` (the reference's score variance over its mean curvature:
@@ -442,6 +448,32 @@ class TemperatureTest(JsonResult):
     reference_expected_errors: float
     min_expected_errors: float
     enough_errors: bool
+    equivalence_p_value: float = math.nan
+    within_margin: bool = False
+
+    def rows_to_decide(self) -> int | None:
+        """The labelled rows a window would need for this test to decide — drift, or within the
+        margin — at its level, when the window's T stayed where this one's is; None when decided,
+        or when no window can decide (the reference's own uncertainty alone is too wide, the
+        estimate sits on the margin, or the test could not run).
+
+        The window's variance shrinks as 1/n: n × (SE_w / SE_w needed)², where the needed SE
+        puts the interval's end at the margin, |log T_w / T_ref| − log(1 + margin) = ± z · SE.
+        """
+        if self.drifted or self.within_margin or not self.enough_errors or not math.isfinite(self.margin_z):
+            return None
+        distance = abs(abs(self.log_ratio) - math.log1p(self.margin))
+        needed = (distance / float(ndtri(1.0 - self.level))) ** 2 - self.reference_standard_error ** 2
+        if needed <= 0.0 or not self.window_standard_error > 0.0:
+            return None
+        return max(self.n + 1, math.ceil(self.n * self.window_standard_error ** 2 / needed))
+
+    def _rows_clause(self) -> str:
+        rows = self.rows_to_decide()
+        if rows is not None:
+            return f"; about {rows:,} labelled rows would decide ({rows - self.n:,} more)"
+        return ("; no window decides at this estimate: the reference's own interval is too wide for the margin "
+                "(a reference of more rows, or a wider margin)" if self.reference_n else "")
 
     def minimal_detectable_shift(self, power: float = 0.95) -> DetectableShift:
         """The smallest shift of T this test detects with probability ``power``, from its own SE.
@@ -477,8 +509,12 @@ class TemperatureTest(JsonResult):
                 f"shifted beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
                 f"{self.direction}, T should {'grow' if self.log_ratio > 0 else 'shrink'}"
                 if self.drifted
+                else f"within the {self.margin:.0%} margin, established (equivalence p = "
+                f"{_fmt_p(self.equivalence_p_value)} < {_fmt_p(self.level)})"
+                if self.within_margin
                 else f"not beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)}; without a margin "
-                f"p = {_fmt_p(self.p_value_no_margin)})"
+                f"p = {_fmt_p(self.p_value_no_margin)}) nor established within it (equivalence p = "
+                f"{_fmt_p(self.equivalence_p_value)}): undetermined{self._rows_clause()}"
             )
         return (
             f"{what} optimal T {self.window_temperature:.4g} [{self.window_temperature_low:.4g}, "
@@ -612,6 +648,8 @@ def temperature_test(
     margin_z = (abs(log_ratio) - log_margin) / se if defined else math.nan
     tested = defined and enough_errors
     p_value = float(ndtr(-margin_z)) if tested else math.nan
+    # Two one-sided tests: the larger p of "below the upper margin" and "above the lower one".
+    equivalence_p = float(ndtr(margin_z)) if tested else math.nan
     p_no_margin = float(2.0 * ndtr(-abs(z))) if tested else math.nan
     # In log space: a window that says next to nothing about T has ends at 0 and infinity.
     log_temperature = math.log(window.temperature)
@@ -650,6 +688,8 @@ def temperature_test(
         reference_expected_errors=reference_errors,
         min_expected_errors=min_expected_errors,
         enough_errors=enough_errors,
+        equivalence_p_value=equivalence_p,
+        within_margin=bool(tested and equivalence_p < level),
     )
 
 

@@ -271,6 +271,11 @@ class ThermostatSettings(_DriftSection):
         default=0.5, gt=0.0, lt=1.0,
         description="older share of the refit's traffic that fits T; the newer rest verifies it",
     )
+    refit_max_ece_increase: float = Field(
+        default=0.02, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="a refit whose baseline ECE (hence its drift threshold) is worse than its parent's by more than "
+        "this is refused: it would make the next drift harder to see",
+    )
 
     @model_validator(mode="after")
     def _build_drift_policy(self) -> ThermostatSettings:

@@ -36,7 +36,8 @@ The pieces, in the order a monitor uses them:
   runs): each check's new labelled rows; an alarm with the change point.
 * :func:`confidence_profile`, :func:`warn_before_labels` — before labels: the accuracy the
   calibrated confidences predict and a test of their distribution against the reference.
-* :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``ok``) with its
+* :func:`decide_drift` — the verdict (``insufficient_data`` / ``drift`` / ``calibrated`` /
+  ``undetermined``) with its
   reasons; :func:`with_stream_checks` adds the sequential rule's alarm and the early warning;
   :func:`diagnose_reliability_shape` — can one temperature fix what is left?
 * :func:`diagnose_check` — which shift the check saw (label shift, calibration drift, accuracy
@@ -62,6 +63,7 @@ import typing as _typing
 # costs nothing and a name loads only its own module (and what that imports): a command that
 # needs :func:`mask_url` does not load SQL, scipy or matplotlib. The type checker reads these.
 if _typing.TYPE_CHECKING:
+    from .change_point import WindowChangePoint, window_change_point
     from .check import CheckOutcome, CheckReference, CheckState, check_version
     from .diagnosis import ReweightedWindow, diagnose_check, read_as_family, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
@@ -224,6 +226,7 @@ __all__ = [
     "TestOutcome",
     "Verdict",
     "VersionPruned",
+    "WindowChangePoint",
     "WindowInMemory",
     "WindowScan",
     "WindowQuery",
@@ -270,6 +273,7 @@ __all__ = [
     "summarise_window",
     "update_sequential",
     "warn_before_labels",
+    "window_change_point",
     "window_level",
     "with_stream_checks",
     "write_predictions",
@@ -316,6 +320,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),
     "store": ("LabelledChunk", "PredictionStore", "ServedChunk", "StoreScope"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
+    "change_point": ("WindowChangePoint", "window_change_point"),
     "timeouts": ("DEFAULT_SERVING_LOG_TIMEOUT_MS",),
     "urls": ("URL_MASK", "credentials_redacted", "encode_credentials", "holds_masked_credentials", "mask_url",
              "redact_credentials", "redact_exception"),

@@ -17,7 +17,10 @@ steps, in order:
 3. the **early warning** (:func:`monitoring.warn_before_labels`) on every served row;
 4. the **decision** (:func:`monitoring.decide_drift`, then :func:`monitoring.with_stream_checks`),
    its cool-down counted from ``state.last_drift_at``;
-5. the **shift diagnosis** (:func:`monitoring.diagnose_check`) when the reference has an
+5. on a drift the sequential rule did not date, the window's own **change point**
+   (:func:`monitoring.window_change_point`, a second read of its labelled rows): a refit reads
+   from there;
+6. the **shift diagnosis** (:func:`monitoring.diagnose_check`) when the reference has an
    accuracy floor: the served rows' priors against the registered ones and, when they moved,
    the labelled rows read again from ``source`` at the re-weighted posteriors.
 
@@ -27,13 +30,14 @@ verdict ``insufficient_data`` of a version that never logged): a result, not an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final
 
 from calibration import PriorEstimate, ReferencePriors, TemperatureStats
 
 from ._validation import as_utc, check_chunk_size
+from .change_point import window_change_point
 from .diagnosis import ReweightedWindow, diagnose_check, reweight_window
 from .drift import DriftReference, DriftReport, decide_drift, with_stream_checks
 from .early_warning import ConfidenceProfile, warn_before_labels
@@ -183,9 +187,19 @@ def check_version(
     report = with_stream_checks(
         decide_drift(summary, reference.drift, policy, last_drift_at=state.last_drift_at, now=summary.end),
         sequential=sequential, early_warning=warning)
+    report = _dated(report, source, query, chunk_size)
     if reference.accuracy_floor is not None:
         report = _diagnose(report, scan, source, query, reference.priors, reference.accuracy_floor, chunk_size)
     return CheckOutcome(query, report, scan, arrivals, tuple(notes))
+
+
+def _dated(report: DriftReport, source: LabelledSource, query: WindowQuery, chunk_size: int) -> DriftReport:
+    """A drift without a sequential alarm with the window's own change point (a second read of its
+    labelled rows, in serving order): a refit then reads from where the drift began."""
+    if not report.drift_detected or (report.sequential is not None and report.sequential.alarm):
+        return report
+    found = window_change_point(source, query, report.summary.temperature_stats, chunk_size=chunk_size)
+    return replace(report, window_change_point=found, reasons=(*report.reasons, found.sentence()))
 
 
 def _read(

@@ -183,7 +183,7 @@ def diagnose_check(
     >>> diagnosed = diagnose_check(report, served=None, reference=None, class_rows=None, class_correct=None,
     ...                            reweigh=lambda estimate: None, accuracy_floor=0.5)
     >>> diagnosed.diagnosis.kind, diagnosed.reasons[-1][:40]
-    ('no_change', 'no diagnosis of the class priors: this v')
+    ('undetermined', 'no diagnosis of the class priors: this v')
     """
     policy = report.policy
     warning = report.early_warning
@@ -203,6 +203,7 @@ def diagnose_check(
         priors=test, tests_fired=report.tests_fired, reweighted_tests_fired=reweighted_fired, gain=gain,
         class_accuracy=class_accuracy, accuracy=report.window.accuracy if labelled else math.nan,
         accuracy_floor=accuracy_floor, confidence_shifted=confidence_shifted, level=policy.prior_shift_level,
+        calibration_established=report.verdict == "calibrated",
     )
     return replace(report, diagnosis=diagnosis, prior_test=test,
                    reasons=_with_diagnosis(report, diagnosis, why_not))

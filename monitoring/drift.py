@@ -38,7 +38,16 @@ Then:
   tested against its own reference when one is given (``group_reference``,
   ``group_baseline_ece``), else against the version's. Groups below that size are skipped
   and listed.
-* ``ok`` otherwise.
+* ``calibrated`` when no test fired and the data establish calibration: the window's T is
+  inside the margin by an equivalence test (two one-sided tests at the temperature test's level:
+  the window's T interval at that level lies inside [1/(1 + margin), 1 + margin] of the
+  reference's; :attr:`calibration.TemperatureTest.within_margin`).
+* ``undetermined`` otherwise: nothing fired, but the window could not have told a drift of the
+  margin's size from none. ``rows_to_decide`` estimates the labelled rows a window would need
+  (from the interval's width; None when no window size decides: the reference's own interval
+  is too wide). A policy without the temperature test never establishes calibration.
+
+The equivalence is the window's; groups add drift (a group that fires), not calibration.
 
 Two tests and several groups mean several tests (Bonferroni): the window's two tests run at
 ``p_threshold`` / 2 each, and each group's at ``p_threshold`` / (2 × groups tested), so ten
@@ -88,6 +97,7 @@ from calibration import (
 )
 
 from ._validation import as_utc
+from .change_point import WindowChangePoint
 from .drift_tests import ScopeEvidence, ScopeReference, TestOutcome, configured_tests, fmt_p, window_level
 from .early_warning import EarlyWarning
 from .policy import DEFAULT_POLICY, DriftPolicy
@@ -96,7 +106,7 @@ from .window import WindowSummary
 
 __all__ = ["DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"]
 
-Verdict = Literal["insufficient_data", "drift", "ok"]
+Verdict = Literal["insufficient_data", "drift", "calibrated", "undetermined"]
 
 _MAX_LISTED = 10
 _FINITE = Interval()
@@ -279,6 +289,7 @@ class DriftReport:
     early_warning: EarlyWarning | None = None
     diagnosis: ShiftDiagnosis | None = None
     prior_test: PriorShiftTest | None = None
+    window_change_point: WindowChangePoint | None = None
 
     @property
     def drift_detected(self) -> bool:
@@ -290,6 +301,13 @@ class DriftReport:
         event (and a temperature refit starts)."""
         label_shift = self.diagnosis is not None and self.diagnosis.kind == "label_shift"
         return self.drift_detected and not self.in_cooldown and not label_shift
+
+    @property
+    def rows_to_decide(self) -> int | None:
+        """On an ``undetermined`` verdict, the labelled rows a window would need to decide (drift or
+        calibrated), from the window's T interval; None otherwise, or when no window size decides."""
+        test = self.temperature_test
+        return test.rows_to_decide() if self.verdict == "undetermined" and test is not None else None
 
     @property
     def tests_fired(self) -> tuple[str, ...]:
@@ -330,17 +348,20 @@ class DriftReport:
 
     @property
     def change_point(self) -> datetime | None:
-        """After a sequential alarm, the earliest serving time among the rows since the drift began
-        (the alarm's change point, moved from the clock of label arrival to that of serving), else None."""
+        """Where the drift began, in serving time: after a sequential alarm, the earliest serving time
+        among the rows since the drift began (the alarm's change point, moved from the clock of label
+        arrival to that of serving); else the window's own change point when one was found
+        (:func:`monitoring.window_change_point`); else None."""
         check = self.sequential
         if check is None or not check.alarm:
-            return None
+            found = self.window_change_point
+            return None if found is None else found.at
         return check.change_point_served_at or check.change_point
 
     @property
     def refit_window_start(self) -> datetime:
-        """Where a refit of this drift should start reading traffic: the change point when the
-        sequential rule alarmed (rows before it are pre-drift), else the window's start."""
+        """Where a refit of this drift should start reading traffic: the change point (rows before it
+        are pre-drift), else the window's start."""
         change_point = self.change_point
         return self.window_start if change_point is None else min(change_point, self.window_end)
 
@@ -420,7 +441,8 @@ def decide_drift(
         for index, (key, stats) in enumerate(summary.groups.items())
     )
     fired = any(o.fired for o in outcomes) or any(g.drifted for g in groups)
-    verdict: Verdict = "insufficient_data" if not enough else "drift" if fired else "ok"
+    verdict: Verdict = "insufficient_data" if not enough else "drift" if fired else (
+        "calibrated" if _established(outcomes) else "undetermined")
     in_cooldown = last_event is not None and checked_at < last_event + policy.cooldown
     cooldown_until = last_event + policy.cooldown if last_event is not None and in_cooldown else None
     report = DriftReport(
@@ -430,6 +452,12 @@ def decide_drift(
         consistency=_consistency(summary.overall, policy) if enough else None,
     )
     return replace(report, reasons=_reasons(report, last_event))
+
+
+def _established(outcomes: tuple[TestOutcome, ...]) -> bool:
+    """Whether the window's temperature test established calibration within its margin."""
+    test = _temperature_test_of(outcomes)
+    return test is not None and test.within_margin
 
 
 def _consistency(window: CalibrationStats, policy: DriftPolicy) -> ConsistencyTest:
@@ -472,6 +500,8 @@ def _reasons(report: DriftReport, last_event: datetime | None) -> tuple[str, ...
         drifted = [g for g in report.groups if g.drifted]
         hides = " (the average hides the group drift)" if drifted and not any(o.fired for o in report.outcomes) else ""
         decided = [o.sentence + hides for o in report.outcomes if o.fired] + [g.reason for g in drifted]
+        if report.verdict in ("calibrated", "undetermined"):
+            decided.append(_no_drift_sentence(report))
         rest = [o.sentence + hides for o in report.outcomes if not o.fired and o.sentence]
         tested = [g for g in report.groups if g.tested]
         if tested and not drifted:
@@ -490,6 +520,27 @@ def _reasons(report: DriftReport, last_event: datetime | None) -> tuple[str, ...
         decided.append(f"drift within the cool-down: the last drift event was at {last_event.isoformat()}; no refit "
                        f"is recommended before {report.cooldown_until.isoformat()} (cooldown {policy.cooldown})")
     return tuple(decided + rest + _notes(report))
+
+
+def _no_drift_sentence(report: DriftReport) -> str:
+    """Why a window where no test fired is calibrated (established) or undetermined, with T."""
+    test = report.temperature_test
+    if test is None:
+        return ("undetermined: no test fired, but the policy runs no temperature test, the only one that can "
+                "establish calibration within a margin")
+    where = (f"window T {test.window_temperature:.4g} [{test.window_temperature_low:.4g}, "
+             f"{test.window_temperature_high:.4g}] vs the registered T {report.temperature:.4g}, ratio to the "
+             f"reference's {test.ratio:.3f} [{test.ratio_low:.3f}, {test.ratio_high:.3f}]")
+    if report.verdict == "calibrated":
+        return (f"calibrated: {where}, inside the {test.margin:.0%} margin (equivalence p = "
+                f"{fmt_p(test.equivalence_p_value)} < {fmt_p(test.level)})")
+    rows = report.rows_to_decide
+    more = (f"about {rows:,} labelled rows would decide ({rows - report.n:,} more than this window's)"
+            if rows is not None else "no window size decides at this estimate (the reference's own interval is "
+            "too wide for the margin)" if test.enough_errors and test.reference_n else
+            "the temperature test could not run on this window")
+    return (f"undetermined: no test fired, but the data do not establish calibration within the "
+            f"{test.margin:.0%} margin ({where}; equivalence p = {fmt_p(test.equivalence_p_value)}); {more}")
 
 
 def _notes(report: DriftReport) -> list[str]:

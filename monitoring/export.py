@@ -797,14 +797,15 @@ class PredictionLogExport(_ReadOnlyStore):
         """Labelled rows only, no label times, read-only (:class:`~monitoring.StoreScope`)."""
         return _EXPORT_SCOPE
 
-    def logged_versions(self) -> dict[tuple[str, str], int]:
-        """Every version with an exported day, and its K."""
+    def logged_versions(self, model_name: str | None = None) -> dict[tuple[str, str], int]:
+        """Every version with an exported day (of ``model_name``, when given), and its K."""
         found = {}
         for folder in sorted(self._directory.glob("model=*/version=*")):
             files = _day_files(folder)
             if files:
                 name, version = (unquote(part.name.split("=", 1)[1]) for part in (folder.parent, folder))
-                found[(name, version)] = _version_classes(files)
+                if model_name is None or name == model_name:
+                    found[(name, version)] = _version_classes(files)
         return found
 
     def day_files(self, model_name: str, model_version: str) -> list[tuple[date, Path]]:

@@ -100,8 +100,10 @@ class WindowInMemory(_ReadOnlyStore):
         """K, for this window's version (None for another)."""
         return int(self._logits.shape[1]) if (model_name, model_version) == self._version else None
 
-    def logged_versions(self) -> dict[tuple[str, str], int]:
-        """This window's version and its K."""
+    def logged_versions(self, model_name: str | None = None) -> dict[tuple[str, str], int]:
+        """This window's version and its K (when it is ``model_name``'s, if given)."""
+        if model_name is not None and self._version[0] != model_name:
+            return {}
         return {self._version: int(self._logits.shape[1])}
 
     def _holds(self, model_name: str, model_version: str, start: datetime, end: datetime) -> bool:

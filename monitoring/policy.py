@@ -171,6 +171,10 @@ class DriftPolicy:
     insufficient_data_streak: int = _knob(
         3, "insufficient_data_streak", "this many insufficient_data checks of a version in a row raise an alert",
         interval=Interval(1, integer=True))
+    undetermined_streak: int = _knob(
+        24, "undetermined_streak", "this many undetermined checks of a version in a row (no drift seen, calibration "
+        "not established) raise an alert: the monitor could not have seen a drift of the margin's size",
+        interval=Interval(1, integer=True))
 
     def __post_init__(self) -> None:
         for name, knob in _knobs():

@@ -403,6 +403,26 @@ class _Refusals:
             self.refuse(i, ids[i], message(i))
 
 
+def _temperature_refusal(value: float) -> str | None:
+    """Why :func:`calibration.check_temperature` refuses ``value`` (None: it does not)."""
+    try:
+        check_temperature(value)
+    except (TypeError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _usable_temperatures(temperatures: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Where a row's T is one the softmax takes (within the calibration core's limits); the
+    non-finite and non-positive ones are the rule before's."""
+    usable = np.ones(temperatures.shape, dtype=bool)
+    candidates = temperatures[np.isfinite(temperatures) & (temperatures > 0.0)]
+    for value in np.unique(candidates).tolist():
+        if _temperature_refusal(value) is not None:
+            usable[temperatures == value] = False
+    return usable
+
+
 def _validate_columns(*, now: datetime, **values: Any) -> _Columns:
     """Check a whole batch (vectorised where the data are numeric) and return it in column form;
     the first refused row (:func:`_screen_columns`' first rule that refuses one) raises."""
@@ -481,6 +501,7 @@ def _screen_columns(
     temperatures = _numbers(temperature, "temperature", rows, ids)
     rows.refuse_where(~(np.isfinite(temperatures) & (temperatures > 0.0)), ids,
                       lambda i: f"temperature is {temperatures[i]}; it must be finite and > 0")
+    rows.refuse_where(~_usable_temperatures(temperatures), ids, lambda i: _temperature_refusal(temperatures[i]))
     labels, label_times = _checked_labels(rows, ids, label, labelled_at, n_classes, now)
 
     keep = np.flatnonzero(rows.ok)
@@ -1239,9 +1260,9 @@ class PredictionLog:
         self._classes[(model_name, model_version)] = int(value)
         return int(value)
 
-    def logged_versions(self) -> dict[tuple[str, str], int]:
-        """Every version ever logged and its K, in one read (remembered as :meth:`n_classes` does):
-        what a check of many versions reads first.
+    def logged_versions(self, model_name: str | None = None) -> dict[tuple[str, str], int]:
+        """Every version ever logged (of ``model_name``, when given) and its K, in one read
+        (remembered as :meth:`n_classes` does): what a check of many versions reads first.
 
         Examples
         --------
@@ -1251,8 +1272,11 @@ class PredictionLog:
         {('m', '1'): 3}
         """
         versions = self._versions
+        statement = select(versions.c.model_name, versions.c.model_version, versions.c.n_classes)
+        if model_name is not None:
+            statement = statement.where(versions.c.model_name == model_name)
         with self._engine.connect() as conn:
-            rows = conn.execute(select(versions.c.model_name, versions.c.model_version, versions.c.n_classes)).all()
+            rows = conn.execute(statement).all()
         found = {(str(name), str(version)): int(k) for name, version, k in rows}
         self._classes.update(found)
         return found

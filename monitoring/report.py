@@ -185,7 +185,10 @@ def drift_markdown(report: DriftReport) -> str:
     """
     headline = {
         "drift": "DRIFT" + (" (refit recommended)" if report.refit_recommended else " (in cool-down: no refit)"),
-        "ok": "ok",
+        "calibrated": "calibrated (within the margin, established)",
+        "undetermined": "UNDETERMINED (no drift seen, calibration not established"
+                        + ("" if report.rows_to_decide is None else
+                           f"; about {report.rows_to_decide:,} labelled rows would decide") + ")",
         "insufficient_data": "insufficient_data",
     }[report.verdict]
     window, reference, level = report.window, report.reference.overall, report.policy.confidence_level
@@ -432,7 +435,7 @@ def group_metric_key(group: str) -> str:
 
 # The metrics of drift_metrics besides the tests' own (DriftTest.metric_names) and the groups'.
 _WINDOW_METRICS = ("ece", "nll", "accuracy", "mean_confidence", "brier", "coverage", "accepted_accuracy", "n", "drift",
-                   "refit_recommended")
+                   "refit_recommended", "calibrated", "undetermined", "rows_to_decide")
 _SEQUENTIAL_METRICS = ("cusum_upper", "cusum_lower", "sequential_alarm")
 _WARNING_METRICS = ("predicted_accuracy", "predicted_accuracy_low", "predicted_accuracy_high", "served_n",
                     "confidence_shift_p_value", "confidence_shifted")
@@ -459,7 +462,8 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
     """Finite metrics of a check for a time-series store (e.g. MLflow ``log_metrics``).
 
     Keys: ece, nll, accuracy, mean_confidence, brier, coverage, accepted_accuracy, n, drift,
-    refit_recommended (0/1), then each window test's metrics (temperature: window_temperature,
+    refit_recommended, calibrated, undetermined (0/1), rows_to_decide (an undetermined verdict's
+    labelled rows that would decide), then each window test's metrics (temperature: window_temperature,
     window_temperature_low, window_temperature_high, temperature_ratio, temperature_z,
     temperature_p_value, temperature_drift; ece: ece_estimate, ece_low, ece_high, ece_excess,
     p_value, ece_drift); with the sequential rule cusum_upper, cusum_lower, sequential_alarm
@@ -484,6 +488,8 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
         "ece": window.ece, "nll": window.nll, "accuracy": window.accuracy, "mean_confidence": window.mean_confidence,
         "brier": window.brier, "coverage": gate["coverage"], "accepted_accuracy": gate["accepted_accuracy"],
         "n": float(report.n), "drift": float(report.drift_detected), "refit_recommended": float(report.refit_recommended),
+        "calibrated": float(report.verdict == "calibrated"), "undetermined": float(report.verdict == "undetermined"),
+        "rows_to_decide": math.nan if report.rows_to_decide is None else float(report.rows_to_decide),
     }
     for outcome in report.outcomes:
         values |= outcome.metrics
@@ -513,7 +519,8 @@ def drift_metrics(report: DriftReport) -> dict[str, float]:
 #: event and of ``check/report.json`` reads (unchanged since they were first written), then the
 #: outcomes of the tests and the policy the decision used.
 DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
-    "verdict", "drift_detected", "refit_recommended", "in_cooldown", "cooldown_until", "reasons", "tests_fired",
+    "verdict", "rows_to_decide", "drift_detected", "refit_recommended", "in_cooldown", "cooldown_until", "reasons", "tests_fired",
+    "fired",
     "model_name", "model_version", "window_start", "window_end", "checked_at", "temperature", "n_bins", "scheme", "n",
     "min_window", "overall_drift", "temperature_drift", "temperature_margin", "temperature_test", "temperature_stats",
     "reference_stats", "ece_drift", "ece_estimator", "ece_estimate", "ece_low", "ece_high", "confidence_level", "ece",
@@ -526,12 +533,40 @@ DRIFT_PAYLOAD_KEYS: tuple[str, ...] = (
 )
 
 
+def _fired_tests(report: DriftReport) -> list[dict[str, Any]]:
+    """What fired on a check, in ``tests_fired``'s order, each ``{label, test, statistic, p_value,
+    level, sentence}``: the window's and the groups' tests that fired, then the sequential rule's
+    alarm (its statistic the CUSUM, no p-value). A test that did not fire is never listed.
+
+    Examples
+    --------
+    >>> from monitoring import DriftReference, decide_drift, summarise_arrays
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> _fired_tests(decide_drift(summarise_arrays(np.zeros((3, 2)), [0, 1, 0], temperature=1.0, start=t, end=t),
+    ...                          DriftReference.of(0.0)))
+    []
+    """
+    outcomes = [o for o in report.outcomes if o.fired] + [o for g in report.groups for o in g.outcomes if o.fired]
+    fired: list[dict[str, Any]] = [
+        {"label": o.label, "test": o.test, "statistic": o.statistic, "p_value": json_safe(o.p_value),
+         "level": json_safe(o.level), "sentence": o.sentence} for o in outcomes]
+    check = report.sequential
+    if check is not None and check.alarm:
+        fired.append({"label": "sequential", "test": "sequential",
+                      "statistic": f"CUSUM {max(check.upper, check.lower):.2f} sd (alarm at {check.threshold:g})",
+                      "p_value": None, "level": None, "sentence": check.sentence()})
+    return fired
+
+
 def drift_payload(report: DriftReport) -> dict[str, Any]:
     """The report as a JSON-safe dict (event payloads, ``check/report.json``): :data:`DRIFT_PAYLOAD_KEYS`.
 
     Datetimes are ISO 8601 strings, NaN is None; the reliability table is a list of bins, the
     groups the table's group rows, ``tests`` each outcome (:meth:`TestOutcome.to_dict`), ``policy``
-    the parameters. ``refit_window_start`` is where a refit should start reading (the sequential
+    the parameters, ``fired`` what fired (each test's label, statistic, p-value, level and sentence;
+    never a test that did not fire). ``verdict`` is drift, calibrated (established within the margin), undetermined
+    (``rows_to_decide``: the labelled rows a window would need to decide, None when no size does)
+    or insufficient_data. ``refit_window_start`` is where a refit should start reading (the sequential
     rule's change point after its alarm, else the window's start); ``change_point`` is None
     without an alarm. ``shift_kind`` and ``shift_fix`` are the shift diagnosis's kind and fix,
     ``diagnosis`` all of it and ``prior_test`` the prior test's numbers (:func:`prior_test_numbers`;
@@ -553,9 +588,10 @@ def drift_payload(report: DriftReport) -> dict[str, Any]:
     ece_metrics = {} if ece is None else ece.metrics
     gate = report.summary.gate
     values: dict[str, Any] = {
-        "verdict": report.verdict, "drift_detected": report.drift_detected,
+        "verdict": report.verdict, "rows_to_decide": report.rows_to_decide, "drift_detected": report.drift_detected,
         "refit_recommended": report.refit_recommended, "in_cooldown": report.in_cooldown,
         "cooldown_until": report.cooldown_until, "reasons": report.reasons, "tests_fired": report.tests_fired,
+        "fired": _fired_tests(report),
         "model_name": report.model_name, "model_version": report.model_version, "window_start": report.window_start,
         "window_end": report.window_end, "checked_at": report.checked_at, "temperature": report.temperature,
         "n_bins": window.n_bins, "scheme": "equal-width", "n": report.n, "min_window": policy.min_window,

@@ -402,10 +402,12 @@ class SequentialCheck(JsonResult):
                     f"at about {self.change_point.isoformat(timespec='seconds')} (change point; {self.segment_rows} "
                     f"rows since, T ratio {self.shift_ratio:.3f} [{self.shift_ratio_low:.3f}, "
                     f"{self.shift_ratio_high:.3f}] to the reference's{since})")
+        arrived = (f"labelled in [{self.start.isoformat(timespec='seconds')}, {self.end.isoformat(timespec='seconds')}),"
+                   " served at any time; later labels go to the next check")
         if not self.folded:
-            return (f"sequential rule: {self.n} new labelled rows since the last check, {self.state.pending.n} pending "
-                    f"(< {self.min_rows} to fold in); {stats}")
-        return f"sequential rule: no alarm ({self.n} new rows, z = {self.z:+.2f}); {stats}"
+            return (f"sequential rule: {self.n} new labelled rows since the last check ({arrived}), "
+                    f"{self.state.pending.n} pending (< {self.min_rows} to fold in); {stats}")
+        return f"sequential rule: no alarm ({self.n} new rows {arrived}; z = {self.z:+.2f}); {stats}"
 
 
 def _earliest(*times: datetime | None) -> datetime | None:

@@ -117,8 +117,8 @@ class PredictionStore(Protocol):
         """K of the version, or None when the store holds nothing of it."""
         ...
 
-    def logged_versions(self) -> dict[tuple[str, str], int]:
-        """Every version the store holds and its K."""
+    def logged_versions(self, model_name: str | None = None) -> dict[tuple[str, str], int]:
+        """Every version the store holds (of ``model_name``, when given) and its K."""
         ...
 
     def iter_labelled(

@@ -715,12 +715,24 @@ def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPoli
                              group_temperature_stats=groups, ece_estimator=policy.ece_estimator, n_bins=args.bins)
 
 
+def _verdict_headline(report: DriftReport) -> str:
+    """The verdict in a few words: drift and its tests, calibrated, or undetermined and what would decide."""
+    if report.drift_detected:
+        return f"DRIFT ({', '.join(report.tests_fired)})"
+    if report.verdict == "calibrated":
+        return "calibrated: the window's T is within the margin (established)"
+    rows = report.rows_to_decide
+    return ("UNDETERMINED: no drift seen, but calibration is not established; "
+            + ("no window size decides at this estimate" if rows is None
+               else f"about {rows:,} labelled rows would decide ({rows - report.n:,} more)"))
+
+
 def _drift_text(report: DriftReport, args: argparse.Namespace, reference_n: int,
                 window_estimates: Sequence[CalibrationErrorEstimate],
                 reference_estimates: Sequence[CalibrationErrorEstimate]) -> str:
     """The drift command's report: the verdict, one row per test outcome, the window's T, the
     estimators of both sets, the reasons."""
-    headline = (f"DRIFT ({', '.join(report.tests_fired)})" if report.drift_detected else "ok: no drift")
+    headline = _verdict_headline(report)
     rows = [
         [f"{o.label} ({DriftTest.registry[o.test].effect_beyond(report.policy)})" if o.scope is None else o.label,
          o.compares, o.statistic, _p_text(o.p_value), _p_text(o.level), "yes" if o.fired else "no"]
@@ -800,7 +812,8 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
                "estimators": [{"estimator": mine.estimator, "window": mine.to_dict(), "reference": theirs.to_dict()}
                               for mine, theirs in zip(*estimates, strict=True)]}
     text = _drift_text(report, args, reference.n_samples, *estimates)
-    warnings = (f"drift: {report.reasons[0]}",) if report.drift_detected else ()
+    warnings = ((f"drift: {report.reasons[0]}",) if report.drift_detected
+                else (_verdict_headline(report),) if report.verdict == "undetermined" else ())
     return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if report.drift_detected else EXIT_OK)
 
 
@@ -888,7 +901,7 @@ def _diagnose(sets: Sets, args: argparse.Namespace) -> Outcome:
         "class_accuracy": None if class_accuracy is None else class_accuracy.to_dict(),
         "early_warning": warning.to_dict(), "policy": policy.to_dict(),
     }
-    found = diagnosis.kind != "no_change"
+    found = diagnosis.kind not in ("no_change", "undetermined")  # undetermined: exit 0, said in the verdict
     warnings = (f"shift found: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')})",) \
         if found else ()
     text = _diagnose_text(report.temperature, diagnosis, test, warning, scan.served_rows, args, reference.n_samples,

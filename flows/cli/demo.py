@@ -353,7 +353,8 @@ def _check_line(check: VersionCheck) -> str:
     verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else
                                    " at the deployed posteriors, a label shift: no refit" if label_shift else
                                    " (in cool-down: no event)"),
-               "ok": "ok", "insufficient_data": "insufficient_data"}[report.verdict]
+               "calibrated": "calibrated", "undetermined": "undetermined (calibration not established)",
+               "insufficient_data": "insufficient_data"}[report.verdict]
     gate, window, policy = report.summary.gate, report.window, report.policy
     coverage = "n/a" if gate is None or gate.coverage != gate.coverage else f"{gate.coverage:.1%}"
     test = report.temperature_test
@@ -381,7 +382,7 @@ def _check_line(check: VersionCheck) -> str:
         line += (f"; sequential CUSUM {sequential.upper:.1f} / {sequential.lower:.1f} of {sequential.threshold:g}"
                  + (" ALARM" if sequential.alarm else ""))
     diagnosis = report.diagnosis
-    if diagnosis is not None and diagnosis.kind != "no_change":
+    if diagnosis is not None and diagnosis.kind not in ("no_change", "undetermined"):  # the verdict says it
         moved = (f": class priors moved by {diagnosis.prior_shift:.3f} (total variation), p={diagnosis.prior_p_value:.2g}"
                  if diagnosis.priors_moved else "")
         line += f"\n      shift diagnosis: {diagnosis.kind.replace('_', ' ')} (fix: {diagnosis.fix.replace('_', ' ')}){moved}"

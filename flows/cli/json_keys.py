@@ -42,13 +42,13 @@ JSON_KEYS: dict[str, str] = {
         "n, n_resamples, confidence_level, seed}, verdict, id_overlap, interval, engine, n_partitions, n_workers"
     ),
     "drift": (
-        "reference, window, reference_n, verdict, drift_detected, reasons, tests_fired, temperature, n_bins, "
+        "reference, window, reference_n, verdict, rows_to_decide, drift_detected, reasons, tests_fired, fired, temperature, n_bins, "
         "scheme, n, overall_drift, temperature_drift, temperature_margin, temperature_test {temperature, n, "
         "window_temperature, window_temperature_low, window_temperature_high, reference_n, "
         "reference_temperature, ratio, ratio_low, ratio_high, log_ratio, standard_error, window_standard_error, "
         "reference_standard_error, z, margin, margin_z, p_value, p_value_no_margin, level, drifted, direction, "
         "confidence_level, information_ratio, expected_errors, reference_expected_errors, min_expected_errors, "
-        "enough_errors}, temperature_stats {temperature, n, gradient_sum, gradient_square_sum, curvature_sum, "
+        "enough_errors, equivalence_p_value, within_margin}, temperature_stats {temperature, n, gradient_sum, gradient_square_sum, curvature_sum, "
         "expected_errors, mean_gradient, direction, window_temperature, window_temperature_low, "
         "window_temperature_high}, reference_stats {temperature, n, gradient_sum, gradient_square_sum, "
         "curvature_sum, expected_errors, mean_gradient, direction, window_temperature, window_temperature_low, "
@@ -67,7 +67,7 @@ JSON_KEYS: dict[str, str] = {
         "min_expected_errors, ece_tolerance, ece_estimator, collapse_spread_ratio, min_group_size, "
         "confidence_level, n_resamples, seed, min_bin_count, cooldown, cusum_reference, cusum_threshold, "
         "sequential_min_rows, sequential_escalate_after, label_settle_time, confidence_shift_level, "
-        "shift_min_rows, diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak}, "
+        "shift_min_rows, diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak, undetermined_streak}, "
         "shift_kind, shift_fix, diagnosis, prior_test, estimators [{estimator, window {estimator, estimate, low, "
         "high, confidence_level, n, n_bins, temperature, binning, convention, method, squared_estimate, "
         "bandwidth, p_calibrated}, reference {estimator, estimate, low, high, confidence_level, n, n_bins, "
@@ -88,6 +88,6 @@ JSON_KEYS: dict[str, str] = {
         "ece_tolerance, ece_estimator, collapse_spread_ratio, min_group_size, confidence_level, n_resamples, "
         "seed, min_bin_count, cooldown, cusum_reference, cusum_threshold, sequential_min_rows, "
         "sequential_escalate_after, label_settle_time, confidence_shift_level, shift_min_rows, "
-        "diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak}"
+        "diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak, undetermined_streak}"
     ),
 }

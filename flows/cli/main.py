@@ -349,10 +349,12 @@ _ANALYSIS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "qualify": ("check size, class coverage, disjointness from training and representativeness", _qualify),
     "compare": ("fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap", _compare),
     "drift": ("the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted on), both "
-              "read at T: the temperature test and the ECE test, with intervals", _drift),
+              "read at T: the temperature test and the ECE test, with intervals; drift, calibrated (established) or "
+              "undetermined (with the labelled rows that would decide)", _drift),
     "diagnose": ("which shift WINDOW shows against REFERENCE, both read at T: no change, label shift (the class "
                  "priors moved; fix: a prior correction), calibration drift (a temperature refit), accuracy "
-                 "collapse (escalate), covariate shift with calibration intact; with the numbers", _diagnose),
+                 "collapse (escalate), covariate shift with calibration established, or undetermined; with the "
+                 "numbers", _diagnose),
 }
 # Listed for --help only: main() hands these to their own modules before parsing.
 _PASSED_ON: dict[str, str] = {

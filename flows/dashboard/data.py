@@ -54,10 +54,11 @@ from flows.records.stored import StoredRun, StoredVersion
 from flows.records.versions import registered_by_thermostat, registered_version
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
-from monitoring import DriftPolicy, PredictionLog, mask_url, redact_credentials
+from monitoring import DEFAULT_POLICY, DriftPolicy, PredictionLog, mask_url, redact_credentials
 
 __all__ = [
     "ALERT_KINDS",
+    "drift_text",
     "REGISTRATION_DIAGRAM",
     "WINDOW_DIAGRAM",
     "Alert",
@@ -129,11 +130,13 @@ class Thresholds(_Serialisable):
     p_threshold: float
     min_window: int
     insufficient_data_streak: int
+    undetermined_streak: int = DEFAULT_POLICY.undetermined_streak
 
     @classmethod
     def of(cls, policy: DriftPolicy) -> Thresholds:
         return cls(ece_tolerance=policy.ece_tolerance, p_threshold=policy.p_threshold, min_window=policy.min_window,
-                   insufficient_data_streak=policy.insufficient_data_streak)
+                   insufficient_data_streak=policy.insufficient_data_streak,
+                   undetermined_streak=policy.undetermined_streak)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,17 @@ class Check(_Serialisable):
     """The version's insufficient-data streak after this check, as the monitor counted it (None: not recorded)."""
     shift_kind: str | None = None
     """The check's shift diagnosis (label_shift, calibration_drift, ...); None: not diagnosed."""
+    rows_to_decide: int | None = None
+    """On an undetermined check, the labelled rows a window would need to decide (None: not said)."""
+    tests_fired: tuple[str, ...] = ()
+    """The tests that fired (``temperature``, ``ece``, ``group 'eu' temperature``, ``sequential``, ...)."""
+    window_temperature: float | None = None
+    """The window's NLL-optimal T, with its interval below (None: the temperature test did not run)."""
+    window_temperature_low: float | None = None
+    window_temperature_high: float | None = None
+    temperature_z: float | None = None
+    """The temperature test's z and p-value (None: not run)."""
+    temperature_p_value: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,8 +460,16 @@ def _check(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None, settin
         # A check written before the policy was recorded: the dashboard's own settings stand in.
         thresholds=settings if record.policy is None else Thresholds.of(record.policy),
         thresholds_recorded=record.policy is not None, insufficient_streak=record.insufficient_streak,
-        shift_kind=record.shift_kind,
+        shift_kind=record.shift_kind, rows_to_decide=_whole(record.metric("rows_to_decide")),
+        tests_fired=record.tests_fired, window_temperature=record.metric("window_temperature"),
+        window_temperature_low=record.metric("window_temperature_low"),
+        window_temperature_high=record.metric("window_temperature_high"),
+        temperature_z=record.metric("temperature_z"), temperature_p_value=record.metric("temperature_p_value"),
     )
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _refused_refit(run: StoredRun, mlflow_ui: str | None, prefect_ui: str | None) -> Refit | None:
@@ -832,11 +854,43 @@ def _check_failed(last: Check, where: _Serving) -> Alert:
 
 
 def _drift(last: Check, limits: Thresholds, where: _Serving) -> Alert:
-    excess = "n/a" if last.ece_excess is None else f"{last.ece_excess:+.4f}"
-    return where.alert("drift", last.window_end,
-                       f"calibration drift: ECE {_shown(last.ece)} vs baseline {_shown(last.baseline_ece)} "
-                       f"(excess {excess}, tolerance {limits.ece_tolerance:g}; p = {_shown(last.p_value, '.3g')})",
+    return where.alert("drift", last.window_end, "calibration drift: " + drift_text(last, limits),
                        _numbers(last, limits), last)
+
+
+def drift_text(check: Check, limits: Thresholds) -> str:
+    """What fired on a drifted check, each with its statistic and p-value, and the window's T with
+    its interval next to the registered T; a test that did not fire is not named.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> check = Check(run_id="r", model_name="m", version="2", aliases=("champion",), verdict="drift",
+    ...     window_start=None, window_end=datetime(2026, 1, 1, tzinfo=UTC), ece=0.0571, nll=0.3, p_value=0.0238,
+    ...     drift=True, refit_recommended=True, baseline_ece=0.0172, ece_excess=0.0399, labelled_rows=2000,
+    ...     accuracy=0.9, temperature=1.21, groups={}, prefect_flow_run_id=None, run_url=None, prefect_url=None,
+    ...     tests_fired=("temperature",), window_temperature=1.391, window_temperature_low=1.30,
+    ...     window_temperature_high=1.49, temperature_z=4.1, temperature_p_value=0.0004)
+    >>> print(drift_text(check, Thresholds(0.02, 0.01, 500, 3)))
+    fired: temperature (z = +4.10, p = 0.0004); window T 1.391 [1.3, 1.49] vs the registered T 1.21
+    """
+    parts = []
+    # A check recorded without its tests: its ECE numbers, said to be no more than that.
+    for name in check.tests_fired or ("ece",):
+        if name == "temperature":
+            parts.append(f"temperature (z = {_shown(check.temperature_z, '+.2f')}, "
+                         f"p = {_shown(check.temperature_p_value, '.2g')})")
+        elif name == "ece":
+            excess = "n/a" if check.ece_excess is None else f"{check.ece_excess:+.4f}"
+            parts.append(f"ece (ECE {_shown(check.ece)} vs baseline {_shown(check.baseline_ece)}, excess {excess}, "
+                         f"tolerance {limits.ece_tolerance:g}; p = {_shown(check.p_value, '.3g')})")
+        else:
+            parts.append(name + (f" (CUSUM {check.cusum:.2f} sd)" if name == "sequential" and check.cusum else ""))
+    window_t = ("" if check.window_temperature is None else
+                f"; window T {check.window_temperature:.4g} [{_shown(check.window_temperature_low, '.4g')}, "
+                f"{_shown(check.window_temperature_high, '.4g')}] vs the registered T {_shown(check.temperature, '.4g')}")
+    head = "fired: " if check.tests_fired else "which test fired was not recorded; "
+    return head + ", ".join(parts) + window_t
 
 
 def _label_shift(last: Check, where: _Serving) -> Alert:
@@ -900,7 +954,23 @@ def _alert(raised: Raised[Check, Refit], records: ServingRecords[Check, Refit], 
         return _drift(raised.check, thresholds_of(raised.check, settings), where)
     if key == "label_shift":
         return _label_shift(raised.check, where)
+    if key == "undetermined":
+        return _undetermined(raised.check, records.undetermined_length, where)
     return _check_failed(raised.check, where)
+
+
+def _undetermined(last: Check, streak: int, where: _Serving) -> Alert:
+    """A run of undetermined checks: the latest window's T next to the registered T, and what would decide."""
+    window_t = ("" if last.window_temperature is None else
+                f"; window T {last.window_temperature:.4g} [{_shown(last.window_temperature_low, '.4g')}, "
+                f"{_shown(last.window_temperature_high, '.4g')}] vs the registered T {_shown(last.temperature, '.4g')}")
+    decide = (f"about {last.rows_to_decide:,} labelled rows a window would decide" if last.rows_to_decide is not None
+              else "no window size decides: the reference is too small for the margin")
+    return where.alert("undetermined", last.window_end,
+                       f"undetermined: {streak} or more checks in a row saw no drift but could not establish "
+                       f"calibration (last: n = {last.labelled_rows}{window_t}); {decide}",
+                       {"streak": streak, "labelled_rows": last.labelled_rows, "rows_to_decide": last.rows_to_decide,
+                        "window_temperature": last.window_temperature, "temperature": last.temperature}, last)
 
 
 def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
@@ -914,10 +984,12 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
       more was replaced — by a refit or by hand — and its drift is history);
     * ``label_shift``: the version's latest check diagnosed a label shift;
     * ``refit_refused``: a refit of the version registered nothing, and no check of the
-      version since says ok (the version still serves a miscalibrated scale);
+      version since says calibrated (the version still serves a miscalibrated scale);
     * ``insufficient_data``: the streak of insufficient-data checks the monitor keeps on the
       version (:attr:`VersionInfo.insufficient_streak`, also counting checks of a version that
       never logged a prediction) reached the streak length of its latest check's policy;
+    * ``undetermined``: the version's latest checks, as many in a row as its latest check's
+      policy's ``undetermined_streak``, saw no drift but could not establish calibration;
     * ``check_failed``: the version's latest check failed (no verdict: its last good one is
       not shown as current);
     * ``unreadable_version``: the version Thermostat registered has a registration record that
@@ -937,6 +1009,7 @@ def alerts_for(model: ModelState, thresholds: Thresholds) -> list[Alert]:
             insufficient_streak=0 if info is None else info.insufficient_streak,
             streak_length=thresholds_of(own[-1] if own else None, thresholds).insufficient_data_streak,
             problem=None if info is None or not info.registered_by_thermostat else info.problem,
+            undetermined_length=thresholds_of(own[-1] if own else None, thresholds).undetermined_streak,
         )
         where = _Serving(model.name, version, ",".join(aliases))
         found += [_alert(raised, records, info, thresholds, where) for raised in open_situations(records)]

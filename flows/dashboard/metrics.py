@@ -11,8 +11,10 @@ and help text are escaped by the library), from a :class:`~flows.dashboard.data.
 ``thermostat_baseline_ece``                 the version's registration baseline ECE
 ``thermostat_ece_threshold``                baseline + the latest check's tolerance (its policy)
 ``thermostat_drift``                        1 when the latest check says drift, else 0
-``thermostat_verdict{verdict=...}``         1 for the latest check's verdict, 0 for the others
+``thermostat_verdict{verdict=...}``         1 for the latest check's verdict (calibrated, undetermined,
+                                            drift, insufficient_data, failed), 0 for the others
 ``thermostat_p_value``                      p-value of the latest check's ECE test
+``thermostat_rows_to_decide``               labelled rows that would decide an undetermined check
 ``thermostat_last_check_timestamp_seconds`` the end of the latest checked window (Unix time)
 ``thermostat_window_labelled_rows``         labelled rows in that window
 ``thermostat_predicted_accuracy``           accuracy the served confidences predict (early warning)
@@ -39,7 +41,8 @@ from flows.dashboard.data import ALERT_KINDS, Check, DashboardState, VersionInfo
 __all__ = ["CONTENT_TYPE", "VERDICTS", "exposition", "families"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-VERDICTS = ("ok", "drift", "insufficient_data", "failed")
+# "ok": a check recorded before verdicts said whether calibration was established.
+VERDICTS = ("calibrated", "undetermined", "drift", "insufficient_data", "failed", "ok")
 _LABELS = ["model", "version", "alias"]
 
 
@@ -53,6 +56,8 @@ _GAUGES: Final = (
     ("drift", "thermostat_drift", "1 when the latest check's verdict is drift, else 0", ()),
     ("verdict", "thermostat_verdict", "1 for the latest check's verdict, 0 for the other verdicts", ("verdict",)),
     ("p_value", "thermostat_p_value", "p-value of the latest check's ECE test", ()),
+    ("rows_to_decide", "thermostat_rows_to_decide",
+     "Labelled rows a window would need to decide, when the latest check is undetermined", ()),
     ("last", "thermostat_last_check_timestamp_seconds", "End of the latest checked window, Unix seconds", ()),
     ("rows", "thermostat_window_labelled_rows", "Labelled rows in the latest checked window", ()),
     ("predicted", "thermostat_predicted_accuracy",
@@ -110,7 +115,8 @@ def _add_latest_check(gauges: Mapping[str, GaugeMetricFamily], labels: list[str]
     """What the latest check of a serving version says: its numbers, its verdict, when its window ended."""
     for key, value in (("ece", latest.ece), ("nll", latest.nll), ("p_value", latest.p_value),
                        ("rows", None if latest.labelled_rows is None else float(latest.labelled_rows)),
-                       ("predicted", latest.predicted_accuracy), ("cusum", latest.cusum)):
+                       ("predicted", latest.predicted_accuracy), ("cusum", latest.cusum),
+                       ("rows_to_decide", None if latest.rows_to_decide is None else float(latest.rows_to_decide))):
         if value is not None:
             gauges[key].add_metric(labels, value)
     gauges["drift"].add_metric(labels, 1.0 if latest.verdict == "drift" else 0.0)

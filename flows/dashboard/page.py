@@ -145,7 +145,8 @@ def _alerts(state: DashboardState) -> str:
 
 def _key() -> str:
     markers: Sequence[tuple[Marker, str]] = (
-        ("ok", "check ok"), ("drift", "check: drift"), ("insufficient_data", "check: insufficient data"),
+        ("calibrated", "check: calibrated (established)"), ("undetermined", "check: undetermined (not established)"),
+        ("drift", "check: drift"), ("insufficient_data", "check: insufficient data"),
         ("registration", "registration"),
     )
     items = "".join(f"<li>{swatch(6, label=label, marker=marker, width=18)} {_e(label)}</li>" for marker, label in markers)
@@ -162,7 +163,8 @@ def _key() -> str:
 # The shift diagnosis of a version's latest check, in a few words (calibration.ShiftDiagnosis's kinds).
 _SHIFT_WORDS: Final = {"no_change": "no change", "label_shift": "label shift (class mix moved)",
                        "calibration_drift": "calibration drift", "accuracy_collapse": "accuracy collapse",
-                       "covariate_shift": "calibrated, traffic moved"}
+                       "covariate_shift": "calibrated, traffic moved",
+                       "undetermined": "undetermined (calibration not established)"}
 
 
 def _shift_cell(model: ModelState, version: str) -> str:
@@ -227,13 +229,19 @@ def _marker(check: Check) -> Marker:
         return "drift"
     if check.verdict == "insufficient_data":
         return "insufficient_data"
+    if check.verdict == "calibrated":
+        return "calibrated"
+    if check.verdict == "undetermined":
+        return "undetermined"
     return "ok" if check.verdict == "ok" else "other"
 
 
 def _check_title(check: Check, what: str, value: float) -> str:
     return (f"v{check.version} {check.verdict} at {_time(check.window_end)}: {what} {value:.4g}; ECE "
-            f"{_num(check.ece)} (baseline {_num(check.baseline_ece)}), NLL {_num(check.nll)}, p = "
-            f"{_num(check.p_value, '.3g')}, n = {check.labelled_rows}, T = {_num(check.temperature, '.4g')}")
+            f"{_num(check.ece)} (baseline {_num(check.baseline_ece)}), NLL {_num(check.nll)}, ECE test p = "
+            f"{_num(check.p_value, '.3g')}, n = {check.labelled_rows}, T = {_num(check.temperature, '.4g')}"
+            + (f", window T {_num(check.window_temperature, '.4g')}" if check.window_temperature is not None else "")
+            + (f"; fired: {', '.join(check.tests_fired)}" if check.tests_fired else ""))
 
 
 def _styles(model: ModelState) -> dict[str, int]:
@@ -497,6 +505,7 @@ def render_page(state: DashboardState) -> str:
         f"recorded; this dashboard's settings (for checks written before policies were recorded): drift when the ECE "
         f"is more than {t.ece_tolerance:g} above the registration baseline with p &lt; {t.p_threshold:g}; "
         f"insufficient data: fewer than {t.min_window} labelled rows (alert after {t.insufficient_data_streak} in a "
+        f"row); undetermined: no drift seen, calibration not established (alert after {t.undetermined_streak} in a "
         f"row). {links}. "
         '<a href="/metrics">Prometheus metrics</a> · <a href="/api/models">/api/models</a> · '
         '<a href="/api/alerts">/api/alerts</a></p>'

@@ -4,7 +4,7 @@ Every chart is a pure function of plain records and returns one ``<svg>`` elemen
 Elements carry their meaning as attributes (``<g class="series" data-version="3">``,
 ``<path class="point drift-point">``), so a test or a script can read a chart without
 pixels, and the charts stay readable without colour: each series has its own dash pattern and
-an end label, each verdict its own marker shape (ok ●, drift ▲, insufficient data □), and each
+an end label, each verdict its own marker shape (calibrated ●, undetermined ○, drift ▲, insufficient data □), and each
 annotation a text label. Hovering a point shows its numbers (the SVG ``<title>``).
 """
 
@@ -36,7 +36,7 @@ __all__ = [
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies; never the only cue.
 COLOURS: Final = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
 DASHES: Final = ("", "7 4", "2 3", "9 3 2 3", "14 4", "4 2 4 6", "1 2", "10 2 2 2 2 2")
-Marker = Literal["ok", "drift", "insufficient_data", "registration", "other"]
+Marker = Literal["ok", "calibrated", "undetermined", "drift", "insufficient_data", "registration", "other"]
 
 _ids = count(1)
 
@@ -148,7 +148,7 @@ def swatch(style: int, *, label: str, marker: Marker | None = None, width: int =
 
 def _marker_paint(marker: Marker, style: int) -> str:
     colour = _colour(style)
-    if marker == "insufficient_data":
+    if marker in ("insufficient_data", "undetermined"):
         return f'fill="white" stroke="{colour}" stroke-width="1.8"'
     if marker == "drift":
         return f'fill="{colour}" stroke="black" stroke-width="1.2"'
@@ -268,7 +268,9 @@ def time_chart(
 ) -> str:
     """A chart of values over time: one line per series, reference lines, bands, annotations.
 
-    Points are drawn by verdict: ``ok`` a filled circle, ``drift`` a larger triangle with a
+    Points are drawn by verdict: ``calibrated`` (and ``ok``, a check recorded before verdicts said
+    whether calibration was established) a filled circle, ``undetermined`` a hollow circle,
+    ``drift`` a larger triangle with a
     black outline (``class="point drift-point"``), ``insufficient_data`` a hollow square,
     ``registration`` a hollow diamond. Each series ends in a text label.
 

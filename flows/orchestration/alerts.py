@@ -26,6 +26,11 @@ version (``prefect.resource.id`` ``mlmodel.*``) and firing **per version** (``fo
     streak of checks with too few labelled rows reaches ``THERMOSTAT_INSUFFICIENT_DATA_STREAK``
     and at each multiple of it, so a long streak is reminded, not repeated every hour): the
     streak, the rows and the minimum window.
+``thermostat: undetermined``
+    on ``thermostat.calibration.undetermined`` (when a version's streak of undetermined checks —
+    no drift seen, calibration not established — reaches ``THERMOSTAT_UNDETERMINED_STREAK``
+    and at each multiple): the streak, the window's T with its interval next to the registered
+    T, and the labelled rows that would decide.
 ``thermostat: confidence shift``
     on ``thermostat.calibration.confidence_shift`` (the early warning, at most one per version
     per cool-down): a lower-severity notice — the served confidences moved from the
@@ -151,21 +156,27 @@ _RUNS = (
     + _FLOW_RUN_AND_EVENT
 )
 
+# What fired, each test with its statistic and p-value; the window's T next to the registered T.
+# A test that did not fire is never named (its numbers are in the check's run).
+_FIRST_FIRED: Final = (
+    "{% set f = (event.payload.fired or [{}])[0] %}{{ f.label | default('drift', true) }}"
+    "{% if f.statistic %}: {{ f.statistic }}{% endif %}{% if f.p_value is number %}, "
+    "p={{ num(f.p_value, '%.3g') }}{% endif %}"
+)
 DRIFT_SUBJECT: Final = (
-    _NUMBER + "[thermostat] calibration drift: " + _SHORT
-    + " (ECE {{ num(event.payload.ece) }}, p={{ num(event.payload.p_value, '%.3g') }})"
+    _NUMBER + "[thermostat] calibration drift: " + _SHORT + " (" + _FIRST_FIRED + ")"
 )
 DRIFT_BODY: Final = _NUMBER + (
     "Calibration drift on " + _VERSION + ".\n"
-    "ECE {{ num(event.payload.ece) }} on the window (debiased {{ num(event.payload.ece_estimate) }} "
-    "[{{ num(event.payload.ece_low) }}, {{ num(event.payload.ece_high) }}]) against the registration reference "
-    "{{ num(event.payload.baseline_ece) }} with tolerance {{ num(event.payload.ece_tolerance) }}; "
-    "p-value {{ num(event.payload.p_value, '%.3g') }} (threshold {{ num(event.payload.p_threshold, '%.3g') }}).\n"
+    "Fired:\n{% for f in event.payload.fired or [] %}- {{ f.label }}: {{ f.statistic }}"
+    "{% if f.p_value is number %}, p-value {{ num(f.p_value, '%.3g') }} (level {{ num(f.level, '%.3g') }})"
+    "{% endif %}. {{ f.sentence }}\n{% else %}- {{ event.payload.tests_fired|join(', ') if "
+    "event.payload.tests_fired else 'none' }}\n{% endfor %}"
     "{% set t = event.payload.temperature_test %}{% if t %}Window T {{ num(t.window_temperature) }} "
-    "[{{ num(t.window_temperature_low) }}, {{ num(t.window_temperature_high) }}] against the reference's "
-    "{{ num(t.reference_temperature) }} (ratio {{ num(t.ratio) }}, p={{ num(t.p_value, '%.3g') }}).\n{% endif %}"
-    "Tests fired: {{ event.payload.tests_fired|join(', ') if event.payload.tests_fired else 'none' }}. "
-    "Labelled rows: {{ event.payload.n }}; T in force {{ num(event.payload.temperature) }}.\n"
+    "[{{ num(t.window_temperature_low) }}, {{ num(t.window_temperature_high) }}] next to the registered T "
+    "{{ num(event.payload.temperature) }} (the reference's {{ num(t.reference_temperature) }}; ratio "
+    "{{ num(t.ratio) }} [{{ num(t.ratio_low) }}, {{ num(t.ratio_high) }}]).\n{% endif %}"
+    "Labelled rows: {{ event.payload.n }}.\n"
     "Window: {{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
     "What happens now: the refit deployment refits this version's temperature on its labelled traffic from "
     "{{ event.payload.refit_window_start | default(event.payload.window_start, true) }} to "
@@ -211,7 +222,12 @@ REFIT_FAILED_BODY: Final = _NUMBER + (
     "The refit of " + _VERSION + " registered nothing: refused at step {{ event.payload.step }}.\n"
     "Reason: {{ event.payload.reason }}\n"
     "{% if event.payload.escalation %}Escalation: {{ event.payload.escalation }} — a new temperature cannot fix "
-    "this version.\n{% else %}No escalation: a later refit may succeed (e.g. once enough labels arrive).\n{% endif %}"
+    "this version.\n{% elif event.payload.step == 'guard' %}No escalation: the version keeps serving with its monitor "
+    "and gate; a refit that would weaken them is never registered (a refit on more, or later, traffic may pass)."
+    "\n{% elif event.payload.within_parent_interval %}No escalation: the refit was fitted on too little drifted data "
+    "(see the reason); a refit reading from where the drift began, once more of the drifted traffic is labelled, "
+    "may succeed.\n{% else %}No escalation: a later refit may succeed (the reason says what this one lacked).\n"
+    "{% endif %}"
     "Version: T {{ num(event.payload.temperature) }}, registration baseline ECE "
     "{{ num(event.payload.baseline_ece) }}.\n"
     "{% if event.payload.verify_n %}Verification on the newer {{ event.payload.verify_n }} rows: ECE "
@@ -232,9 +248,25 @@ INSUFFICIENT_DATA_BODY: Final = (
     "{{ event.payload.window_start }} .. {{ event.payload.window_end }}.\n"
     "{% if event.payload.predicted_accuracy is number %}Meanwhile the early warning (unlabelled traffic) predicts "
     "an accuracy of {{ '%.3f'|format(event.payload.predicted_accuracy) }}.\n{% endif %}"
-    "The monitor cannot say ok or drift for this version until labels arrive: check that the labels are attached "
+    "The monitor cannot say calibrated or drift for this version until labels arrive: check that the labels are attached "
     "to the prediction log and that the serving process logs its predictions (THERMOSTAT_PREDICTION_LOG_URL).\n"
     + _RUNS
+)
+
+UNDETERMINED_SUBJECT: Final = (
+    "[thermostat] undetermined: " + _SHORT + ": {{ event.payload.streak }} checks in a row could not establish "
+    "calibration"
+)
+UNDETERMINED_BODY: Final = _NUMBER + (
+    "{{ event.payload.streak }} consecutive checks of " + _VERSION + " saw no drift but could not establish "
+    "calibration within the margin of T (relative, {{ num(event.payload.margin, '%.2g') }}): the monitor could not have seen a drift of that size.\n"
+    "Latest window {{ event.payload.window_start }} .. {{ event.payload.window_end }}: {{ event.payload.n }} labelled "
+    "rows, window T {{ num(event.payload.window_temperature) }} [{{ num(event.payload.window_temperature_low) }}, "
+    "{{ num(event.payload.window_temperature_high) }}] next to the registered T {{ num(event.payload.temperature) }}.\n"
+    "{% if event.payload.rows_to_decide %}About {{ event.payload.rows_to_decide }} labelled rows a window would "
+    "decide: label more traffic, or lengthen the window (THERMOSTAT_MONITOR_WINDOW).{% else %}No window size decides "
+    "at this estimate: the version's reference (the rows T was fitted on) is too small for the margin; re-register "
+    "on more rows, or widen the margin (THERMOSTAT_DRIFT_TEMPERATURE_MARGIN).{% endif %}\n" + _RUNS
 )
 
 CONFIDENCE_SHIFT_SUBJECT: Final = (
@@ -406,6 +438,9 @@ _TEXTS: Final[Mapping[str, tuple[str, str, str]]] = {
     "insufficient_data": ("A serving version had too few labelled rows in several consecutive checks (the monitor "
                           "emits the event when the streak reaches its threshold and at each multiple).",
                           INSUFFICIENT_DATA_SUBJECT, INSUFFICIENT_DATA_BODY),
+    "undetermined": ("A serving version's checks saw no drift but could not establish calibration several times in "
+                     "a row (the monitor emits the event when the streak reaches its threshold and at each multiple): "
+                     "it could not have seen a drift of the margin's size.", UNDETERMINED_SUBJECT, UNDETERMINED_BODY),
     "confidence_shift": ("Notice: a serving version's confidences moved from its registration reference before "
                          "labels could tell (the early warning); a labelled check of the model is scheduled.",
                          CONFIDENCE_SHIFT_SUBJECT, CONFIDENCE_SHIFT_BODY),
@@ -648,13 +683,14 @@ def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) 
 # --------------------------------------------------------------------------- command line
 
 _DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: ten automations that
+Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eleven automations that
 send a notification, one per model version, on
 
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
   thermostat.calibration.label-shift        the class mix moved (priors, prior test); no temperature refit
   thermostat.calibration.refit_failed       the refused step, reason and escalation
   thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
+  thermostat.calibration.undetermined       the streak of checks that could not establish calibration
   thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled
   thermostat.calibration.unreadable         a serving version's record cannot be read: not checked
 

@@ -167,7 +167,9 @@ def _log_outcome(version: RegisteredVersion, outcome: CheckOutcome) -> None:
         (logger.info if report is not None else logger.warning)("%s %s", version.context, note)
     if report is None:
         return
-    headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else "")
+    headline = report.verdict + (" (in cool-down: no refit)" if report.in_cooldown and report.drift_detected else
+                                 f" (about {report.rows_to_decide:,} labelled rows would decide)"
+                                 if report.rows_to_decide is not None else "")
     fired = f" [{', '.join(report.tests_fired)}]" if report.tests_fired else ""
     test = report.temperature_test
     window_t = ("n/a" if test is None else

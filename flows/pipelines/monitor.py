@@ -210,7 +210,8 @@ def stale_serving(
     since = max(start, aware_time(version.record.fitted_at, version.context, "fitted_at") + STALE_AFTER)
     if since >= end:
         return ()
-    older = [v for m, v in (log.logged_versions() if logged is None else logged) if m == name and _older(v, version.version)]
+    older = [v for m, v in (log.logged_versions(name) if logged is None else logged)
+             if m == name and _older(v, version.version)]
     if older:
         held = set(registry.aliases(name).values())
         older = sorted((v for v in older if v not in held), key=int)

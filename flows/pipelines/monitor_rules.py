@@ -28,7 +28,10 @@ The rules:
 * on a live check, ``insufficient_data`` extends the streak (any other verdict resets it); the
   streak's event goes out when it reaches ``policy.insufficient_data_streak`` and at each
   multiple; a version that never logged a prediction (no report) counts as insufficient data;
-* a check given its window (a backfill, ``live`` False) changes neither the streak nor the
+* on a live check, ``undetermined`` extends the undetermined streak (any other verdict, or no
+  report, resets it); its event goes out when it reaches ``policy.undetermined_streak`` and at each
+  multiple: the monitor could not have seen a drift of the margin's size for that long;
+* a check given its window (a backfill, ``live`` False) changes neither streak nor the
   sequential rule's state, and emits no confidence-shift or streak event.
 """
 
@@ -49,6 +52,7 @@ from flows.records.events import (
     EventPayload,
     InsufficientDataEvent,
     LabelShiftEvent,
+    UndeterminedEvent,
 )
 from flows.records.versions import MonitorState
 from monitoring import DriftPolicy, DriftReport, SequentialState, drift_payload, label_shift_payload
@@ -137,8 +141,24 @@ def monitor_step(
         events.append(PlannedEvent(InsufficientDataEvent(
             context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,
             predicted_accuracy=None if warning is None else json_safe(warning.predicted_accuracy)), {}))
-    return MonitorStep(events=tuple(events),
-                       state=replace(state, insufficient_streak=streak, sequential=sequential))
+    undetermined = state.undetermined_streak
+    if live:
+        undetermined = undetermined + 1 if report is not None and report.verdict == "undetermined" else 0
+    if live and report is not None and undetermined and undetermined % policy.undetermined_streak == 0:
+        events.append(PlannedEvent(_undetermined_event(report, undetermined, context), {}))
+    return MonitorStep(events=tuple(events), state=replace(state, insufficient_streak=streak, sequential=sequential,
+                                                           undetermined_streak=undetermined))
+
+
+def _undetermined_event(report: DriftReport, streak: int, context: CheckContext) -> UndeterminedEvent:
+    """The event of a run of ``streak`` undetermined checks: what would decide, and the window's T."""
+    test = report.temperature_test
+    return UndeterminedEvent(
+        context, streak=streak, n=report.n, rows_to_decide=report.rows_to_decide, temperature=report.temperature,
+        window_temperature=None if test is None else json_safe(test.window_temperature),
+        window_temperature_low=None if test is None else json_safe(test.window_temperature_low),
+        window_temperature_high=None if test is None else json_safe(test.window_temperature_high),
+        margin=report.policy.temperature_margin)
 
 
 def _drift_event(report: DriftReport | None, state: MonitorState, now: datetime, context: CheckContext

@@ -17,7 +17,11 @@ register, in that order), with the registered version as the starting point:
 4. **verify** on the newer part (:func:`flows.pipelines.steps.verify_refit`): the paired bootstrap of
    the NLL change must say ``improved`` AND the monitor's drift test at the new T against the
    parent's baseline must find no drift;
-5. **register** a new version of the same checkpoint (same ``checkpoint_uri`` and digest, new
+5. **guard** (:func:`flows.pipelines.steps.weakened_guard`): a refit whose baseline ECE (so its
+   drift threshold) is worse than the parent's by more than ``refit_max_ece_increase``, or that
+   has no gate threshold where the parent had one, is refused: it would weaken the monitor or
+   the gate silently;
+6. **register** a new version of the same checkpoint (same ``checkpoint_uri`` and digest, new
    T and threshold, refit provenance tags) and move the alias, in one transaction
    (:func:`flows.pipelines.registration.register`), under the model's lock.
 
@@ -87,6 +91,7 @@ from flows.pipelines.steps import (
     accept_registered_version,
     refit_temperature_by_time,
     verify_refit,
+    weakened_guard,
 )
 from flows.pipelines.traffic import Traffic
 from flows.records.versions import RegisteredVersion
@@ -514,6 +519,10 @@ def _refit_steps(
                        reason="the refit does not verify: " + "; ".join(verification.reasons),
                        escalate=verification.escalate, start=start, end=end, cause=cause, verification=verification,
                        repairs=repairs)
+    weaker = weakened_guard(gated, settings=settings)
+    if weaker is not None:
+        return _failed(registry, settings, parent, alias, step="guard", reason=weaker, escalate=False, start=start,
+                       end=end, cause=cause, verification=verification, repairs=repairs)
     registration = register(gated, files, registry=registry, model_name=model_name, alias=alias, settings=settings,
                             verification=verification, repairs=repairs)
     return _registered(registration, parent, alias, verification, repairs=repairs, cause=cause)

@@ -75,6 +75,7 @@ __all__ = [
     "refit_temperature_by_time",
     "verify_chain",
     "verify_refit",
+    "weakened_guard",
 ]
 
 ESCALATION = "needs retraining or a data fix"
@@ -692,11 +693,15 @@ def _verification_reasons(
     bootstrap = gated.bootstrap
     reasons: list[str] = []
     if within is not None:
+        origin = gated.accepted.refit_of
+        since = "" if origin is None else f", served from {origin.first_served_at.isoformat(timespec='seconds')} on"
         reasons.append(
             f"not a fix: the new T {gated.temperature:.4g} lies inside version {parent.version}'s "
             f"{parent.record.temperature_confidence_level or 0.95:.0%} interval of T [{within[0]:.4g}, "
-            f"{within[1]:.4g}] (T {parent.temperature:.4g}); the refit cannot tell its T from the parent's, so "
-            "registering it would change nothing that matters — nothing registered"
+            f"{within[1]:.4g}] (T {parent.temperature:.4g}); the {gated.calibrated.calibration_ids.shape[0]} rows "
+            f"it was fitted on{since} cannot tell its T from the parent's — too little drifted data: they may "
+            "predate the drift, or hold too few of its rows. A refit reading from where the drift began (its "
+            "change point), once more of the drifted traffic is labelled, may succeed — nothing registered"
         )
     if bootstrap.verdict != "improved":
         reasons.append(
@@ -708,3 +713,42 @@ def _verification_reasons(
         decided = sum(o.fired for o in drift.outcomes) + len(drift.drifted_groups)
         reasons.extend(f"at the new T: {reason}" for reason in drift.reasons[:decided])
     return reasons
+
+
+def weakened_guard(gated: GatedCheckpoint, *, settings: ThermostatSettings) -> str | None:
+    """Why registering a refit would silently weaken its parent's monitor or gate, or None.
+
+    A refit is refused (nothing registered) when its ECE reference is worse than the parent's by
+    more than ``settings.refit_max_ece_increase`` — the ECE test's reference (the debiased
+    estimate, less biased on a small evaluation part) when both were estimated alike, else the
+    binned registration baseline — since the drift threshold, reference + ``ece_tolerance``,
+    would rise with it and the next drift would have to be that much larger to be seen; or when
+    it has no gate threshold where the parent had one: every prediction would go to review.
+
+    Raises
+    ------
+    StepRefused
+        If ``gated`` is not a refit.
+    """
+    origin = gated.accepted.refit_of
+    if origin is None:
+        raise StepRefused("guard", "only a refit of a registered version is compared with its parent")
+    parent, allowed = origin.parent, settings.refit_max_ece_increase
+    reference, estimate = parent.drift_reference.overall, gated.reference_ece
+    alike = reference.ece_estimator == estimate.estimator
+    what = f"drift reference ECE ({estimate.estimator})" if alike else "baseline ECE (binned)"
+    old, new = (reference.ece, estimate.estimate) if alike else (parent.baseline_ece, gated.after.ece)
+    reasons = []
+    if math.isfinite(old) and math.isfinite(new) and new > old + allowed:
+        tolerance = settings.drift.ece_tolerance
+        reasons.append(f"its {what} {new:.4f} is worse than version {parent.version}'s {old:.4f} by {new - old:+.4f}, "
+                       f"more than THERMOSTAT_REFIT_MAX_ECE_INCREASE {allowed:g}: its drift threshold would rise from "
+                       f"{old + tolerance:.4f} to {new + tolerance:.4f}, so the next drift would have to be that much "
+                       "larger to be seen")
+    if parent.gate_threshold is not None and gated.choice.threshold is None:
+        reasons.append(f"it has no gate threshold where version {parent.version} had {parent.gate_threshold:.4f}: "
+                       "every prediction would go to review")
+    if not reasons:
+        return None
+    return ("registering it would weaken the monitor or the gate: " + "; ".join(reasons)
+            + f"; version {parent.version} keeps serving")

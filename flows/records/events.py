@@ -20,6 +20,10 @@ and in the templates to these declarations. Payloads are JSON-safe (NaN as None,
     The early warning: the served confidences moved away from the registration reference.
 ``thermostat.calibration.insufficient_data`` (:class:`InsufficientDataEvent`)
     ``insufficient_data_streak`` checks in a row had too few labelled rows.
+``thermostat.calibration.undetermined`` (:class:`UndeterminedEvent`)
+    ``undetermined_streak`` checks in a row saw no drift but could not establish calibration:
+    the monitor could not have seen a drift of the margin's size (``rows_to_decide`` says what
+    would decide).
 ``thermostat.calibration.refit_failed`` (:class:`RefitFailedEvent`)
     A refit registered nothing: refused, or not verified.
 ``thermostat.calibration.refitted`` (:class:`RefittedEvent`)
@@ -44,14 +48,15 @@ from monitoring import DRIFT_PAYLOAD_KEYS, LABEL_SHIFT_PAYLOAD_KEYS
 __all__ = [
     "CONFIDENCE_SHIFT_EVENT", "DRIFT_EVENT", "EVENT_PAYLOADS", "INSUFFICIENT_DATA_EVENT", "LABEL_SHIFT_EVENT",
     "REFITTED_EVENT", "REFIT_FAILED_EVENT", "CheckContext", "ConfidenceShiftEvent", "DriftEvent", "EventPayload",
-    "InsufficientDataEvent", "LabelShiftEvent", "RefitFailedEvent", "RefittedEvent", "UNREADABLE_VERSION_EVENT",
-    "UnreadableVersionEvent", "VERIFICATION_KEYS",
+    "InsufficientDataEvent", "LabelShiftEvent", "RefitFailedEvent", "RefittedEvent", "UNDETERMINED_EVENT",
+    "UNREADABLE_VERSION_EVENT", "UndeterminedEvent", "UnreadableVersionEvent", "VERIFICATION_KEYS",
 ]
 
 _EVENT_PREFIX: Final = "thermostat.calibration."
 DRIFT_EVENT: Final = _EVENT_PREFIX + "drift"
 CONFIDENCE_SHIFT_EVENT: Final = _EVENT_PREFIX + "confidence_shift"
 INSUFFICIENT_DATA_EVENT: Final = _EVENT_PREFIX + "insufficient_data"
+UNDETERMINED_EVENT: Final = _EVENT_PREFIX + "undetermined"
 LABEL_SHIFT_EVENT: Final = _EVENT_PREFIX + "label-shift"
 REFIT_FAILED_EVENT: Final = _EVENT_PREFIX + "refit_failed"
 REFITTED_EVENT: Final = _EVENT_PREFIX + "refitted"
@@ -164,6 +169,25 @@ class InsufficientDataEvent(EventPayload):
 
 
 @dataclass(frozen=True, slots=True)
+class UndeterminedEvent(EventPayload):
+    """No drift seen but calibration not established ``streak`` checks in a row: the latest window's
+    ``n`` and ``rows_to_decide`` (None: no window size decides, the reference's own interval is too
+    wide for the margin), its T with its interval next to the registered ``temperature``, and the
+    ``margin``."""
+
+    EVENT: ClassVar[str] = UNDETERMINED_EVENT
+    context: CheckContext = _flat(CheckContext.KEYS)
+    streak: int = 0
+    n: int = 0
+    rows_to_decide: int | None = None
+    temperature: float | None = None
+    window_temperature: float | None = None
+    window_temperature_low: float | None = None
+    window_temperature_high: float | None = None
+    margin: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RefitFailedEvent(EventPayload):
     """A refit that registered nothing: the step that refused, why, the escalation (None: a new
     temperature may still fix it later), the version and its window, the verification when it ran,
@@ -269,6 +293,6 @@ class UnreadableVersionEvent(EventPayload):
 #: Each event's payload type, by event name.
 EVENT_PAYLOADS: Final[Mapping[str, type[EventPayload]]] = {
     payload.EVENT: payload
-    for payload in (DriftEvent, LabelShiftEvent, ConfidenceShiftEvent, InsufficientDataEvent, RefitFailedEvent,
-                    RefittedEvent, UnreadableVersionEvent)
+    for payload in (DriftEvent, LabelShiftEvent, ConfidenceShiftEvent, InsufficientDataEvent, UndeterminedEvent,
+                    RefitFailedEvent, RefittedEvent, UnreadableVersionEvent)
 }

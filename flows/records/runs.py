@@ -67,7 +67,8 @@ KIND_TAG: Final = "thermostat.kind"
 CHECK_KIND: Final = "check"
 REFIT_KIND: Final = "refit"
 VERDICT_TAG: Final = "thermostat.verdict"
-"""A check's verdict: ok, drift, insufficient_data, or :data:`FAILED_VERDICT`; set when the
+"""A check's verdict: calibrated, undetermined, drift, insufficient_data (``ok`` on a check recorded
+before verdicts said whether calibration was established), or :data:`FAILED_VERDICT`; set when the
 check is recorded (a run without it is a check that never reached its end)."""
 FAILED_VERDICT: Final = "failed"
 CHECK_ERROR_TAG: Final = "thermostat.check_error"
@@ -417,7 +418,8 @@ class GroupMetricKeys:
 
 CheckMetric = Literal[
     "ece", "nll", "p_value", "n", "drift", "baseline_ece", "ece_excess", "accuracy", "temperature",
-    "predicted_accuracy", "cusum_upper", "cusum_lower",
+    "predicted_accuracy", "cusum_upper", "cusum_lower", "rows_to_decide", "window_temperature",
+    "window_temperature_low", "window_temperature_high", "temperature_z", "temperature_p_value",
 ]
 """The metrics of a check a reader asks for by name (:meth:`CheckRecord.metric`); each is one a
 check writes (a test holds them to :func:`check_metric_names`)."""

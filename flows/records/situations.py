@@ -36,6 +36,7 @@ from flows.records.events import (
     INSUFFICIENT_DATA_EVENT,
     LABEL_SHIFT_EVENT,
     REFIT_FAILED_EVENT,
+    UNDETERMINED_EVENT,
     UNREADABLE_VERSION_EVENT,
 )
 
@@ -62,8 +63,8 @@ _MONITOR_FLOWS: Final = ("monitor", "monitor-fleet")
 # "Flow run encountered an exception: FileNotFoundError: ...").
 _EXCEPTION_MESSAGE: Final = "Flow run encountered an exception:*"
 
-SituationKey = Literal["drift", "label_shift", "refit_refused", "insufficient_data", "confidence_shift",
-                       "refit_crashed", "check_failed", "unreadable_version"]
+SituationKey = Literal["drift", "label_shift", "refit_refused", "insufficient_data", "undetermined",
+                       "confidence_shift", "refit_crashed", "check_failed", "unreadable_version"]
 
 
 class _Check(Protocol):
@@ -101,7 +102,8 @@ class ServingRecords(Generic[C, R]):
     """What the records say of one version an alias points at now: ``checks`` of the version and
     ``refits`` of it, oldest first; the insufficient-data streak the monitor keeps on it and the
     streak length that raises the situation (the policy of its latest check); ``problem``: why its
-    registration record cannot be read from its tags (None: it can)."""
+    registration record cannot be read from its tags (None: it can); ``undetermined_length``: the
+    run of trailing undetermined checks that raises the undetermined situation (0: not recognised)."""
 
     aliases: tuple[str, ...]
     checks: Sequence[C]
@@ -109,6 +111,7 @@ class ServingRecords(Generic[C, R]):
     insufficient_streak: int
     streak_length: int
     problem: str | None = None
+    undetermined_length: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +168,7 @@ def _latest_check(key: SituationKey, holds: Callable[[Any], bool]
 def _refused(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
     return [Raised(situation("refit_refused"), refit=refit) for refit in records.refits
             if refit.status == "failed" and refit.alias in records.aliases
-            and not any(check.verdict == "ok" and check.window_end > refit.at for check in records.checks)]
+            and not any(check.verdict in ("calibrated", "ok") and check.window_end > refit.at for check in records.checks)]
 
 
 def _unreadable(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
@@ -178,6 +181,16 @@ def _streak(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
     latest = records.checks[-1] if records.checks else None
     shown = latest if latest is not None and latest.verdict == "insufficient_data" else None
     return [Raised(situation("insufficient_data"), check=shown)]
+
+
+def _undetermined(records: ServingRecords[Any, Any]) -> list[Raised[Any, Any]]:
+    length = records.undetermined_length
+    trailing = 0
+    for check in reversed(records.checks):
+        if check.verdict != "undetermined":
+            break
+        trailing += 1
+    return [] if not length or trailing < length else [Raised(situation("undetermined"), check=records.checks[-1])]
 
 
 SITUATIONS: Final[tuple[Situation, ...]] = (
@@ -199,7 +212,7 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
         key="refit_refused", title="refit refused",
         raised_by=(Raiser("refit_refused", "thermostat: refit refused", REFIT_FAILED_EVENT),),
         on_dashboard="a refit of a serving version registered nothing (its refit record says failed), for an alias "
-                     "that still points at it, and no check of the version since says ok",
+                     "that still points at it, and no check of the version since says calibrated",
         recognise=_refused, former_keys=("refit_failed",),
     ),
     Situation(
@@ -208,6 +221,14 @@ SITUATIONS: Final[tuple[Situation, ...]] = (
         on_dashboard="the streak of insufficient-data checks the monitor keeps on a serving version reached the "
                      "streak length of the policy its latest check recorded",
         recognise=_streak,
+    ),
+    Situation(
+        key="undetermined", title="undetermined",
+        raised_by=(Raiser("undetermined", "thermostat: undetermined", UNDETERMINED_EVENT),),
+        on_dashboard="the latest checks of a serving version, as many in a row as the undetermined streak of the "
+                     "policy its latest check recorded, saw no drift but could not establish calibration: the monitor "
+                     "could not have seen a drift of the margin's size",
+        recognise=_undetermined,
     ),
     Situation(
         key="confidence_shift", title="confidence shift",

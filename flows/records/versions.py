@@ -46,6 +46,7 @@ from monitoring import ConfidenceProfile, DriftReference, SequentialState
 __all__ = [
     "ALIAS_TAG",
     "INSUFFICIENT_STREAK_TAG",
+    "UNDETERMINED_STREAK_TAG",
     "LAST_CONFIDENCE_SHIFT_TAG",
     "LAST_DRIFT_EVENT_TAG",
     "LAST_LABEL_SHIFT_TAG",
@@ -72,6 +73,7 @@ __all__ = [
 LAST_DRIFT_EVENT_TAG = "thermostat.last_drift_event_at"
 SEQUENTIAL_STATE_TAG = "thermostat.sequential_state"
 INSUFFICIENT_STREAK_TAG = "thermostat.insufficient_data_streak"
+UNDETERMINED_STREAK_TAG = "thermostat.undetermined_streak"
 LAST_CONFIDENCE_SHIFT_TAG = "thermostat.last_confidence_shift_at"
 LAST_LABEL_SHIFT_TAG = "thermostat.last_label_shift_at"
 ALIAS_TAG = "thermostat.alias"
@@ -495,8 +497,8 @@ class MonitorState:
 
     ``last_drift_event_at`` / ``last_confidence_shift_at`` / ``last_label_shift_at``: when the last
     drift / confidence-shift / label-shift event was emitted (the cool-downs); ``sequential``: the sequential rule's
-    state (None: no check of the current window yet); ``insufficient_streak``: consecutive
-    ``insufficient_data`` checks of the current window.
+    state (None: no check of the current window yet); ``insufficient_streak`` / ``undetermined_streak``:
+    consecutive ``insufficient_data`` / ``undetermined`` checks of the current window.
 
     Examples
     --------
@@ -513,10 +515,12 @@ class MonitorState:
     insufficient_streak: int = 0
     last_confidence_shift_at: datetime | None = None
     last_label_shift_at: datetime | None = None
+    undetermined_streak: int = 0
 
     def to_tags(self) -> dict[str, str]:
         """The state as version tags (an unset time or state: no tag)."""
-        tags = {INSUFFICIENT_STREAK_TAG: str(self.insufficient_streak)}
+        tags = {INSUFFICIENT_STREAK_TAG: str(self.insufficient_streak),
+                UNDETERMINED_STREAK_TAG: str(self.undetermined_streak)}
         for tag, moment in ((LAST_DRIFT_EVENT_TAG, self.last_drift_event_at),
                             (LAST_CONFIDENCE_SHIFT_TAG, self.last_confidence_shift_at),
                             (LAST_LABEL_SHIFT_TAG, self.last_label_shift_at)):
@@ -540,9 +544,10 @@ class MonitorState:
         ValueError
             If a state tag is unreadable; the message names the tag and the version.
         """
-        streak = tags.get(INSUFFICIENT_STREAK_TAG, "0")
-        if not streak.isdigit():
-            raise ValueError(f"{where}: tag {INSUFFICIENT_STREAK_TAG!r} is {streak!r}; expected a count >= 0")
+        streak, undetermined = tags.get(INSUFFICIENT_STREAK_TAG, "0"), tags.get(UNDETERMINED_STREAK_TAG, "0")
+        for tag, count in ((INSUFFICIENT_STREAK_TAG, streak), (UNDETERMINED_STREAK_TAG, undetermined)):
+            if not count.isdigit():
+                raise ValueError(f"{where}: tag {tag!r} is {count!r}; expected a count >= 0")
         text = tags.get(SEQUENTIAL_STATE_TAG)
         try:
             sequential = None if text is None else SequentialState.from_json(text)
@@ -554,7 +559,7 @@ class MonitorState:
 
         return cls(last_drift_event_at=moment(LAST_DRIFT_EVENT_TAG), sequential=sequential,
                    insufficient_streak=int(streak), last_confidence_shift_at=moment(LAST_CONFIDENCE_SHIFT_TAG),
-                   last_label_shift_at=moment(LAST_LABEL_SHIFT_TAG))
+                   last_label_shift_at=moment(LAST_LABEL_SHIFT_TAG), undetermined_streak=int(undetermined))
 
 
 _Read = typing.TypeVar("_Read")

@@ -133,6 +133,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
         ("label_shift", "thermostat.calibration.label-shift", "thermostat: label shift"),
         ("refit_refused", REFIT_FAILED_EVENT, "thermostat: refit refused"),  # keyed refit_failed before
         ("insufficient_data", INSUFFICIENT_DATA_EVENT, "thermostat: insufficient data"),
+        ("undetermined", "thermostat.calibration.undetermined", "thermostat: undetermined"),
         ("confidence_shift", CONFIDENCE_SHIFT_EVENT, "thermostat: confidence shift"),
         ("refit_crashed", "prefect.flow-run.Crashed", "thermostat: refit crashed"),
         ("refit_errored", "prefect.flow-run.Failed", "thermostat: refit errored"),
@@ -168,7 +169,7 @@ def test_alert_definitions_are_stable_and_per_version() -> None:
     assert triggers["monitor_failed"] == triggers["monitor_crashed"] == (
         {"prefect.resource.id": "prefect.flow-run.*"}, monitor_flow)
     # One notification per event: the monitor's cool-down and streak multiples set the cadence.
-    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 10
+    assert [a.repeat_after for a in ALERTS] == [timedelta(0)] * len(ALERTS) and len(ALERTS) == 11
 
 
 def _flow_run_event(state: str, message: str, flow: str = "refit") -> Any:
@@ -251,19 +252,25 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
         "baseline_ece": 0.021, "ece_tolerance": 0.02, "p_value": 1.234e-6, "p_threshold": 0.01, "n": 1200,
         "tests_fired": ["temperature", "ece"], "temperature": 1.7, "window_start": "2026-03-01T00:00:00+00:00",
         "window_end": "2026-03-02T00:00:00+00:00", "mlflow_run_id": "0123abcd",
+        "fired": [{"label": "temperature", "test": "temperature", "statistic": "z = +6.01 (beyond the margin +5.20)",
+                   "p_value": 2e-9, "level": 0.005, "sentence": "window optimal T 2.31 ..."},
+                  {"label": "ece", "test": "ece", "statistic": "excess +0.0581", "p_value": 1.234e-6, "level": 0.005,
+                   "sentence": "window ECE 0.0791 ..."}],
         "temperature_test": {"window_temperature": 2.31, "window_temperature_low": 2.1, "window_temperature_high": 2.5,
-                             "reference_temperature": 1.7, "ratio": 1.359, "p_value": 2e-9},
+                             "reference_temperature": 1.7, "ratio": 1.359, "ratio_low": 1.2, "ratio_high": 1.5,
+                             "p_value": 2e-9},
     }
     subject, body = _render(drift.subject, DRIFT_EVENT, payload), _render(drift.body, DRIFT_EVENT, payload)
-    assert subject == "[thermostat] calibration drift: digits v3 @champion (ECE 0.08123, p=1.23e-06)"
-    for text in ("digits version 3 (@champion)", "ECE 0.08123", "reference 0.021 with tolerance 0.02",
-                 "p-value 1.23e-06", "Window T 2.31 [2.1, 2.5]", "ratio 1.359", "Tests fired: temperature, ece",
-                 "Labelled rows: 1200", "2026-03-01T00:00:00+00:00 .. 2026-03-02T00:00:00+00:00",
-                 "MLflow run: 0123abcd"):
+    assert subject == ("[thermostat] calibration drift: digits v3 @champion (temperature: z = +6.01 (beyond the "
+                       "margin +5.20), p=2e-09)")
+    for text in ("digits version 3 (@champion)", "- temperature: z = +6.01 (beyond the margin +5.20), p-value 2e-09 "
+                 "(level 0.005)", "- ece: excess +0.0581, p-value 1.23e-06", "Window T 2.31 [2.1, 2.5] next to the "
+                 "registered T 1.7", "ratio 1.359 [1.2, 1.5]", "Labelled rows: 1200",
+                 "2026-03-01T00:00:00+00:00 .. 2026-03-02T00:00:00+00:00", "MLflow run: 0123abcd"):
         assert text in body, (text, body)
-    # A number the payload lacks or holds as null (NaN) reads "n/a"; the notification still goes out.
+    # A payload without the fired list (an older monitor's) names its tests; the notification still goes out.
     sparse = _render(drift.body, DRIFT_EVENT, {"ece": None, "tests_fired": []})
-    assert "ECE n/a" in sparse and "Tests fired: none" in sparse and "MLflow run" not in sparse
+    assert "Fired:\n- none" in sparse and "MLflow run" not in sparse
 
     failed = {"reason": "the refit does not verify: arched reliability curve", "step": "verify",
               "escalation": "needs retraining or a data fix", "model_name": "digits", "model_version": "3",
@@ -280,6 +287,12 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
         assert text in body, (text, body)
     without = _render(refit_failed.subject, REFIT_FAILED_EVENT, failed | {"escalation": None, "step": "traffic"})
     assert without.endswith("(step traffic)")
+    # Without an escalation, the body says what may succeed, in words that match the refusal.
+    for case, text in (({"step": "verify", "within_parent_interval": True}, "fitted on too little drifted data"),
+                       ({"step": "guard"}, "a refit that would weaken them is never registered"),
+                       ({"step": "traffic"}, "a later refit may succeed (the reason says what this one lacked)")):
+        body = _render(refit_failed.body, REFIT_FAILED_EVENT, failed | {"escalation": None} | case)
+        assert text in body and "once enough labels arrive" not in body, (case, body)
 
     streak = {"streak": 6, "n": 120, "min_window": 500, "window_start": "s", "window_end": "e",
               "mlflow_run_id": "feed01", "predicted_accuracy": 0.8123}
@@ -290,6 +303,37 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
                  "MLflow run: feed01"):
         assert text in body, (text, body)
     assert "early warning" not in _render(insufficient.body, INSUFFICIENT_DATA_EVENT, streak | {"predicted_accuracy": None})
+
+
+def test_the_drift_alert_names_only_what_fired_with_the_window_t() -> None:
+    """The webhook said "calibration drift: ECE 0.0571 vs baseline 0.0172 … p = 0.0238" when only the
+    temperature test had fired, and T appeared nowhere: the alert names what fired, with T."""
+    drift = _ALERT["drift"]
+    payload = {"verdict": "drift", "ece": 0.0571, "baseline_ece": 0.0172, "p_value": 0.0238, "ece_drift": False,
+               "tests_fired": ["temperature"], "temperature": 1.21, "n": 2000,
+               "fired": [{"label": "temperature", "test": "temperature", "statistic": "z = +4.10",
+                          "p_value": 0.0004, "level": 0.005, "sentence": "window optimal T 1.391 [1.3, 1.49] ..."}],
+               "temperature_test": {"window_temperature": 1.391, "window_temperature_low": 1.3,
+                                    "window_temperature_high": 1.49, "reference_temperature": 1.2, "ratio": 1.159}}
+    subject, body = _render(drift.subject, DRIFT_EVENT, payload), _render(drift.body, DRIFT_EVENT, payload)
+    assert "temperature: z = +4.10, p=0.0004" in subject and "ECE" not in subject and "0.0238" not in subject
+    assert "Window T 1.391 [1.3, 1.49] next to the registered T 1.21" in body
+    assert "0.0238" not in body and "ece" not in body.lower().replace("reference", "")
+
+
+def test_the_undetermined_alert_says_what_would_decide() -> None:
+    alert = _ALERT["undetermined"]
+    payload = {"streak": 24, "n": 2000, "rows_to_decide": 9100, "temperature": 1.7, "window_temperature": 1.74,
+               "window_temperature_low": 1.62, "window_temperature_high": 1.87, "margin": 0.05,
+               "window_start": "S", "window_end": "E", "mlflow_run_id": "feed01"}
+    event = "thermostat.calibration.undetermined"
+    subject, body = _render(alert.subject, event, payload), _render(alert.body, event, payload)
+    assert subject == "[thermostat] undetermined: digits v3 @champion: 24 checks in a row could not establish calibration"
+    for text in ("24 consecutive checks of digits version 3 (@champion) saw no drift", "2000 labelled rows",
+                 "window T 1.74 [1.62, 1.87] next to the registered T 1.7", "About 9100 labelled rows",
+                 "MLflow run: feed01"):
+        assert text in body, (text, body)
+    assert "too small for the margin" in _render(alert.body, event, payload | {"rows_to_decide": None})
 
 
 def test_the_experiment_and_the_refit_window_come_from_the_payload() -> None:
@@ -594,7 +638,7 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
         installed = _install(env, "--webhook-url", receiver.url)
         assert [a["event"] for a in installed["automations"]] == [
             DRIFT_EVENT, "thermostat.calibration.label-shift", REFIT_FAILED_EVENT, INSUFFICIENT_DATA_EVENT,
-            CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT,
+            "thermostat.calibration.undetermined", CONFIDENCE_SHIFT_EVENT, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, FLOW_RUN_FAILED_EVENT,
             FLOW_RUN_CRASHED_EVENT, UNREADABLE_VERSION_EVENT]
         with temporary_settings({PREFECT_API_URL: api_url}):
             flow_run = run_deployment("monitor/monitor", parameters={"model_name": "digits"}, timeout=180)
@@ -618,13 +662,14 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
     client = mlflow_client(registry)
     [experiment] = [e for e in client.search_experiments() if e.name == "thermostat-monitoring"]
     [check] = client.search_runs([experiment.experiment_id], "tags.`thermostat.verdict` = 'drift'")
-    ece, p_value = check.data.metrics["ece"], check.data.metrics["p_value"]
+    fired = check.data.tags["thermostat.tests_fired"].split(",")
     [message] = drift
     assert set(message) == {"text", "subject", "body", "source"} and message["source"] == "thermostat"
     assert message["text"] == f"{message['subject']}\n\n{message['body']}"
-    assert message["subject"] == f"{drift_prefix} (ECE {ece:.4g}, p={p_value:.3g})"
-    for text in ("Calibration drift on digits version 1 (@champion).", f"ECE {ece:.4g} on the window",
-                 f"p-value {p_value:.3g}", f"MLflow run: {check.info.run_id}", "Prefect flow run: "):
+    assert message["subject"].startswith(f"{drift_prefix} ({fired[0]}: "), message["subject"]
+    # What fired, each with its statistic; the window's T next to the registered T.
+    for text in ("Calibration drift on digits version 1 (@champion).", *(f"- {name}: " for name in fired),
+                 "next to the registered T", f"MLflow run: {check.info.run_id}", "Prefect flow run: "):
         assert text in message["body"], (text, message["body"])
 
     [message] = refused

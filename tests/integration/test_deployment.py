@@ -306,13 +306,13 @@ def test_the_shipped_schedule_checks_a_users_model_and_watch_shows_each_runs_out
         (fleet_status, checked), (refit_status, refused) = fleet_run(), refit_run()
         assert fleet_status == 0, checked[-4000:]
         outcome = _outcome(checked)
-        assert (outcome["flow"], outcome["status"]) == ("monitor-fleet", "ok"), outcome
+        assert outcome["flow"] == "monitor-fleet" and outcome["status"] in ("calibrated", "undetermined"), outcome
         assert outcome["message"].startswith("checked 1 serving version(s) of 1 model(s): tickets v1 (@champion, T=")
         assert [(c["model_name"], c["version"], c["verdict"]) for c in outcome["details"]["checks"]] == [
-            ("tickets", "1", "ok")]
+            ("tickets", "1", outcome["status"])]
         runs = registry.runs(ThermostatSettings(state_dir=state).monitoring_experiment_name)
         assert [(run.tags["thermostat.model_name"], run.tags["thermostat.verdict"]) for run in runs
-                if run.tags.get("thermostat.kind") == "check"] == [("tickets", "ok")]
+                if run.tags.get("thermostat.kind") == "check"] == [("tickets", outcome["status"])]
 
         # The refit is refused: the caller's terminal says why, and the command exits 1.
         assert refit_status == 1, refused[-4000:]

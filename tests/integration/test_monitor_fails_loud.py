@@ -133,7 +133,7 @@ def test_a_missing_prediction_log_fails_the_check_loud_and_the_dashboard_says_so
     start, end = _log(settings, registered.clean_logits[:600], registered.clean_labels[:600], registered.temperature,
                       tag="good")
     [good] = monitor("digits", window_start=start, window_end=end, settings=settings)
-    assert good.verdict == "ok"
+    assert good.verdict == "undetermined"  # 600 rows cannot establish T within the margin
     registry = MlflowRegistry.from_settings(settings)
     streak_before = registry.get_version("digits", "1").tags.get(INSUFFICIENT_STREAK_TAG)
 
@@ -150,7 +150,7 @@ def test_a_missing_prediction_log_fails_the_check_loud_and_the_dashboard_says_so
     assert failed[0].data.tags["thermostat.model_version"] == "1"
     state = gather(moved)
     [model] = [m for m in state.models if m.name == "digits"]
-    assert [c.verdict for c in model.checks_of(version="1")][-2:] == ["ok", "failed"]
+    assert [c.verdict for c in model.checks_of(version="1")][-2:] == ["undetermined", "failed"]
     alerts = [a for a in state.alerts if a.model_name == "digits" and a.version == "1"]
     assert [a.kind for a in alerts] == ["check_failed"], "check failed, not the last verdict"
     assert "does not exist" in alerts[0].title
@@ -237,7 +237,7 @@ def test_mlflow_stopped_mid_check_fails_it_in_bounded_time_and_the_next_check_cl
                        str(artifacts)) as url:
         again = _settings(url, tmp_path)
         [check] = monitor("digits", window_start=start, window_end=end, settings=again)
-        assert isinstance(check, VersionCheck) and check.verdict == "ok"
+        assert isinstance(check, VersionCheck) and check.verdict in ("calibrated", "undetermined")
         runs = {run.info.run_id: run for run in _check_runs(again)}
         assert [r.info.status for r in runs.values()].count("RUNNING") == 0
         closed = runs[left.info.run_id]

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-import flows.pipelines.monitor as monitor_flow
 from flows.dashboard.data import gather
+from flows.pipelines import monitor as monitor_module
 from flows.pipelines.monitor import monitor_fleet
 from flows.records.events import UNREADABLE_VERSION_EVENT
 from flows.pipelines.tasks import open_prediction_log
@@ -81,8 +81,9 @@ def test_the_fleet_is_checked_in_one_run_with_per_run_reads_once(
 
     outcomes = spy_check_version(monkeypatch)
     # The look for servers still on a version their alias left runs for a record made more than
-    # STALE_AFTER ago: whatever this store's age, it runs here, on the versions the run read once.
-    monkeypatch.setattr(monitor_flow, "STALE_AFTER", timedelta(0))
+    # STALE_AFTER ago: whatever the shared registration's age, it runs here, on the versions the
+    # run read once.
+    monkeypatch.setattr(monitor_module, "STALE_AFTER", timedelta(0))
     event.listen(Engine, "before_cursor_execute", on_statement)
     try:
         checks = monitor_fleet(settings=settings)
@@ -93,7 +94,7 @@ def test_the_fleet_is_checked_in_one_run_with_per_run_reads_once(
     assert len(outcomes) == len(checks) and all(o.report is c.report for o, c in zip(outcomes, checks))
 
     assert [(c.model_name, c.version, c.aliases, c.verdict) for c in checks] == [
-        ("digits", "1", ("champion",), "ok"), ("tickets", "1", ("champion",), "ok"),
+        ("digits", "1", ("champion",), "undetermined"), ("tickets", "1", ("champion",), "undetermined"),
         ("tickets", "2", ("challenger",), "insufficient_data")]
     for check in checks[:2]:
         assert check.report is not None and check.report.n == 600 and check.run_id is not None

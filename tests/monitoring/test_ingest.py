@@ -65,6 +65,22 @@ def test_a_bad_row_is_refused_alone_with_its_position_and_reason(prediction_log:
     assert list(_stored(prediction_log)) == ["r0"]
 
 
+@pytest.mark.parametrize("temperature", [4.750461532398465e16, 1e-300])
+def test_a_temperature_beyond_the_cores_limits_is_refused_alone_not_a_server_error(
+        prediction_log: PredictionLog, temperature: float) -> None:
+    """Found by fuzzing the ingest service: a finite, positive T outside [1e-10, 1e10] passed the
+    row checks, then failed the softmax for the whole batch (a 500)."""
+    rows: list[Any] = _rows(3)
+    rows[1]["temperature"] = temperature
+    report = write_predictions(prediction_log, PredictionBatch.from_rows(rows, defaults=DEFAULTS))
+    assert (report.received, report.written) == (3, 2)
+    [refusal] = report.refused
+    assert (refusal.index, refusal.request_id) == (1, "r1")
+    assert refusal.reason == (f"temperature must be between 1e-10 and 1e+10 (a normal float whose inverse is one "
+                              f"too); got {temperature!r}")
+    assert list(_stored(prediction_log)) == ["r0", "r2"]
+
+
 def test_the_served_confidence_is_computed_as_log_predictions_computes_it(prediction_log: PredictionLog,
                                                                          tmp_path: Any) -> None:
     """Rows of two versions (K = 3 and K = 5) and two temperatures in one batch: each row's predicted

@@ -11,7 +11,7 @@ MODULES = [
     "monitoring.prediction_log", "monitoring.window", "monitoring.drift", "monitoring.report", "monitoring.urls",
     "monitoring.export", "monitoring.log_writer", "monitoring.sequential", "monitoring.early_warning",
     "monitoring.policy", "monitoring.drift_tests", "monitoring.escalation", "monitoring.scan", "monitoring.retention",
-    "monitoring.check", "monitoring.store", "monitoring.in_memory",
+    "monitoring.check", "monitoring.change_point", "monitoring.store", "monitoring.in_memory",
     "monitoring.diagnosis", "monitoring.ingest", "monitoring.ingest_files",
 ]
 

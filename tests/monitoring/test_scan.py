@@ -159,3 +159,72 @@ def test_each_served_logit_is_scanned_once_and_the_priors_equal_their_own_read(
     assert np.array_equal(scan.served_priors.predicted_counts, expected.predicted_counts)
     assert scan.profile == confidence_profile(prediction_log, "m", "1", temperature=1.5, start=START, end=END,
                                               chunk_size=7)
+
+
+def test_the_next_check_folds_in_every_row_labelled_since_the_last_one_whenever_served(
+        prediction_log: PredictionLog) -> None:
+    """A user saw "0 new labelled rows since the last check" although 1,000 rows had been labelled
+    since: the increment is cut by label arrival, whatever the rows' serving time — before the
+    window, in it, or served before the previous check."""
+    from calibration import TemperatureStats
+    from monitoring import DEFAULT_POLICY, CheckReference, CheckState, DriftReference, check_version
+
+    rng = np.random.default_rng(9)
+    served = {"before": (T0 - timedelta(hours=30), 600), "inside": (T0, 400), "seen": (T0, 200)}
+    ids: dict[str, list[str]] = {}
+    labels: dict[str, np.ndarray] = {}
+    for kind, (first, n) in served.items():
+        logits = (2.5 * rng.normal(size=(n, 4))).astype(np.float32)
+        ids[kind], labels[kind] = [f"{kind}-{i}" for i in range(n)], logits.argmax(axis=1)
+        log_predictions(prediction_log, "m", "1", 1.0, logits, ids[kind],
+                        time=[first + timedelta(seconds=9 * i) for i in range(n)])
+    prediction_log.attach_labels(ids["seen"], labels["seen"], labelled_at=T0 + timedelta(hours=1))
+    reference = CheckReference(DriftReference.of(0.0, temperature_stats=TemperatureStats.empty(1.0)))
+
+    def check(now: datetime, state: CheckState) -> object:
+        query = WindowQuery("m", "1", temperature=1.0, start=now - timedelta(hours=24), end=now)
+        return check_version(prediction_log, query, reference, state, DEFAULT_POLICY, now, stream=prediction_log)
+
+    first = check(T0 + timedelta(hours=2), CheckState(live=True))
+    assert first.report is not None and first.report.sequential is not None and first.report.sequential.n == 200
+    for kind in ("before", "inside"):  # 1,000 labels after the first check, of rows served before it
+        prediction_log.attach_labels(ids[kind], labels[kind], labelled_at=T0 + timedelta(hours=3))
+    second = check(T0 + timedelta(hours=8), CheckState(sequential=first.report.sequential.state, live=True))
+    assert second.report is not None and second.report.sequential is not None
+    assert second.report.sequential.n == 1_000, second.report.sequential.sentence()
+    assert second.arrivals is not None and second.scan is not None and second.scan.outside_rows == 600
+    assert second.report.sequential.start == first.report.sequential.end  # the cursor: label arrival
+
+
+def test_a_drift_that_began_mid_window_is_dated_and_the_refit_reads_from_there(prediction_log: PredictionLog) -> None:
+    """A refit after a mid-window drift fitted T on the older, pre-drift half of the window and was
+    refused as "not a fix": without a sequential alarm, the window's own change point (CUSUM of the
+    temperature score) is where the refit starts reading."""
+    from calibration import TemperatureStats
+    from monitoring import DEFAULT_POLICY, CheckReference, CheckState, DriftReference, check_version
+
+    rng = np.random.default_rng(11)
+    logits = 2.5 * rng.normal(size=(3_000, 4))
+
+    def labels_at(temperature: float, z: np.ndarray) -> np.ndarray:
+        p = np.exp(z / temperature)
+        p /= p.sum(axis=1, keepdims=True)
+        return (rng.random((len(z), 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 3)
+
+    labels = np.concatenate([labels_at(1.0, logits[:1_800]), labels_at(1.6, logits[1_800:])])
+    times = [T0 + timedelta(seconds=10 * i) for i in range(3_000)]
+    log_predictions(prediction_log, "m", "1", 1.0, logits.astype(np.float32), [f"r{i}" for i in range(3_000)],
+                    time=times, labels=labels)
+    reference = CheckReference(DriftReference.of(
+        0.0, temperature_stats=TemperatureStats.from_logits(logits[:1_800], labels_at(1.0, logits[:1_800]))))
+    query = WindowQuery("m", "1", temperature=1.0, start=T0, end=T0 + timedelta(hours=10))
+    report = check_version(prediction_log, query, reference, CheckState(), DEFAULT_POLICY, query.end).report
+    assert report is not None and report.drift_detected and report.sequential is None
+    found = report.window_change_point
+    assert found is not None and found.significant and found.at is not None
+    assert abs((found.at - times[1_800]).total_seconds()) < 10 * 150, found  # within 150 rows of the drift's start
+    assert report.refit_window_start == found.at == report.change_point
+    assert any(reason.startswith("the drift began inside the window at about") for reason in report.reasons)
+    calm = check_version(prediction_log, WindowQuery("m", "1", temperature=1.0, start=T0, end=times[1_700]),
+                         reference, CheckState(), DEFAULT_POLICY, query.end).report
+    assert calm is not None and not calm.drift_detected and calm.window_change_point is None

@@ -93,7 +93,7 @@ def test_unchanged_windows_are_no_change_at_the_family_level() -> None:
         check = _checked(_rows([0.25] * 4, 500, rng), reference, policy=policy).report
         assert check is not None and check.diagnosis is not None and check.prior_test is not None
         assert check.early_warning is not None
-        shifts += check.diagnosis.kind != "no_change"
+        shifts += check.diagnosis.kind not in ("no_change", "undetermined")
         apart += check.prior_test.p_value < level or check.early_warning.shifted
     assert shifts / windows <= level + 3 * math.sqrt(level * (1 - level) / windows), (shifts, apart)  # 0.152
     assert apart > shifts, (shifts, apart)  # the separate reading: what the family level removes

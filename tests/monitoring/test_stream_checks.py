@@ -49,9 +49,9 @@ def _alarm() -> object:
     return update_sequential(first.state, hot, start=T0 + HOUR, end=T0 + 3 * HOUR)
 
 
-def test_a_sequential_alarm_turns_an_ok_window_into_a_drift_with_its_refit_window() -> None:
+def test_a_sequential_alarm_turns_a_quiet_window_into_a_drift_with_its_refit_window() -> None:
     report = _calibrated_report()
-    assert report.verdict == "ok"
+    assert report.verdict == "undetermined"
     check = _alarm()
     combined = with_stream_checks(report, sequential=check)  # type: ignore[arg-type]
     assert combined.verdict == "drift" and combined.drift_detected and combined.refit_recommended
@@ -72,7 +72,7 @@ def test_no_alarm_and_the_early_warning_are_context_only() -> None:
     shifted = warn_before_labels(ConfidenceProfile.from_logits(1.5 * logits[1500:]), reference)
     assert shifted.shifted
     combined = with_stream_checks(report, sequential=check, early_warning=shifted)
-    assert combined.verdict == "ok" and combined.tests_fired == () and not combined.refit_recommended
+    assert combined.verdict == "undetermined" and combined.tests_fired == () and not combined.refit_recommended
     assert combined.reasons[:len(report.reasons)] == report.reasons
     assert combined.reasons[-2].startswith("sequential rule: no alarm")
     assert combined.reasons[-1].startswith("early warning (before labels)")
@@ -81,7 +81,7 @@ def test_no_alarm_and_the_early_warning_are_context_only() -> None:
 
 def test_a_sequential_drift_inside_the_cooldown_recommends_no_refit() -> None:
     report = _calibrated_report(last_drift_at=T0 + 2 * HOUR)
-    assert report.in_cooldown and report.verdict == "ok"
+    assert report.in_cooldown and report.verdict == "undetermined"
     combined = with_stream_checks(report, sequential=_alarm())  # type: ignore[arg-type]
     assert combined.verdict == "drift" and not combined.refit_recommended
     assert combined.reasons[1].startswith("drift within the cool-down")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibration import CalibrationStats, TemperatureStats, calibration_error_from_stats
+from calibration import CalibrationStats, TemperatureStats, calibration_error_from_stats, temperature_test
 from monitoring import (
     DriftPolicy,
     DriftReference,
@@ -54,14 +55,17 @@ def window(logits: np.ndarray, labels: np.ndarray, groups: np.ndarray | None = N
                             model_name="m", model_version="1")
 
 
-def test_calibrated_windows_are_ok_with_and_without_random_groups() -> None:
+def test_calibrated_windows_raise_no_drift_with_and_without_random_groups() -> None:
     rng = np.random.default_rng(0)
     reference = Reference(rng)
     for w in range(20):
         logits, labels = rows(rng, 2_000)
         groups = np.array([f"g{g}" for g in rng.integers(0, 5, 2_000)], dtype=object)
         report = reference.decide(window(logits, labels, groups), seed=w)
-        assert report.verdict == "ok", report.reasons[:2]
+        # 2,000 rows against a reference of 5,000 cannot establish T within 5 %: undetermined, not "ok".
+        assert report.verdict == "undetermined", report.reasons[:2]
+        assert report.reasons[0].startswith("undetermined: no test fired")
+        assert report.rows_to_decide is None or report.rows_to_decide > 2_000
         assert report.tests_fired == () and len([g for g in report.groups if g.tested]) == 5
         assert all(g.level == 0.001 for g in report.groups), "Bonferroni over two tests of five groups"
 
@@ -84,8 +88,8 @@ def test_a_shift_inside_the_margin_is_not_a_drift() -> None:
     rng = np.random.default_rng(2)
     reference = Reference(rng)
     report = reference.decide(window(*rows(rng, 20_000, true_temperature=1.02)))
-    assert report.verdict == "ok" and not report.outcome("temperature").fired
-    assert "not beyond the 5% margin" in " ".join(report.reasons)
+    assert report.verdict in ("calibrated", "undetermined") and not report.outcome("temperature").fired
+    assert "margin" in report.reasons[0] and report.reasons[0].startswith(report.verdict)
     tight = reference.decide(window(*rows(rng, 20_000, true_temperature=1.12)), temperature_margin=0.0)
     assert tight.outcome("temperature").fired
 
@@ -190,3 +194,42 @@ def test_window_summaries_of_parts_merge_to_the_whole(data: tuple[np.ndarray, np
                               end=T0 + timedelta(hours=2), groups=groups[k:])
     assert (first + second).temperature_stats == whole.temperature_stats
     assert math.isfinite(whole.temperature_stats.gradient_sum)
+
+
+# --------------------------------------------------------------------------- three-way verdicts
+
+
+def _scaled(stats: TemperatureStats, factor: int) -> TemperatureStats:
+    """The same rows ``factor`` times: the same estimate of T, its standard error / sqrt(factor)."""
+    return replace(stats, n=stats.n * factor, gradient_sum=stats.gradient_sum * factor,
+                   gradient_square_sum=stats.gradient_square_sum * factor, curvature_sum=stats.curvature_sum * factor,
+                   expected_errors=stats.expected_errors * factor)
+
+
+def test_calibrated_needs_the_interval_inside_the_margin_and_undetermined_says_what_would_decide() -> None:
+    rng = np.random.default_rng(7)
+    logits, labels = rows(rng, 200_000)
+    reference = DriftReference.of(0.0, temperature_stats=TemperatureStats.from_logits(logits[:100_000], labels[:100_000]))
+    big = decide_drift(window(logits[100_000:], labels[100_000:]), reference)
+    assert big.verdict == "calibrated" and big.rows_to_decide is None
+    assert big.reasons[0].startswith("calibrated: window T") and "inside the 5% margin" in big.reasons[0]
+    small = decide_drift(window(logits[100_000:100_500], labels[100_000:100_500]), reference)
+    assert small.verdict == "undetermined" and not small.drift_detected and not small.refit_recommended
+    rows_needed = small.rows_to_decide
+    assert rows_needed is not None and rows_needed > 500 and f"about {rows_needed:,} labelled rows" in small.reasons[0]
+    # A window of that many rows with the same estimate decides: its interval reaches the margin.
+    test = small.temperature_test
+    assert test is not None
+    factor = math.ceil(rows_needed / 500)
+    again = temperature_test(_scaled(small.summary.temperature_stats, factor), reference.overall.temperature_stats,
+                             margin=test.margin, level=test.level)
+    assert again.within_margin or again.drifted
+    fewer = temperature_test(_scaled(small.summary.temperature_stats, max(1, factor // 2)),
+                             reference.overall.temperature_stats, margin=test.margin, level=test.level)
+    assert not (fewer.within_margin or fewer.drifted)
+
+
+def test_a_policy_without_the_temperature_test_never_claims_calibration() -> None:
+    rng = np.random.default_rng(8)
+    report = decide_drift(window(*rows(rng, 20_000)), DriftReference.of(0.02), DriftPolicy(tests=("ece",)))
+    assert report.verdict == "undetermined" and "no temperature test" in report.reasons[0]

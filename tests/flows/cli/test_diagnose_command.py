@@ -97,9 +97,11 @@ def test_a_temperature_shift_is_calibration_drift_confirmed_by_the_labels(
     assert payload["fix"] in ("temperature_refit", "prior_correction_and_refit")
 
 
-def test_an_unchanged_window_is_no_change_exit_0(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unchanged_window_that_cannot_establish_calibration_is_undetermined_exit_0(
+        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 2,000 rows cannot establish T within 5 %: "no change" would claim calibration the data do not show.
     payload, err = _diagnose(capsys, files, "unchanged.parquet", status=0)
-    assert (payload["kind"], payload["fix"], payload["tests_fired"]) == ("no_change", "none", [])
+    assert (payload["kind"], payload["fix"], payload["tests_fired"]) == ("undetermined", "none", [])
     assert payload["prior_test"]["fired"] is False and err == ""
     assert payload["served"] is None and payload["served_n"] == payload["window_n"] == 2_000
 

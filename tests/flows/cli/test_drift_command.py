@@ -53,10 +53,13 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: object, status: int) -> 
     return payload
 
 
-def test_a_calibrated_window_is_ok_exit_0(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_quiet_window_too_small_to_establish_calibration_is_undetermined_exit_0(
+        files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     payload = run_json(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2", status=0)
     assert DRIFT_KEYS <= payload.keys() and TEST_KEYS <= payload["temperature_test"].keys()
-    assert payload["verdict"] == "ok" and payload["tests_fired"] == [] and payload["reference_n"] == 4_000
+    assert payload["verdict"] == "undetermined" and payload["tests_fired"] == [] and payload["reference_n"] == 4_000
+    assert payload["reasons"][0].startswith("undetermined: no test fired")
+    assert payload["temperature_test"]["within_margin"] is False and "rows_to_decide" in payload
     test = payload["temperature_test"]
     assert test["window_temperature_low"] < 2.0 < test["window_temperature_high"]
     assert payload["estimators"][0]["estimator"] == "debiased_l1"
@@ -104,7 +107,7 @@ def test_groups_are_tested_against_the_reference_groups(files: Path, capsys: pyt
 def test_the_text_report_names_each_test(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2",
                        "--estimator", "all", "--resamples", "100")
-    assert code == 0 and "verdict: ok: no drift" in out
+    assert code == 0 and "verdict: UNDETERMINED: no drift seen, but calibration is not established" in out
     for text in ("temperature (margin 5%)", "ece (tolerance 0.02)", "window's optimal T", "debiased_l2", "smooth"):
         assert text in out
 

@@ -16,6 +16,7 @@ from flows.dashboard.data import (
     AliasMove,
     AliasView,
     Check,
+    drift_text,
     DashboardState,
     ModelState,
     Refit,
@@ -204,15 +205,16 @@ def test_names_are_escaped_in_the_page_and_the_metrics() -> None:
     assert sample.labels == {"model": name, "version": "3", "alias": "champion"} and sample.value == 0.09
     assert [s.value for s in families["thermostat_drift"].samples] == [1.0]
     verdicts = {s.labels["verdict"]: s.value for s in families["thermostat_verdict"].samples}
-    assert verdicts == {"ok": 0.0, "drift": 1.0, "insufficient_data": 0.0, "failed": 0.0}
+    assert verdicts == {"calibrated": 0.0, "undetermined": 0.0, "drift": 1.0, "insufficient_data": 0.0, "failed": 0.0,
+                        "ok": 0.0}
     temperatures = {s.labels["version"]: s.value for s in families["thermostat_temperature"].samples}
     assert temperatures == {"2": 1.05, "3": 4.7}  # the versions an alias points at, checked or not
     assert families["thermostat_temperature_low"].samples[0].value == 4.7 * 0.9
     assert [s.value for s in families["thermostat_predicted_accuracy"].samples] == [0.88]
     assert [s.value for s in families["thermostat_cusum"].samples] == [7.5]
     assert {s.labels["kind"]: s.value for s in families["thermostat_open_alerts"].samples} == {
-        "drift": 1.0, "label_shift": 0.0, "refit_refused": 0.0, "insufficient_data": 0.0, "check_failed": 0.0,
-        "unreadable_version": 0.0}
+        "drift": 1.0, "label_shift": 0.0, "refit_refused": 0.0, "insufficient_data": 0.0, "undetermined": 0.0,
+        "check_failed": 0.0, "unreadable_version": 0.0}
     last = families["thermostat_last_check_timestamp_seconds"].samples[0].value
     assert last == (T0 + timedelta(minutes=30)).timestamp()
 
@@ -301,3 +303,34 @@ def test_the_version_card_shows_its_latest_checks_shift_diagnosis_and_a_label_sh
     assert {kind for kind in _kinds(alerts) if kind[1] == "3"} == {("label_shift", "3", "champion")}
     (shifted,) = [a for a in alerts if a.kind == "label_shift"]
     assert shifted.title.startswith("label shift: the class mix of the traffic moved")
+
+
+def test_the_drift_alert_names_what_fired_with_the_window_t_and_never_a_quiet_test() -> None:
+    """The dashboard said "calibration drift: ECE 0.0571 vs baseline 0.0172 … p = 0.0238" when only
+    the temperature test had fired: it names the test that fired, its statistic and p-value, and T."""
+    only_t = replace(_check("2", "champion", 30, "drift", 0.0571), p_value=0.0238, tests_fired=("temperature",),
+                     window_temperature=1.391, window_temperature_low=1.3, window_temperature_high=1.49,
+                     temperature_z=4.1, temperature_p_value=0.0004)
+    text = drift_text(only_t, THRESHOLDS)
+    assert text.startswith("fired: temperature (z = +4.10, p = 0.0004)")
+    assert "window T 1.391 [1.3, 1.49] vs the registered T 2" in text
+    assert "ECE" not in text and "0.0238" not in text
+    both = drift_text(replace(only_t, tests_fired=("temperature", "ece", "sequential")), THRESHOLDS)
+    assert "ece (ECE 0.0571 vs baseline 0.0200" in both and "p = 0.0238" in both and "sequential (CUSUM 7.50 sd)" in both
+    page = render_page(_state(_model([only_t])))
+    assert "fired: temperature (z = +4.10" in page and "p = 0.0238" not in page
+
+
+def test_a_run_of_undetermined_checks_is_an_alert_of_its_own_and_its_own_marker() -> None:
+    recorded = Thresholds(ece_tolerance=0.02, p_threshold=0.01, min_window=500, insufficient_data_streak=3,
+                          undetermined_streak=3)
+    quiet = [replace(_check("3", "champion", 10 * i, "undetermined"), thresholds=recorded, rows_to_decide=9_000,
+                     window_temperature=2.1, window_temperature_low=1.9, window_temperature_high=2.3)
+             for i in (1, 2, 3)]
+    assert [a.kind for a in alerts_for(_model(quiet[:2]), THRESHOLDS)] == []
+    (alert,) = alerts_for(_model(quiet), THRESHOLDS)
+    assert alert.kind == "undetermined" and "3 or more checks in a row saw no drift" in alert.title
+    assert "window T 2.1 [1.9, 2.3] vs the registered T 2" in alert.title and "about 9,000 labelled rows" in alert.title
+    assert alerts_for(_model([*quiet, replace(quiet[-1], verdict="calibrated")]), THRESHOLDS) == []
+    page = render_page(_state(_model(quiet)))
+    assert 'data-verdict="undetermined"' in page and "check: undetermined (not established)" in page

@@ -27,6 +27,7 @@ from flows.pipelines.steps import (
     gate_threshold,
     refit_temperature_by_time,
     verify_refit,
+    weakened_guard,
 )
 from flows.pipelines.traffic import recent_labelled_traffic
 from flows.records.versions import LAST_DRIFT_EVENT_TAG, VersionRecord, registered_version, serving_versions, version_context
@@ -225,6 +226,9 @@ def test_a_refit_inside_the_parents_interval_is_refused_as_not_a_fix(settings: T
     assert verification.parent_interval == (1.8, 2.2)
     assert verification.reasons[0].startswith("not a fix: the new T") and "[1.8, 2.2]" in verification.reasons[0]
     assert "inside the parent's interval [1.8, 2.2]" in verification.summary
+    # The words match the case: the rows it was fitted on, and what may succeed (not "once labels arrive").
+    assert "the 1000 rows it was fitted on, served from 2026-01-01T00:00:00+00:00 on" in verification.reasons[0]
+    assert "too little drifted data" in verification.reasons[0] and "where the drift began" in verification.reasons[0]
 
 
 def test_the_refit_records_the_reference_for_the_two_sample_test(settings: ThermostatSettings) -> None:
@@ -285,3 +289,36 @@ def test_a_monitor_run_names_every_failed_check_and_every_version_it_could_not_r
                          "(@challenger, @shadow): tag 'temperature' is missing")
     only = _failure("the fleet", 2, [(checked[0], lost)], unreadable)
     assert isinstance(only, RuntimeError) and "digits v1: ConnectionError" in str(only) and "tickets v2" in str(only)
+
+
+def test_a_refit_that_would_weaken_the_monitor_or_the_gate_is_refused(settings: ThermostatSettings) -> None:
+    """A refit registered version 3 with baseline ECE 0.102 and drift threshold 0.122 where version 1
+    had 0.022 / 0.042 (the next drift had to be five times larger to be seen), and versions without
+    a gate threshold where their parent had one: the guard refuses both, saying so."""
+    logits, labels = tempered_traffic(2000, np.random.default_rng(1), true_temperature=2.0)
+    _, gated = _refit_chain(logits, labels, settings)
+    assert weakened_guard(gated, settings=settings) is None, "a refit as good as its parent passes"
+    worse = dataclasses.replace(gated, after=dataclasses.replace(gated.after, ece=0.102),
+                                reference_ece=dataclasses.replace(gated.reference_ece, estimate=0.102))
+    parent_022 = dataclasses.replace(gated.accepted.refit_of.parent.record, holdout_ece_after=0.022,
+                                     reference_ece=0.022, reference_ece_estimator=gated.reference_ece.estimator)
+    reason = weakened_guard(_with_parent(worse, parent_022), settings=settings)
+    assert reason is not None and reason.startswith("registering it would weaken the monitor or the gate")
+    assert f"drift reference ECE ({gated.reference_ece.estimator}) 0.1020 is worse than version 1's 0.0220" in reason
+    assert "drift threshold would rise from 0.0420 to 0.1220" in reason
+    lenient = settings.model_copy(update={"refit_max_ece_increase": 0.1})
+    assert weakened_guard(_with_parent(worse, parent_022), settings=lenient) is None, "the tolerance is a setting"
+    legacy = dataclasses.replace(parent_022, reference_ece=None, reference_ece_low=None, reference_ece_high=None,
+                                 reference_ece_estimator=None)
+    reason = weakened_guard(_with_parent(worse, legacy), settings=settings)
+    assert reason is not None and "baseline ECE (binned) 0.1020 is worse than version 1's 0.0220" in reason
+    ungated = dataclasses.replace(gated, choice=dataclasses.replace(gated.choice, threshold=None))
+    reason = weakened_guard(ungated, settings=settings)
+    assert reason is not None and "no gate threshold where version 1 had 0.9000" in reason
+
+
+def _with_parent(gated, record):  # type: ignore[no-untyped-def]
+    parent = registered_version("m", "1", record.to_tags(), ["champion"])
+    origin = dataclasses.replace(gated.accepted.refit_of, parent=parent)
+    accepted = dataclasses.replace(gated.accepted, refit_of=origin)
+    return dataclasses.replace(gated, calibrated=dataclasses.replace(gated.calibrated, accepted=accepted))

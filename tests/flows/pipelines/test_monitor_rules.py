@@ -121,7 +121,7 @@ def test_without_an_alarm_the_sequential_state_advances_whatever_is_sent() -> No
 
 def test_a_confidence_shift_emits_once_per_cool_down_and_only_on_live_checks() -> None:
     report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
-    assert report.verdict == "ok" and report.early_warning is not None and report.early_warning.shifted
+    assert report.verdict == "undetermined" and report.early_warning is not None and report.early_warning.shifted
     step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
     assert _events(step) == [CONFIDENCE_SHIFT_EVENT]
     payload = step.events[0].payload.to_payload()
@@ -263,3 +263,24 @@ def test_a_prior_corrected_version_is_left_alone_while_its_correction_fits_and_u
     assert monitor_step(back, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT).events == ()
     assert monitor_step(back, MonitorState(), DEFAULT_POLICY, NOW, live=False, context=CONTEXT,
                         correction=fits).events == ()
+
+
+def test_a_long_run_of_undetermined_checks_is_a_situation_with_its_event() -> None:
+    report = _report(2_000)  # 2,000 rows and no reference sums: no drift, calibration not established
+    assert report.verdict == "undetermined"
+    policy = replace(DEFAULT_POLICY, undetermined_streak=3)
+    quiet = monitor_step(report, MonitorState(undetermined_streak=1), policy, NOW, live=True, context=CONTEXT)
+    assert quiet.state.undetermined_streak == 2 and quiet.events == ()
+    step = monitor_step(report, MonitorState(undetermined_streak=2), policy, NOW, live=True, context=CONTEXT)
+    assert step.state.undetermined_streak == 3 and _events(step) == ["thermostat.calibration.undetermined"]
+    payload = step.events[0].payload.to_payload()
+    assert (payload["streak"], payload["n"], payload["temperature"], payload["margin"]) == (3, 2_000, 1.0, 0.05)
+    assert payload["window_temperature_low"] < payload["window_temperature"] < payload["window_temperature_high"]
+    assert payload["rows_to_decide"] == report.rows_to_decide
+    # Any other verdict resets it; a backfill leaves it alone.
+    hot = monitor_step(_report(2_000, temperature=2.0), MonitorState(undetermined_streak=2), policy, NOW, live=True,
+                       context=CONTEXT)
+    assert hot.state.undetermined_streak == 0
+    backfill = monitor_step(report, MonitorState(undetermined_streak=2), policy, NOW, live=False, context=CONTEXT)
+    assert backfill.state.undetermined_streak == 2 and backfill.events == ()
+    assert MonitorState.from_tags(step.state.to_tags()).undetermined_streak == 3

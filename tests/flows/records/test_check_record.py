@@ -148,7 +148,8 @@ def test_the_automations_and_the_dashboard_read_one_table_of_situations() -> Non
     assert len({a.name for a in ALERTS}) == len(ALERTS)
     # The dashboard lists the situations it can recognise from the records, by their keys.
     assert ALERT_KINDS == tuple(s.key for s in DASHBOARD_SITUATIONS) == (
-        "drift", "label_shift", "refit_refused", "insufficient_data", "check_failed", "unreadable_version")
+        "drift", "label_shift", "refit_refused", "insufficient_data", "undetermined", "check_failed",
+        "unreadable_version")
     assert all(s.on_dashboard for s in DASHBOARD_SITUATIONS)
     # One name for the refused refit: the automation's key is the dashboard's kind; the old key still reads.
     assert next(a for a in ALERTS if a.name == "thermostat: refit refused").key == "refit_refused"
@@ -171,3 +172,20 @@ def test_a_drift_test_that_does_not_declare_its_metrics_is_refused() -> None:
             def effect_beyond(policy: DriftPolicy) -> str:
                 return ""
     assert "volume" not in DriftTest.registry
+
+
+def test_the_dashboard_reads_what_fired_and_what_would_decide_from_a_check_run() -> None:
+    """The dashboard's Check read metrics the record did not declare: every check run was unreadable."""
+    from flows.dashboard.data import Thresholds, _check
+    from flows.records.stored import StoredRun
+
+    tags = {"thermostat.kind": "check", "thermostat.model_name": "m", "thermostat.model_version": "1",
+            "thermostat.aliases": "champion", "thermostat.verdict": "undetermined", "thermostat.tests_fired": "none",
+            "thermostat.window_end": "2026-03-01T00:00:00+00:00"}
+    metrics = {"rows_to_decide": 9100.0, "window_temperature": 1.7, "window_temperature_low": 1.6,
+               "window_temperature_high": 1.8, "temperature_z": 0.4, "temperature_p_value": 0.9}
+    run = StoredRun(run_id="r1", experiment_id="0", status="FINISHED", start_time_ms=0, end_time_ms=1, tags=tags,
+                    metrics=metrics)
+    check = _check(run, None, None, Thresholds(0.02, 0.01, 500, 3))
+    assert check is not None and check.verdict == "undetermined" and check.rows_to_decide == 9100
+    assert (check.window_temperature, check.temperature_z, check.tests_fired) == (1.7, 0.4, ())

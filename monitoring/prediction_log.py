@@ -501,7 +501,7 @@ def _screen_columns(
     temperatures = _numbers(temperature, "temperature", rows, ids)
     rows.refuse_where(~(np.isfinite(temperatures) & (temperatures > 0.0)), ids,
                       lambda i: f"temperature is {temperatures[i]}; it must be finite and > 0")
-    rows.refuse_where(~_usable_temperatures(temperatures), ids, lambda i: _temperature_refusal(temperatures[i]))
+    rows.refuse_where(~_usable_temperatures(temperatures), ids, lambda i: _temperature_refusal(float(temperatures[i])))
     labels, label_times = _checked_labels(rows, ids, label, labelled_at, n_classes, now)
 
     keep = np.flatnonzero(rows.ok)

@@ -38,7 +38,7 @@ def real_logits_dir() -> Path:
 # same at run time.
 SERVER_FIXTURES = frozenset({
     "prefect_api",            # Prefect's test harness: a temporary API server process
-    "module_prefect_server",  # `prefect server start`, one per module
+    "worker_prefect_server",  # `prefect server start`, one per pytest-xdist worker
     "prefect_server",         # the same, per test
     "postgres_server",        # a throwaway PostgreSQL cluster
     "server_url",             # `mlflow server` (tests/integration/test_registration_faults.py)

@@ -64,7 +64,7 @@ cool-down is still reported as a drift (MLflow, artifacts), without an event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -190,12 +190,15 @@ def find_serving_versions(
 @io_task(name="find-stale-serving")
 def stale_serving(
     registry: MlflowRegistry, log: PredictionStore, version: RegisteredVersion, start: datetime, end: datetime,
+    logged: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[str, ...]:
     """What says that a server still answers with a version its alias left: for the alias ``version``
     was registered for (and holds), every older logged version of the model that no alias points at
     and that was registered for the same alias, whose rows were still served more than
     :data:`STALE_AFTER` after ``version``'s record was made, in the window [start, end). One index
     look-up per older version (the rows are counted only when found), one read of the aliases.
+    ``logged`` is every version the log held when the run began (its one read of them, shared by
+    the run's checks); None: read here.
 
     ``mlflow models serve -m models:/NAME@ALIAS`` resolves the alias once, at start-up: after a
     refit (or any registration) moves the alias, such a server keeps serving the old version until
@@ -205,7 +208,10 @@ def stale_serving(
         return ()
     name, alias = version.model_name, moved.alias
     since = max(start, aware_time(version.record.fitted_at, version.context, "fitted_at") + STALE_AFTER)
-    older = [v for m, v in log.logged_versions(name) if m == name and _older(v, version.version)] if since < end else []
+    if since >= end:
+        return ()
+    older = [v for m, v in (log.logged_versions(name) if logged is None else logged)
+             if m == name and _older(v, version.version)]
     if older:
         held = set(registry.aliases(name).values())
         older = sorted((v for v in older if v not in held), key=int)
@@ -235,13 +241,13 @@ def _older(version: str, than: str) -> bool:
 
 
 def _stale_warnings(registry: MlflowRegistry, log: PredictionStore | None, version: RegisteredVersion,
-                    start: datetime, end: datetime) -> tuple[str, ...]:
+                    start: datetime, end: datetime, logged: Mapping[tuple[str, str], int] | None) -> tuple[str, ...]:
     """:func:`stale_serving` on the store of every served row, at best: a look that fails is
     logged, not a failed check."""
     if log is None:
         return ()
     try:
-        return stale_serving(registry, log, version, start, end)
+        return stale_serving(registry, log, version, start, end, logged)
     except Exception as error:  # noqa: BLE001 - the check goes on without this warning
         get_run_logger().warning("%s could not look for servers still on an older version: %s: %s", version.context,
                                  type(error).__name__, error)
@@ -299,7 +305,7 @@ def check(
 
 def _check_version(
     version: RegisteredVersion, *, registry: MlflowRegistry, source: LabelledSource, log: PredictionStore | None,
-    start: datetime, end: datetime, live: bool, settings: ThermostatSettings,
+    start: datetime, end: datetime, live: bool, settings: ThermostatSettings, logged: Mapping[tuple[str, str], int] | None,
 ) -> VersionCheck:
     """One version's check, then its record; on any failure (also an interrupt) its run ends ``FAILED`` naming it."""
     progress = CheckProgress()
@@ -307,7 +313,7 @@ def _check_version(
         summary = summarise_on_dask(version, start, end, settings) if settings.engine == "dask" else None
         outcome = check(version, source=source, log=log, start=start, end=end, live=live, settings=settings,
                         summary=summary)
-        warnings = _stale_warnings(registry, log, version, start, end)
+        warnings = _stale_warnings(registry, log, version, start, end, logged)
         return record(outcome, version, registry=registry, live=live, settings=settings, progress=progress,
                       warnings=warnings)
     except BaseException as error:
@@ -380,8 +386,9 @@ def _check_all(
             log = source if source.scope.served_rows else _stream_log(stack, settings)
             if versions:
                 close_left_running(registry, versions, settings)
-            if versions and log is not None:
-                log.logged_versions()  # every version's K in one read, not one per check
+            # Every version's K in one read, not one per check (the log remembers them; the look
+            # for stale servers takes them too).
+            logged = log.logged_versions() if versions and log is not None else None
         except Exception as error:  # nothing to read, or MLflow unreachable: every serving version's check failed
             for version in versions:
                 record_failure(registry, version, start, end, settings, error)
@@ -392,7 +399,7 @@ def _check_all(
         for version in versions:
             try:
                 checks.append(_check_version(version, registry=registry, source=source, log=log, start=start,
-                                             end=end, live=live, settings=settings))
+                                             end=end, live=live, settings=settings, logged=logged))
             except Exception as error:  # recorded on the version's run; the other versions are still checked
                 failed.append((version, error))
     problem = _failure(what, len(versions), failed, unreadable)

@@ -124,10 +124,12 @@ def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subproce
                                 stdout=worker_log, stderr=subprocess.STDOUT)
 
 
-@pytest.fixture(scope="module")
-def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    """A real ``prefect server start`` on a free loopback port for a module's tests (its own
-    ``PREFECT_HOME``); yields its API URL, the environment that points at it and its log."""
+@pytest.fixture(scope="session")
+def worker_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """A real ``prefect server start`` on a free loopback port, one per pytest-xdist worker (a
+    session), shared by the modules that worker runs (its own ``PREFECT_HOME``); yields its API
+    URL, the environment that points at it and its log. A start and ``prefect deploy --all``
+    cost 25-35 s of a loaded worker: once per worker, not once per module."""
     root = tmp_path_factory.mktemp("prefect-server")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
@@ -155,15 +157,15 @@ def module_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture
-def prefect_server(module_prefect_server: tuple[str, dict[str, str], Path],
+def prefect_server(worker_prefect_server: tuple[str, dict[str, str], Path],
                    tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """The module's Prefect server (:func:`module_prefect_server`: started, and its deployments
-    made, once per module; the scheduler off, the triggers and actions services, automations,
+    """The worker's Prefect server (:func:`worker_prefect_server`: started, and its deployments
+    made, once per pytest-xdist worker; the scheduler off, the triggers and actions services, automations,
     on); yields its API URL and the environment that points at it, worker settings and this
     test's own ``THERMOSTAT_STATE_DIR=tmp_path/state`` included. The server's log is at
     ``tmp_path/server.log``. A test leaves no flow run unfinished (it waits for the runs it
     starts, and for those its events start): the next test's runs share the server."""
-    api_url, env, log = module_prefect_server
+    api_url, env, log = worker_prefect_server
     (tmp_path / "server.log").symlink_to(log)
     return api_url, env | {"THERMOSTAT_STATE_DIR": str(tmp_path / "state")}
 
@@ -315,12 +317,20 @@ def dashboard_server(env: dict[str, str], log: Path, *options: str) -> Iterator[
 
 @dataclass(frozen=True)
 class DemoState:
-    """A state folder made by ``thermostat demo`` (run once per session), and the
-    environment (``THERMOSTAT_STATE_DIR`` set, nothing reaching outside) that reads it."""
+    """A state folder made by ``thermostat demo`` (run once per test run, in an empty folder, in a
+    newcomer's environment: :mod:`tests.support.newcomer`), what the run printed, and the
+    environment (``THERMOSTAT_STATE_DIR`` set, nothing reaching outside) that reads it.
+
+    ``network_record`` is where the newcomer environment's audit hook wrote any look-up or
+    connection the demo made to another machine (absent: none); ``prefect_home`` the run's
+    ``PREFECT_HOME``."""
 
     state_dir: Path
     output: str
     env: dict[str, str]
+    stderr: str
+    network_record: Path
+    prefect_home: Path
 
     @property
     def settings(self) -> ThermostatSettings:
@@ -329,14 +339,25 @@ class DemoState:
 
 @pytest.fixture(scope="session")
 def demo_state(tmp_path_factory: pytest.TempPathFactory) -> DemoState:
-    """``thermostat demo`` run once into a temporary folder (about 1–2 min): models, versions,
-    aliases, checks (ok, drift), a refit and a refused refit, the prediction log. Treat as read-only."""
-    root = tmp_path_factory.mktemp("demo-state")
-    state_dir = root / ".thermostat"
+    """``thermostat demo`` run once per test run in an empty folder (about 1–2 min; shared by the
+    pytest-xdist workers: :func:`built_once_per_run`): models, versions, aliases, checks (ok,
+    drift), a refit and a refused refit, the prediction log. Treat as read-only: a test that
+    changes it works on a copy (tests/integration/test_demo.py's repeat)."""
+    return DemoState(**built_once_per_run(tmp_path_factory, "demo-state", _run_demo))
+
+
+def _run_demo(root: Path) -> dict[str, Any]:
+    from tests.support.newcomer import network_record, newcomer_environment
+
+    folder = root / "demo"
+    folder.mkdir()
+    newcomer = newcomer_environment(root)
     # No start-up limit of Prefect's temporary server here: the product's default must be enough.
-    env = isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir))
-    done = thermostat("demo", cwd=root, env=env, timeout=900)
+    done = thermostat("demo", cwd=folder, env=newcomer, timeout=900)
+    state_dir = folder / ".thermostat"
     if done.returncode != 0:
         log = state_dir / "demo.log"
         pytest.fail(f"thermostat demo failed:\n{done.stdout}\n{done.stderr}\n{log.read_text()[-4000:] if log.exists() else ''}")
-    return DemoState(state_dir=state_dir, output=done.stdout, env=env)
+    return {"state_dir": state_dir, "output": done.stdout, "stderr": done.stderr,
+            "env": isolated_env(root, THERMOSTAT_STATE_DIR=str(state_dir)), "network_record": network_record(root),
+            "prefect_home": Path(newcomer["PREFECT_HOME"])}

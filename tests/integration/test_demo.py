@@ -6,73 +6,28 @@ checked with an audit hook (``sys.addaudithook``) installed by a ``sitecustomize
 every Python process the demo starts (the in-process Prefect server is a subprocess): it
 records each name look-up and connection to anything but this machine. The variables that
 silence MLflow's telemetry and Prefect's analytics, and those MLflow reads as "running in CI",
-are removed from the demo's environment: the demo has to set them itself.
+are removed from the demo's environment: the demo has to set them itself
+(:mod:`tests.support.newcomer`).
+
+The first run is the session's ``demo_state`` (run once per test run in that environment, in an
+empty folder; the dashboard's and the tutorial's tests read its state); the repeat runs on a copy
+of its folder and of its ``PREFECT_HOME``, as the same newcomer running it a second time.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from flows.orchestration.local_only import LOCAL_ONLY_ENVIRONMENT
+from tests.integration.conftest import DemoState
 from tests.support.cli import thermostat
+from tests.support.newcomer import network_record, newcomer_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-SITECUSTOMIZE = '''
-import ipaddress, os, socket, sys
-
-_RECORD = os.environ["THERMOSTAT_TEST_NETWORK_RECORD"]
-_HERE = {"", "localhost", socket.gethostname(), socket.getfqdn()}
-
-
-def _is_local(host):
-    if isinstance(host, bytes):
-        host = host.decode()
-    if host is None or host in _HERE:
-        return True
-    try:
-        address = ipaddress.ip_address(str(host).split("%")[0])
-    except ValueError:
-        return False  # a name to resolve that is not this machine's
-    return address.is_loopback or address.is_unspecified
-
-
-def _hook(event, args):
-    if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"):
-        host = args[0]
-    elif event == "socket.connect" and isinstance(args[1], tuple):
-        host = args[1][0]
-    else:
-        return
-    if not _is_local(host):
-        with open(_RECORD, "a") as record:
-            record.write(f"{os.getpid()} {event} {host!r}\\n")
-
-
-sys.addaudithook(_hook)
-'''
-
-# Variables with which MLflow decides on its own that telemetry is off (it skips CI and tests).
-_CI_MARKERS = ("CI", "PYTEST_CURRENT_TEST", "GITHUB_ACTIONS", "CIRCLECI", "GITLAB_CI", "JENKINS_URL")
-
-
-def _newcomer_environment(tmp_path: Path) -> dict[str, str]:
-    hook_dir = tmp_path / "hook"
-    hook_dir.mkdir()
-    (hook_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    removed = {*LOCAL_ONLY_ENVIRONMENT, *_CI_MARKERS}
-    env = {key: value for key, value in os.environ.items()
-           if key not in removed and not key.startswith(("THERMOSTAT_", "MLFLOW_", "PREFECT_"))}
-    return env | {
-        "PYTHONPATH": str(hook_dir),
-        "THERMOSTAT_TEST_NETWORK_RECORD": str(tmp_path / "network.txt"),
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),  # a newcomer's empty ~/.prefect
-    }
 
 
 def _run_demo(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -80,27 +35,32 @@ def _run_demo(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 def test_the_audit_hook_sees_an_attempt_to_leave_the_machine(tmp_path: Path) -> None:
-    env = _newcomer_environment(tmp_path)
+    env = newcomer_environment(tmp_path)
     code = "import socket\ntry:\n    socket.getaddrinfo('example.com', 443)\nexcept OSError:\n    pass\n"
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
-    assert "example.com" in (tmp_path / "network.txt").read_text()
+    assert "example.com" in network_record(tmp_path).read_text()
 
 
-def test_demo_in_an_empty_folder_tells_its_story_locally(tmp_path: Path) -> None:
-    env = _newcomer_environment(tmp_path)
+def test_demo_in_an_empty_folder_tells_its_story_locally(demo_state: DemoState, tmp_path: Path) -> None:
+    # The repeat: the same newcomer's folder and ~/.prefect, copied (the first run's are shared).
+    env = newcomer_environment(tmp_path)
     folder = tmp_path / "empty"
-    folder.mkdir()
-    record = tmp_path / "network.txt"
+    shutil.copytree(demo_state.state_dir.parent, folder, symlinks=True)
+    shutil.copytree(demo_state.prefect_home, env["PREFECT_HOME"], symlinks=True)
+    record = network_record(tmp_path)
 
     for run in ("fresh", "repeat"):
-        done = _run_demo(folder, env)
-        output = done.stdout + done.stderr
+        if run == "fresh":
+            output, log_file, left = (demo_state.output + demo_state.stderr, demo_state.state_dir / "demo.log",
+                                      demo_state.network_record)
+        else:
+            done = _run_demo(folder, env)
+            output, log_file, left = done.stdout + done.stderr, folder / ".thermostat" / "demo.log", record
+            assert done.returncode == 0, output
         lines = output.splitlines()
-        assert done.returncode == 0, output
         assert len(lines) <= 120, f"{run}: {len(lines)} lines\n{output}"
         assert "Traceback" not in output and "ERROR" not in output, output
-        assert not record.exists(), f"{run}: the demo tried to leave the machine:\n{record.read_text()}"
-        log_file = folder / ".thermostat" / "demo.log"
+        assert not left.exists(), f"{run}: the demo tried to leave the machine:\n{left.read_text()}"
         assert f"Flow logs: {log_file}" in lines, output
         flow_log = log_file.read_text()
         assert "Beginning flow run" in flow_log and "flow 'post-finetune'" in flow_log

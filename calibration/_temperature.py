@@ -115,7 +115,11 @@ __all__ = [
 
 Direction = Literal["over-confident", "under-confident", "none"]
 
-_DEFAULT_MARGIN = 0.05
+_DEFAULT_MARGIN = 0.03
+# The relative shift of T whose refit gains nothing worth having (docs/statistics.md, "The margins").
+_DEFAULT_EQUIVALENCE_MARGIN = 0.10
+# Its level: claiming "calibrated" of a window whose T is off by the margin (two one-sided tests at 5 %).
+_DEFAULT_EQUIVALENCE_LEVEL = 0.05
 # Fewest errors a window must expect at T to be tested (module docstring, "Rare errors").
 _DEFAULT_MIN_EXPECTED_ERRORS = 5.0
 
@@ -403,8 +407,10 @@ class TemperatureTest(JsonResult):
     tested against T as if T were known exactly, with its own sandwich variance.
 
     The equivalence test is the other side of the same statistic (two one-sided tests):
-    ``equivalence_p_value`` tests that T_w / T_ref lies *inside* the margin, ``within_margin`` is
-    ``equivalence_p_value < level`` — calibration within the margin established by the data. A
+    ``equivalence_p_value`` tests that T_w / T_ref lies *inside* ``equivalence_margin`` (a margin
+    of its own, wider than the drift side's: a shift too small for a refit to gain anything),
+    ``within_margin`` is ``equivalence_p_value < equivalence_level`` — calibration within the equivalence
+    margin established by the data. A
     window neither drifted nor within the margin is undetermined: :meth:`rows_to_decide` says
     how many labelled rows a window of this kind would need for one of the two to hold.
 
@@ -450,30 +456,50 @@ class TemperatureTest(JsonResult):
     enough_errors: bool
     equivalence_p_value: float = math.nan
     within_margin: bool = False
+    equivalence_margin: float = math.nan
+    equivalence_level: float = math.nan
 
     def rows_to_decide(self) -> int | None:
         """The labelled rows a window would need for this test to decide — drift, or within the
-        margin — at its level, when the window's T stayed where this one's is; None when decided,
-        or when no window can decide (the reference's own uncertainty alone is too wide, the
-        estimate sits on the margin, or the test could not run).
+        equivalence margin — at its level, when the window's T stayed where this one's is; None
+        when decided, or when no window can decide (the reference's own uncertainty alone is too
+        wide, the estimate sits on a margin, or the test could not run).
 
         The window's variance shrinks as 1/n: n × (SE_w / SE_w needed)², where the needed SE
-        puts the interval's end at the margin, |log T_w / T_ref| − log(1 + margin) = ± z · SE.
+        puts the interval's end at a margin, |log T_w / T_ref| − log(1 + margin) = z · SE (drift)
+        or log(1 + equivalence margin) − |log T_w / T_ref| = z · SE (calibrated); the fewer of the two.
         """
         if self.drifted or self.within_margin or not self.enough_errors or not math.isfinite(self.margin_z):
             return None
-        distance = abs(abs(self.log_ratio) - math.log1p(self.margin))
-        needed = (distance / float(ndtri(1.0 - self.level))) ** 2 - self.reference_standard_error ** 2
-        if needed <= 0.0 or not self.window_standard_error > 0.0:
+        if not self.window_standard_error > 0.0:
             return None
-        return max(self.n + 1, math.ceil(self.n * self.window_standard_error ** 2 / needed))
+        size = abs(self.log_ratio)
+        sides = [(size - math.log1p(self.margin), self.level)]
+        if math.isfinite(self.equivalence_margin):
+            sides.append((math.log1p(self.equivalence_margin) - size, self._equivalence_level()))
+        candidates = []
+        for distance, level in sides:
+            needed = ((distance / float(ndtri(1.0 - level))) ** 2 - self.reference_standard_error ** 2
+                      if distance > 0.0 else 0.0)
+            if needed > 0.0:
+                candidates.append(max(self.n + 1, math.ceil(self.n * self.window_standard_error ** 2 / needed)))
+        return min(candidates) if candidates else None
 
     def _rows_clause(self) -> str:
         rows = self.rows_to_decide()
         if rows is not None:
             return f"; about {rows:,} labelled rows would decide ({rows - self.n:,} more)"
-        return ("; no window decides at this estimate: the reference's own interval is too wide for the margin "
-                "(a reference of more rows, or a wider margin)" if self.reference_n else "")
+        return ("; no window decides at this estimate: the reference's own interval is too wide for the margins "
+                "(a reference of more rows, or a wider equivalence margin)" if self.reference_n else "")
+
+    def _beyond(self) -> str:
+        return f" beyond the {self.margin:.0%} margin" if self.margin else ""
+
+    def _equivalence(self) -> float:
+        return self.equivalence_margin if math.isfinite(self.equivalence_margin) else self.margin
+
+    def _equivalence_level(self) -> float:
+        return self.equivalence_level if math.isfinite(self.equivalence_level) else self.level
 
     def minimal_detectable_shift(self, power: float = 0.95) -> DetectableShift:
         """The smallest shift of T this test detects with probability ``power``, from its own SE.
@@ -506,14 +532,14 @@ class TemperatureTest(JsonResult):
                        "more rows give enough)")
         else:
             verdict = (
-                f"shifted beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
+                f"shifted{self._beyond()} (p = {_fmt_p(self.p_value)} < {_fmt_p(self.level)}): "
                 f"{self.direction}, T should {'grow' if self.log_ratio > 0 else 'shrink'}"
                 if self.drifted
-                else f"within the {self.margin:.0%} margin, established (equivalence p = "
-                f"{_fmt_p(self.equivalence_p_value)} < {_fmt_p(self.level)})"
+                else f"within the {self._equivalence():.0%} equivalence margin, established (equivalence p = "
+                f"{_fmt_p(self.equivalence_p_value)} < {_fmt_p(self._equivalence_level())})"
                 if self.within_margin
-                else f"not beyond the {self.margin:.0%} margin (p = {_fmt_p(self.p_value)}; without a margin "
-                f"p = {_fmt_p(self.p_value_no_margin)}) nor established within it (equivalence p = "
+                else f"not shifted{self._beyond()} (p = {_fmt_p(self.p_value)}) nor established within the "
+                f"{self._equivalence():.0%} equivalence margin (equivalence p = "
                 f"{_fmt_p(self.equivalence_p_value)}): undetermined{self._rows_clause()}"
             )
         return (
@@ -554,8 +580,11 @@ def temperature_test(
     level: float = 0.01,
     confidence_level: float = 0.95,
     min_expected_errors: float = _DEFAULT_MIN_EXPECTED_ERRORS,
+    equivalence_margin: float = _DEFAULT_EQUIVALENCE_MARGIN,
+    equivalence_level: float = _DEFAULT_EQUIVALENCE_LEVEL,
 ) -> TemperatureTest:
-    """Test whether the window's optimal T moved away from the reference's by more than a margin.
+    """Test whether the window's optimal T moved away from the reference's (by more than a margin),
+    and whether the data establish it within the equivalence margin.
 
     Parameters
     ----------
@@ -565,9 +594,9 @@ def temperature_test(
         The reference's sums (the rows T was fitted on) at the same T. Without it the window
         is tested against T as if T had no estimation error (a one-sample test: more false
         alarms on small references).
-    margin : float, default=0.05
-        The shift of T that counts, relative: 0.05 flags T_w / T_ref beyond 1.05 or below
-        1 / 1.05. In [0, 1).
+    margin : float, default=0.03
+        The shift of T the drift side requires, relative: 0.03 flags T_w / T_ref only beyond 1.03
+        or below 1 / 1.03 (a refit gains nothing measurable below it); 0 tests "T moved". In [0, 1).
     level : float, default=0.01
         Significance level, in (0, 1).
     confidence_level : float, default=0.95
@@ -576,6 +605,14 @@ def temperature_test(
         Fewest errors the window and the reference must each expect at T (Σ(1 − confidence))
         for the window to be tested; below it the result says "not enough errors to test T"
         and does not fire (module docstring, "Rare errors"). 0 tests every window. At least 0.
+    equivalence_margin : float, default=0.10
+        The shift of T within which calibration counts as established: ``within_margin`` when the
+        (1 − 2 level) interval of T_w / T_ref lies inside [1/(1 + equivalence_margin),
+        1 + equivalence_margin] (two one-sided tests). The default is the shift whose refit gains
+        nothing worth having on fresh traffic (docs/statistics.md, "The margins"). In [0, 1).
+    equivalence_level : float, default=0.05
+        Level of the equivalence test: the chance of calling a window calibrated whose T is off
+        by exactly the equivalence margin. In (0, 1).
 
     Returns
     -------
@@ -617,9 +654,10 @@ def temperature_test(
             f"the reference was summed at T = {reference.temperature!r} and the window at T = {window.temperature!r}; "
             "both must be read at the deployed T"
         )
-    margin = _check_margin(margin)
+    margin, equivalence_margin = _check_margin(margin), _check_margin(equivalence_margin)
     min_expected_errors = _check_min_expected_errors(min_expected_errors)
-    level = check_confidence_level(level, name="level")
+    level, equivalence_level = (check_confidence_level(level, name="level"),
+                                check_confidence_level(equivalence_level, name="equivalence_level"))
     confidence_level = check_confidence_level(confidence_level)
 
     has_reference = reference is not None and reference.n >= 2 and reference.curvature_sum > 0
@@ -649,7 +687,7 @@ def temperature_test(
     tested = defined and enough_errors
     p_value = float(ndtr(-margin_z)) if tested else math.nan
     # Two one-sided tests: the larger p of "below the upper margin" and "above the lower one".
-    equivalence_p = float(ndtr(margin_z)) if tested else math.nan
+    equivalence_p = float(ndtr((abs(log_ratio) - math.log1p(equivalence_margin)) / se)) if tested else math.nan
     p_no_margin = float(2.0 * ndtr(-abs(z))) if tested else math.nan
     # In log space: a window that says next to nothing about T has ends at 0 and infinity.
     log_temperature = math.log(window.temperature)
@@ -689,7 +727,9 @@ def temperature_test(
         min_expected_errors=min_expected_errors,
         enough_errors=enough_errors,
         equivalence_p_value=equivalence_p,
-        within_margin=bool(tested and equivalence_p < level),
+        within_margin=bool(tested and equivalence_p < equivalence_level),
+        equivalence_margin=equivalence_margin,
+        equivalence_level=equivalence_level,
     )
 
 
@@ -815,9 +855,9 @@ def minimal_detectable_shift(
     >>> reference = TemperatureStats.from_logits(logits, labels)
     >>> shift = minimal_detectable_shift(reference, 2000, level=0.005)
     >>> round(shift.increase, 3), round(shift.decrease, 3)
-    (0.183, 0.155)
+    (0.161, 0.139)
     >>> shift.sentence()
-    'this check could see a shift of T of +18% / -16% (95% power at level 0.005, margin 5%; 2,000 rows against a reference of 5,000)'
+    'this check could see a shift of T of +16% / -14% (95% power at level 0.005, margin 3%; 2,000 rows against a reference of 5,000)'
     """
     if not isinstance(reference, TemperatureStats):
         raise TypeError(f"reference must be TemperatureStats; got {type(reference).__name__}")

@@ -263,11 +263,13 @@ class TemperatureShiftTest(DriftTest):
 
     @staticmethod
     def effect_beyond(policy: DriftPolicy) -> str:
-        return f"margin {policy.temperature_margin:.0%}"
+        return f"margin {policy.temperature_margin:.0%}" if policy.temperature_margin else "no margin"
 
     def run(self, evidence: ScopeEvidence, *, level: float, policy: DriftPolicy, seed: int) -> TestOutcome:
         result = temperature_test(evidence.temperature_stats, evidence.reference.temperature_stats,
                                   margin=policy.temperature_margin, level=level,
+                                  equivalence_margin=policy.equivalence_margin,
+                                  equivalence_level=policy.equivalence_level,
                                   confidence_level=policy.confidence_level,
                                   min_expected_errors=policy.min_expected_errors)
         detectable = result.minimal_detectable_shift()
@@ -286,7 +288,8 @@ class TemperatureShiftTest(DriftTest):
             test=self.name, scope=evidence.scope, fired=result.drifted, p_value=result.p_value, level=level,
             effect=result.ratio, effect_low=result.ratio_low, effect_high=result.ratio_high,
             sentence=result.sentence(evidence.what), compares=compares,
-            statistic=f"z = {result.z:+.2f} (beyond the margin {result.margin_z:+.2f})", metrics=metrics,
+            statistic=f"z = {result.z:+.2f}" + (f" (beyond the margin {result.margin_z:+.2f})" if result.margin else ""),
+            metrics=metrics,
             detail=result,
         )
 

@@ -100,9 +100,18 @@ class DriftPolicy:
         ("collapsed", "temperature", "ece"), "drift_tests", "the drift tests a window and each tested group run, in this order "
         "(comma-separated names)")
     temperature_margin: float = _knob(
-        0.05, "drift_temperature_margin", "relative shift of T the temperature test requires (0.05: beyond 1.05 or "
-        "below 1/1.05 times the reference's T)",
+        0.03, "drift_temperature_margin", "relative shift of T the temperature test's drift side requires (0.03: "
+        "beyond 1.03 or below 1/1.03 times the reference's T; a refit gains nothing measurable below it)",
         interval=Interval(0.0, 1.0, high_closed=False, hint="the relative shift of T that counts"), flag="--margin")
+    equivalence_margin: float = _knob(
+        0.10, "drift_equivalence_margin", "relative shift of T within which a window counts as calibrated once its "
+        "T interval lies inside it (a shift whose refit gains nothing worth having on fresh traffic)",
+        interval=Interval(0.0, 1.0, high_closed=False, hint="the relative shift of T that counts as calibrated"),
+        flag="--equivalence-margin")
+    equivalence_level: float = _knob(
+        0.05, "drift_equivalence_level", "level of the equivalence test: the chance of calling a window calibrated "
+        "whose T is off by exactly the equivalence margin",
+        interval=Interval(0.0, 1.0, low_closed=False, high_closed=False, hint="a significance level"))
     min_expected_errors: float = _knob(
         5.0, "drift_min_expected_errors", "the temperature test runs only when the window and the reference each expect "
         "at least this many errors at T (fewer: a handful of errors would carry it)", interval=Interval(0.0))

@@ -33,7 +33,7 @@ Two one-sided CUSUMs (Page 1954) in standard deviations, one per direction:
 
 alarm when either reaches h. ``m`` is the **margin in log T**, the effect the decision
 requires: m = max(log(1 + margin), z · SE_ref), z = Φ⁻¹(1 − level / 2) (2.58 at the default
-level 0.01) — the temperature test's margin (default 5 %), or, when the reference is too small
+level 0.01) — the temperature test's margin (default 3 %), or, when the reference is too small
 to resolve that, the shift its own estimation error (SE_ref, the sandwich SE of log T on the
 reference) reaches with probability ``level``. In score units the boundary is not symmetric,
 because the one-step shift of log T is Σg / (Σg + β Σh), not Σg / (β Σh): it equals +m at

@@ -14,14 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What users read; the changelog is where history goes, and is exempt.
-# docs/statistics.md is the statistics study's page, regenerated whole by its own command
-# (benchmarks/); until that regeneration lands it is the long page with history it was.
-AWAITING_REGENERATION = {ROOT / "docs" / "statistics.md"}
-USER_PAGES = [
-    pytest.param(page, marks=pytest.mark.xfail(reason="awaiting its regeneration by the statistics study", strict=False))
-    if page in AWAITING_REGENERATION else page
-    for page in sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
-]
+USER_PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 # History and bookkeeping that belong in CHANGELOG.md, not in a page that says how things are.
 HISTORY = re.compile(
     r"\bissue #?\d+|\(issues? \d|(?<![\w(])#\d{1,3}\b|\bround \d+\b|\(before[:,]|\bbefore this\b|\bbefore/after table\b"

@@ -259,7 +259,7 @@ UNDETERMINED_SUBJECT: Final = (
 )
 UNDETERMINED_BODY: Final = _NUMBER + (
     "{{ event.payload.streak }} consecutive checks of " + _VERSION + " saw no drift but could not establish "
-    "calibration within the margin of T (relative, {{ num(event.payload.margin, '%.2g') }}): the monitor could not have seen a drift of that size.\n"
+    "calibration within the equivalence margin of T (relative, {{ num(event.payload.margin, '%.2g') }}): the monitor could not tell a drift from a shift that small.\n"
     "Latest window {{ event.payload.window_start }} .. {{ event.payload.window_end }}: {{ event.payload.n }} labelled "
     "rows, window T {{ num(event.payload.window_temperature) }} [{{ num(event.payload.window_temperature_low) }}, "
     "{{ num(event.payload.window_temperature_high) }}] next to the registered T {{ num(event.payload.temperature) }}.\n"

@@ -158,7 +158,7 @@ def _undetermined_event(report: DriftReport, streak: int, context: CheckContext)
         window_temperature=None if test is None else json_safe(test.window_temperature),
         window_temperature_low=None if test is None else json_safe(test.window_temperature_low),
         window_temperature_high=None if test is None else json_safe(test.window_temperature_high),
-        margin=report.policy.temperature_margin)
+        margin=report.policy.equivalence_margin)
 
 
 def _drift_event(report: DriftReport | None, state: MonitorState, now: datetime, context: CheckContext

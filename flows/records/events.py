@@ -22,8 +22,8 @@ and in the templates to these declarations. Payloads are JSON-safe (NaN as None,
     ``insufficient_data_streak`` checks in a row had too few labelled rows.
 ``thermostat.calibration.undetermined`` (:class:`UndeterminedEvent`)
     ``undetermined_streak`` checks in a row saw no drift but could not establish calibration:
-    the monitor could not have seen a drift of the margin's size (``rows_to_decide`` says what
-    would decide).
+    the monitor could not tell a drift from a shift inside the equivalence margin
+    (``rows_to_decide`` says what would decide).
 ``thermostat.calibration.refit_failed`` (:class:`RefitFailedEvent`)
     A refit registered nothing: refused, or not verified.
 ``thermostat.calibration.refitted`` (:class:`RefittedEvent`)
@@ -173,7 +173,7 @@ class UndeterminedEvent(EventPayload):
     """No drift seen but calibration not established ``streak`` checks in a row: the latest window's
     ``n`` and ``rows_to_decide`` (None: no window size decides, the reference's own interval is too
     wide for the margin), its T with its interval next to the registered ``temperature``, and the
-    ``margin``."""
+    ``margin``: the policy's equivalence margin, within which calibration was not established."""
 
     EVENT: ClassVar[str] = UNDETERMINED_EVENT
     context: CheckContext = _flat(CheckContext.KEYS)

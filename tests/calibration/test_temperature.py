@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
 
 from calibration import TemperatureStats, TopLabelScores, fit_temperature, minimal_detectable_shift, temperature_test
 from tests.strategies import sample_labels, scored_arrays
@@ -294,7 +295,7 @@ def test_minimal_detectable_shift_follows_the_formula_and_the_test() -> None:
     se_ref = reference.log_temperature_standard_error()
     # A window like the reference: SE(d) = SE_ref sqrt(1 + n_ref / n) up to the reference's own Σg.
     assert shift.standard_error == pytest.approx(se_ref * math.sqrt(1 + 5_000 / 2_000), rel=0.05)
-    assert shift.log_shift == pytest.approx(math.log(1.05) + (2.5758 + 1.6449) * shift.standard_error, rel=1e-4)
+    assert shift.log_shift == pytest.approx(math.log(1.03) + (2.5758 + 1.6449) * shift.standard_error, rel=1e-4)
     assert shift.increase == pytest.approx(math.expm1(shift.log_shift)) and 0 < shift.decrease < shift.increase
     # More rows, a smaller shift; a larger margin or a higher power, a larger one.
     assert minimal_detectable_shift(reference, 10_000, level=0.005).increase < shift.increase
@@ -327,3 +328,27 @@ def test_the_detectable_shift_of_rows_without_information_is_unbounded_not_an_ov
 
     unbounded = _detectable_shift(2_000, 0, 1e4, 1_800.0, margin=0.05, level=0.01, power=0.95)  # was OverflowError
     assert unbounded.increase == float("inf") and unbounded.decrease == 1.0
+
+
+def test_the_equivalence_margin_is_its_own_and_calibrated_needs_the_interval_inside_it() -> None:
+    """Drift beyond 3 %, calibrated within 10 % at 5 %: a window between the two is undetermined,
+    and its rows to decide aim at the nearer side."""
+    rng = np.random.default_rng(11)
+    reference = TemperatureStats.from_logits(*_labelled(rng, 50_000, 1.0))
+    same = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 20_000, 1.0)), reference, level=0.005)
+    assert (same.margin, same.equivalence_margin, same.equivalence_level) == (0.03, 0.10, 0.05)
+    assert same.within_margin and not same.drifted and same.rows_to_decide() is None
+    # The same window against a 3 % equivalence margin at the drift side's level: not established.
+    narrow = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 2_000, 1.0)), reference, level=0.005,
+                              equivalence_margin=0.03, equivalence_level=0.005)
+    assert not narrow.within_margin and "equivalence margin" in narrow.sentence()
+    # The equivalence p-value is Φ((|d| − log(1 + e)) / SE), whatever the drift margin.
+    for margin in (0.0, 0.03, 0.05):
+        test = temperature_test(TemperatureStats.from_logits(*_labelled(rng, 5_000, 1.0)), reference, margin=margin)
+        expected = float(norm.cdf((abs(test.log_ratio) - math.log(1.10)) / test.standard_error))
+        assert test.equivalence_p_value == pytest.approx(expected)
+    with pytest.raises(ValueError, match="margin must be a number in"):
+        temperature_test(same_stats := TemperatureStats.from_logits(*_labelled(rng, 500, 1.0)), reference,
+                         equivalence_margin=1.5)
+    with pytest.raises(ValueError, match="equivalence_level"):
+        temperature_test(same_stats, reference, equivalence_level=0.0)

@@ -55,8 +55,10 @@ def test_a_calibrated_model_raises_at_most_two_drifts_in_fifty_windows_of_500() 
     assert drifts <= 2, [r.reasons[0] for r in reports if r.drift_detected]
     # The raw ECE of a calibrated model on 500 rows is far from 0: that is what the test separates.
     assert np.mean([r.window.ece for r in reports]) > 0.03
-    assert all(r.verdict in ("undetermined", "drift") and r.n == 500 for r in reports)
-    # 500 rows cannot establish T within 5 %: never "calibrated", each saying what would decide.
+    assert all(r.verdict in ("calibrated", "undetermined", "drift") and r.n == 500 for r in reports)
+    # Without reference sums T counts as known: 500 rows often establish T within the 10 % equivalence
+    # margin; the others say what would decide.
+    assert sum(r.verdict == "calibrated" for r in reports) >= 10
     assert all(r.rows_to_decide is None or r.rows_to_decide > 500 for r in reports if r.verdict == "undetermined")
 
 
@@ -82,7 +84,10 @@ def test_a_group_only_shift_is_detected_and_the_groups_named() -> None:
     under = traffic(rng, 1_500, n_classes=4, scale=1.5, true_temperature=0.5)  # under-confident at T = 1
     logits, labels = np.vstack([over[0], under[0]]), np.concatenate([over[1], under[1]])
     groups = np.array(["scans"] * 1_500 + ["photos"] * 1_500, dtype=object)
-    report = decide_drift(summary_of(logits, labels, groups), DriftReference.of(0.02))
+    # The average's optimal T is 10 % off (the two groups do not cancel exactly): a 15 % margin
+    # lets it pass, so that only the groups can tell.
+    report = decide_drift(summary_of(logits, labels, groups), DriftReference.of(0.02),
+                          DriftPolicy(temperature_margin=0.15))
 
     assert report.window.ece < 0.03, "the average looks calibrated"
     assert not any(o.fired for o in report.outcomes)
@@ -96,7 +101,7 @@ def test_a_group_only_shift_is_detected_and_the_groups_named() -> None:
     assert by_group["scans"].calibration.accuracy < by_group["scans"].calibration.mean_confidence
     assert by_group["photos"].calibration.accuracy > by_group["photos"].calibration.mean_confidence
     assert all(g.level == 0.0025 for g in report.groups), "Bonferroni over two tests of two groups"
-    assert any(r.startswith("group 'scans'") and "beyond the 5% margin" in r for r in report.reasons)
+    assert any(r.startswith("group 'scans'") and "beyond the 15% margin" in r for r in report.reasons)
     assert any("the average hides the group drift" in r for r in report.reasons)
     assert report.summary.group_weighted_ece > 0.1
 
@@ -117,7 +122,7 @@ def test_end_to_end_from_a_sqlite_log(tmp_path: Path) -> None:
             query = WindowQuery("digits", "1", temperature=1.0, start=start, end=start + timedelta(hours=1), threshold=0.9)
             summary = summarise_window(log, query, chunk_size=300)
             verdicts.append(decide_drift(summary, DriftReference.of(0.02)).verdict)
-    assert verdicts == ["undetermined", "drift"]
+    assert verdicts == ["calibrated", "drift"]
 
 
 # --------------------------------------------------------------------------- the rules around the test
@@ -154,7 +159,7 @@ def test_cooldown_reports_drift_without_recommending_a_refit() -> None:
     assert short.refit_recommended
 
     calm = decide_drift(summary_of(*traffic(rng, 2_000)), DriftReference.of(0.02), last_drift_at=T0 - timedelta(hours=1))
-    assert calm.verdict == "undetermined" and not calm.refit_recommended
+    assert calm.verdict == "calibrated" and not calm.refit_recommended
 
 
 def test_small_groups_are_skipped_and_said_so() -> None:

@@ -16,6 +16,10 @@ from calibration import TemperatureStats, fit_temperature
 from monitoring import DEFAULT_POLICY, DriftPolicy, SequentialState, update_sequential
 from tests.strategies import sample_labels
 
+# The tests of the margin's mechanics without reference sums (m = log 1.05); the product's default
+# drift side has no margin, and a registered reference's own SE sets m (z · SE_ref).
+FIVE_PERCENT = DriftPolicy(temperature_margin=0.05)
+
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
@@ -140,7 +144,7 @@ def test_a_small_reference_widens_the_margin_to_what_it_can_resolve() -> None:
         reference = TemperatureStats(temperature=1.0, n=n, gradient_sum=0.0, gradient_square_sum=float(n),
                                      curvature_sum=float(n))
         check = update_sequential(SequentialState.initial(1.0), gaussian_increment(rng, n=200), start=T0,
-                                  end=T0 + HOUR, reference=reference)
+                                  end=T0 + HOUR, reference=reference, policy=FIVE_PERCENT)
         # SE(log T) of the reference = sqrt(n s²) / Σh = 1 / sqrt(n − 1) (s² with n − 1).
         assert check.reference_standard_error == pytest.approx(1 / math.sqrt(n - 1))
         assert check.log_margin == pytest.approx(want, rel=1e-4)
@@ -158,7 +162,7 @@ def test_the_margin_is_symmetric_in_log_t_not_in_the_score() -> None:
             assert increment.log_temperature_shift == pytest.approx(target)
             state = SequentialState.initial(1.0)
             state = replace(state, upper=3.0, lower=3.0)
-            check = update_sequential(state, increment, start=T0, end=T0 + HOUR)
+            check = update_sequential(state, increment, start=T0, end=T0 + HOUR, policy=FIVE_PERCENT)
             side = check.upper if target > 0 else check.lower
             assert side == pytest.approx(3.0 - 0.5)
 
@@ -227,15 +231,17 @@ def test_the_change_point_is_also_given_in_serving_time_when_labels_come_late() 
     small = TemperatureStats(temperature=1.0, n=40, gradient_sum=12.0, gradient_square_sum=48.0, curvature_sum=40.0)
     state = SequentialState.initial(1.0)
     delay = 3 * HOUR
-    check = update_sequential(state, calm, start=T0, end=T0 + HOUR, served_from=T0 - delay)
+    check = update_sequential(state, calm, start=T0, end=T0 + HOUR, served_from=T0 - delay, policy=FIVE_PERCENT)
     # A small increment waits (pending) and carries its serving time into the fold.
-    check = update_sequential(check.state, small, start=T0 + HOUR, end=T0 + 2 * HOUR, served_from=T0 + HOUR - delay)
+    check = update_sequential(check.state, small, start=T0 + HOUR, end=T0 + 2 * HOUR, served_from=T0 + HOUR - delay,
+                              policy=FIVE_PERCENT)
     assert not check.folded and check.state.pending_served_from == T0 + HOUR - delay
     state = SequentialState.from_json(check.state.to_json())  # kept between checks
-    check = update_sequential(state, hot, start=T0 + 2 * HOUR, end=T0 + 3 * HOUR, served_from=T0 + 2 * HOUR - delay)
+    check = update_sequential(state, hot, start=T0 + 2 * HOUR, end=T0 + 3 * HOUR, served_from=T0 + 2 * HOUR - delay,
+                              policy=FIVE_PERCENT)
     assert not check.alarm and check.state.upper_served_from == T0 + HOUR - delay
     check = update_sequential(check.state, hot, start=T0 + 3 * HOUR, end=T0 + 4 * HOUR,
-                              served_from=T0 + 3 * HOUR - delay)
+                              served_from=T0 + 3 * HOUR - delay, policy=FIVE_PERCENT)
     assert check.alarm and check.change_point == T0 + HOUR
     assert check.change_point_served_at == T0 + HOUR - delay
     assert "its rows were served from" in check.sentence()
@@ -290,7 +296,7 @@ def test_a_new_drift_long_after_an_alarm_still_alarms() -> None:
     rng = np.random.default_rng(8)
     increments = ([gaussian_increment(rng, n=400, shift=0.5)] + [gaussian_increment(rng, n=400) for _ in range(336)]
                   + [gaussian_increment(rng, n=400, shift=0.2) for _ in range(4)])
-    checks = run_stream(increments)
+    checks = run_stream(increments, policy=FIVE_PERCENT)
     alarms = [i for i, check in enumerate(checks) if check.alarm]  # type: ignore[attr-defined]
     assert alarms[0] == 0 and alarms[1] >= 337
     assert not any(check.escalated for check in checks)  # type: ignore[attr-defined]

@@ -44,14 +44,15 @@ def _alarm() -> object:
     """Two hot increments: the second alarms, with the change point at the first's start."""
     hot = TemperatureStats(temperature=1.0, n=500, gradient_sum=150.0, gradient_square_sum=600.0,
                            curvature_sum=500.0)
-    first = update_sequential(SequentialState.initial(1.0), hot, start=T0, end=T0 + HOUR)
+    margin = DriftPolicy(temperature_margin=0.05)  # without reference sums m = log 1.05: two increments to alarm
+    first = update_sequential(SequentialState.initial(1.0), hot, start=T0, end=T0 + HOUR, policy=margin)
     assert not first.alarm
-    return update_sequential(first.state, hot, start=T0 + HOUR, end=T0 + 3 * HOUR)
+    return update_sequential(first.state, hot, start=T0 + HOUR, end=T0 + 3 * HOUR, policy=margin)
 
 
 def test_a_sequential_alarm_turns_a_quiet_window_into_a_drift_with_its_refit_window() -> None:
     report = _calibrated_report()
-    assert report.verdict == "undetermined"
+    assert report.verdict == "calibrated"
     check = _alarm()
     combined = with_stream_checks(report, sequential=check)  # type: ignore[arg-type]
     assert combined.verdict == "drift" and combined.drift_detected and combined.refit_recommended
@@ -72,7 +73,7 @@ def test_no_alarm_and_the_early_warning_are_context_only() -> None:
     shifted = warn_before_labels(ConfidenceProfile.from_logits(1.5 * logits[1500:]), reference)
     assert shifted.shifted
     combined = with_stream_checks(report, sequential=check, early_warning=shifted)
-    assert combined.verdict == "undetermined" and combined.tests_fired == () and not combined.refit_recommended
+    assert combined.verdict == "calibrated" and combined.tests_fired == () and not combined.refit_recommended
     assert combined.reasons[:len(report.reasons)] == report.reasons
     assert combined.reasons[-2].startswith("sequential rule: no alarm")
     assert combined.reasons[-1].startswith("early warning (before labels)")
@@ -81,7 +82,7 @@ def test_no_alarm_and_the_early_warning_are_context_only() -> None:
 
 def test_a_sequential_drift_inside_the_cooldown_recommends_no_refit() -> None:
     report = _calibrated_report(last_drift_at=T0 + 2 * HOUR)
-    assert report.in_cooldown and report.verdict == "undetermined"
+    assert report.in_cooldown and report.verdict == "calibrated"
     combined = with_stream_checks(report, sequential=_alarm())  # type: ignore[arg-type]
     assert combined.verdict == "drift" and not combined.refit_recommended
     assert combined.reasons[1].startswith("drift within the cool-down")

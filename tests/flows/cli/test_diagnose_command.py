@@ -99,11 +99,14 @@ def test_a_temperature_shift_is_calibration_drift_confirmed_by_the_labels(
 
 def test_an_unchanged_window_that_cannot_establish_calibration_is_undetermined_exit_0(
         files: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # 2,000 rows cannot establish T within 5 %: "no change" would claim calibration the data do not show.
-    payload, err = _diagnose(capsys, files, "unchanged.parquet", status=0)
+    # 2,000 rows cannot establish T within 3 %: "no change" would claim calibration the data do not show.
+    payload, err = _diagnose(capsys, files, "unchanged.parquet", "--equivalence-margin", "0.03", status=0)
     assert (payload["kind"], payload["fix"], payload["tests_fired"]) == ("undetermined", "none", [])
     assert payload["prior_test"]["fired"] is False and err == ""
     assert payload["served"] is None and payload["served_n"] == payload["window_n"] == 2_000
+    # Within the default equivalence margin (10 %) they do: no change, established.
+    payload, _ = _diagnose(capsys, files, "unchanged.parquet", status=0)
+    assert (payload["kind"], payload["fix"]) == ("no_change", "none")
 
 
 def test_a_low_accuracy_floor_setting_makes_an_accuracy_collapse(

@@ -55,7 +55,9 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: object, status: int) -> 
 
 def test_a_quiet_window_too_small_to_establish_calibration_is_undetermined_exit_0(
         files: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    payload = run_json(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2", status=0)
+    # An equivalence margin as narrow as the drift side's: 2,000 rows cannot establish it.
+    payload = run_json(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2",
+                       "--equivalence-margin", "0.03", status=0)
     assert DRIFT_KEYS <= payload.keys() and TEST_KEYS <= payload["temperature_test"].keys()
     assert payload["verdict"] == "undetermined" and payload["tests_fired"] == [] and payload["reference_n"] == 4_000
     assert payload["reasons"][0].startswith("undetermined: no test fired")
@@ -66,6 +68,10 @@ def test_a_quiet_window_too_small_to_establish_calibration_is_undetermined_exit_
     assert {"window", "reference"} <= payload["estimators"][0].keys()
     for forbidden in ("cooldown_until", "refit_recommended", "window_start", "model_name"):
         assert forbidden not in payload, "monitor-only keys are left out"
+    # The default equivalence margin (10 %) is established by the same window: calibrated, exit 0.
+    default = run_json(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2", status=0)
+    assert default["verdict"] == "calibrated" and default["temperature_test"]["within_margin"] is True
+    assert default["temperature_test"]["equivalence_margin"] == 0.10
 
 
 def test_a_sharper_window_is_a_drift_exit_1(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,9 +112,9 @@ def test_groups_are_tested_against_the_reference_groups(files: Path, capsys: pyt
 
 def test_the_text_report_names_each_test(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "drift", files / "reference.npz", files / "calm.npz", "--temperature", "2",
-                       "--estimator", "all", "--resamples", "100")
+                       "--estimator", "all", "--resamples", "100", "--equivalence-margin", "0.03")
     assert code == 0 and "verdict: UNDETERMINED: no drift seen, but calibration is not established" in out
-    for text in ("temperature (margin 5%)", "ece (tolerance 0.02)", "window's optimal T", "debiased_l2", "smooth"):
+    for text in ("temperature (margin 3%)", "ece (tolerance 0.02)", "window's optimal T", "debiased_l2", "smooth"):
         assert text in out
 
 

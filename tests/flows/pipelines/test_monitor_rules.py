@@ -57,9 +57,11 @@ def _rows(n: int, temperature: float = 1.0, seed: int = 0) -> tuple[np.ndarray, 
     return logits, (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1).clip(0, 4)
 
 
-def _report(n: int = 2_000, *, temperature: float = 1.0, last_drift_at: datetime | None = None) -> DriftReport:
+def _report(n: int = 2_000, *, temperature: float = 1.0, last_drift_at: datetime | None = None,
+            equivalence_margin: float = DEFAULT_POLICY.equivalence_margin) -> DriftReport:
     summary = summarise_arrays(*_rows(n, temperature), temperature=1.0, start=T0 + 2 * HOUR, end=NOW)
-    return decide_drift(summary, DriftReference.of(0.0), DriftPolicy(n_resamples=200), last_drift_at=last_drift_at)
+    return decide_drift(summary, DriftReference.of(0.0), DriftPolicy(n_resamples=200, equivalence_margin=equivalence_margin),
+                        last_drift_at=last_drift_at)
 
 
 def _alarm() -> SequentialCheck:
@@ -120,7 +122,8 @@ def test_without_an_alarm_the_sequential_state_advances_whatever_is_sent() -> No
 
 
 def test_a_confidence_shift_emits_once_per_cool_down_and_only_on_live_checks() -> None:
-    report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
+    # An equivalence margin 2,000 rows cannot establish: the warning speaks for an undetermined check.
+    report = with_stream_checks(_report(equivalence_margin=0.03), early_warning=_shifted())  # type: ignore[arg-type]
     assert report.verdict == "undetermined" and report.early_warning is not None and report.early_warning.shifted
     step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
     assert _events(step) == [CONFIDENCE_SHIFT_EVENT]
@@ -266,7 +269,7 @@ def test_a_prior_corrected_version_is_left_alone_while_its_correction_fits_and_u
 
 
 def test_a_long_run_of_undetermined_checks_is_a_situation_with_its_event() -> None:
-    report = _report(2_000)  # 2,000 rows and no reference sums: no drift, calibration not established
+    report = _report(2_000, equivalence_margin=0.03)  # 2,000 rows cannot establish 3 %: calibration not established
     assert report.verdict == "undetermined"
     policy = replace(DEFAULT_POLICY, undetermined_streak=3)
     quiet = monitor_step(report, MonitorState(undetermined_streak=1), policy, NOW, live=True, context=CONTEXT)
@@ -274,7 +277,7 @@ def test_a_long_run_of_undetermined_checks_is_a_situation_with_its_event() -> No
     step = monitor_step(report, MonitorState(undetermined_streak=2), policy, NOW, live=True, context=CONTEXT)
     assert step.state.undetermined_streak == 3 and _events(step) == ["thermostat.calibration.undetermined"]
     payload = step.events[0].payload.to_payload()
-    assert (payload["streak"], payload["n"], payload["temperature"], payload["margin"]) == (3, 2_000, 1.0, 0.05)
+    assert (payload["streak"], payload["n"], payload["temperature"], payload["margin"]) == (3, 2_000, 1.0, 0.03)
     assert payload["window_temperature_low"] < payload["window_temperature"] < payload["window_temperature_high"]
     assert payload["rows_to_decide"] == report.rows_to_decide
     # Any other verdict resets it; a backfill leaves it alone.

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from flows.registry.adapter import MlflowRegistry
     from flows.registry.serving import ServedModel
     from flows.settings import ThermostatSettings
-    from monitoring import PredictionLog
+    from monitoring import DriftReport, PredictionLog
 
 __all__ = [
     "DemoCheckpoint",
@@ -342,6 +342,14 @@ def _run(settings: ThermostatSettings, log_path: Path) -> int:
 # ------------------------------------------------------------------------------ monitor story
 
 
+def _undetermined(report: DriftReport) -> str:
+    """The undetermined verdict with what would decide it."""
+    rows = report.rows_to_decide
+    decide = (f"about {rows:,} labelled rows would decide" if rows is not None
+              else "the reference's own interval is too wide for any window to decide")
+    return f"undetermined (no drift seen, calibration not established: {decide})"
+
+
 def _check_line(check: VersionCheck) -> str:
     from flows.records.events import DRIFT_EVENT
 
@@ -353,7 +361,7 @@ def _check_line(check: VersionCheck) -> str:
     verdict = {"drift": "DRIFT" + (" -> refit recommended" if report.refit_recommended else
                                    " at the deployed posteriors, a label shift: no refit" if label_shift else
                                    " (in cool-down: no event)"),
-               "calibrated": "calibrated", "undetermined": "undetermined (calibration not established)",
+               "calibrated": "calibrated", "undetermined": _undetermined(report),
                "insufficient_data": "insufficient_data"}[report.verdict]
     gate, window, policy = report.summary.gate, report.window, report.policy
     coverage = "n/a" if gate is None or gate.coverage != gate.coverage else f"{gate.coverage:.1%}"

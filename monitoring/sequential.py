@@ -117,7 +117,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
-import numpy as np
 from scipy.special import ndtri
 
 from calibration import JsonResult, TemperatureStats, check_temperature, log_normal_interval, temperature_test

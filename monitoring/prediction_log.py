@@ -1656,8 +1656,8 @@ class PredictionLog:
         its labels arrive, and what a check's one pass reads (:func:`monitoring.scan_window`).
         Same paging as :meth:`iter_labelled`; unlabelled rows have label -1. A chunk's
         ``arrived`` marks the rows whose label was attached in [labelled_from, labelled_to)
-        (either bound may be omitted; both omitted: every labelled row), computed by the
-        database. A Parquet export holds labelled rows only, so this reads the SQL log.
+        (either bound may be omitted; both omitted: every labelled row), ``settling`` those
+        attached at or after ``labelled_to`` (given), computed by the database. A Parquet export holds labelled rows only, so this reads the SQL log.
 
         Examples
         --------
@@ -1677,7 +1677,10 @@ class PredictionLog:
                                   (labelled_to, "labelled_to", table.c.labelled_at.__lt__)):
             if bound is not None:
                 bounds.append(keep(as_utc(bound, name=name)))
-        arrived = case((and_(*bounds), literal(1)), else_=literal(0))
+        # 1: arrived in the range; 2: after its end (the next increment's); 0: unlabelled, or before.
+        after = table.c.labelled_at >= as_utc(labelled_to, name="labelled_to") if labelled_to is not None else None
+        arrived = case((and_(*bounds), literal(1)), *(() if after is None else ((after, literal(2)),)),
+                       else_=literal(0))
         columns = (table.c.n_classes, table.c.logits, func.coalesce(table.c.label, -1), table.c.temperature,
                    table.c.group_key, arrived)
         where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
@@ -1689,7 +1692,8 @@ class PredictionLog:
                 labels=np.array(labels, dtype=np.int64),
                 temperature=np.array(temperature, dtype=np.float64),
                 groups=np.array(groups, dtype=object),
-                arrived=np.array(flags, dtype=bool),
+                arrived=(codes := np.array(flags, dtype=np.int8)) == 1,
+                settling=None if after is None else codes == 2,
             )
 
     def _pages(

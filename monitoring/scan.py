@@ -112,8 +112,8 @@ class WindowScan:
     class_rows: NDArray[np.int64] | None = None
     class_correct: NDArray[np.int64] | None = None
     settling: int = 0
-    """Rows whose label arrived at or after the increment's ``until`` (the label settle time):
-    the next increment's, counted so that a check does not say "0 new rows" of them."""
+    """Rows of the window whose label arrived at or after the increment's ``until`` (the label
+    settle time): the next increment's, counted so that a check does not say "0 new rows" of them."""
 
 
 def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
@@ -211,7 +211,7 @@ def scan_window(
     profile = ConfidenceProfile.empty(temperature, CONFIDENCE_EDGES)
     arrived = None if arrivals is None else TemperatureStats.empty(temperature)
     first_served: datetime | None = None
-    served = 0
+    served = settling = 0
     priors: ServedPriorStats | None = None
     classes = _ClassCounts(n_classes)
     since, until = (None, None) if arrivals is None else (arrivals.since, arrivals.until)
@@ -220,6 +220,7 @@ def scan_window(
         served += len(chunk)
         if not len(chunk):
             continue
+        settling += 0 if chunk.settling is None else int(chunk.settling.sum())
         # Checked once here for every use below (the profile, the priors, the scores).
         logits = check_logits(chunk.logits)
         predictions, confidence, summed = _top_labels(logits, temperature, prior_capacity, [seed, index])
@@ -256,9 +257,6 @@ def scan_window(
                 outside += len(part)
                 arrived = arrived + _temperature_sums(part, temperature)
                 first_served = _earliest(first_served, part.time.min())
-    settling = 0 if arrivals is None else sum(len(part) for part in log.iter_labelled(
-        model_name, model_version, arrivals.served_from, arrivals.served_to, chunk_size=chunk_size, labelled_from=until,
-        order="labelled"))
     return WindowScan(
         summary=None if summary is None else summary.summary(),
         profile=profile, arrived=arrived, arrived_first_served=first_served, served_rows=served,

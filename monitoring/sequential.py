@@ -375,8 +375,8 @@ class SequentialCheck(JsonResult):
     min_rows: int
     escalated: bool = False
     settling: int = 0
-    """Rows labelled at or after ``end`` (inside the label settle time): not in this increment, the
-    next check folds them in."""
+    """Rows of the window labelled at or after ``end`` (inside the label settle time): not in this
+    increment, the next check folds them in."""
 
     def sentence(self) -> str:
         """One line for a report's reasons."""
@@ -404,7 +404,7 @@ class SequentialCheck(JsonResult):
                     f"at about {self.change_point.isoformat(timespec='seconds')} (change point; {self.segment_rows} "
                     f"rows since, T ratio {self.shift_ratio:.3f} [{self.shift_ratio_low:.3f}, "
                     f"{self.shift_ratio_high:.3f}] to the reference's{since})")
-        later = (f"{self.settling} rows labelled since, inside the label settle time, go to the next check"
+        later = (f"{self.settling} rows of the window labelled since, inside the label settle time, go to the next check"
                  if self.settling else "later labels go to the next check")
         arrived = (f"labelled in [{self.start.isoformat(timespec='seconds')}, {self.end.isoformat(timespec='seconds')}),"
                    f" served at any time; {later}")

@@ -71,9 +71,11 @@ class ServedChunk(_ChunkRows):
     """One chunk of a version's served rows, labelled or not, in (time, id) order: the per-row
     fields every chunk holds, ``labels`` -1 where no label was attached yet, and ``arrived`` True
     where the label was attached in the labelling range the read asked for (every labelled row
-    when it asked for none)."""
+    when it asked for none); ``settling`` True where it was attached at or after that range's end
+    (None: the read gave no end, or the store has no label times)."""
 
     arrived: NDArray[np.bool_]
+    settling: NDArray[np.bool_] | None = None
 
     @property
     def labelled(self) -> NDArray[np.bool_]:

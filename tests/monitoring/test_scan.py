@@ -221,7 +221,7 @@ def test_labels_inside_the_settle_time_are_counted_and_left_to_the_next_check(pr
     soon = check(labelled + timedelta(minutes=1), CheckState(sequential=first.report.sequential.state, live=True))
     sentence = soon.report.sequential.sentence()
     assert soon.report.sequential.n == 0 and soon.scan.settling == 1_000, sentence
-    assert "1000 rows labelled since, inside the label settle time, go to the next check" in sentence, sentence
+    assert "1000 rows of the window labelled since, inside the label settle time, go to the next check" in sentence, sentence
     later = check(labelled + timedelta(minutes=10), CheckState(sequential=soon.report.sequential.state, live=True))
     assert later.report.sequential.n == 1_000 and later.scan.settling == 0, later.report.sequential.sentence()
 

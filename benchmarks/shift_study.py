@@ -37,7 +37,7 @@ window index w (seeded by the file and w):
 3. the check on the window (all rows served and labelled), :func:`monitoring.check_version`
    (what the monitor and ``thermostat diagnose`` run) with the default policy, seeded by the window: the drift decision at the
    deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows), the
-   prior test and the early warning's confidence test (one family at level 0.01, Holm), the
+   prior test and the early warning's confidence test (one family at level 0.01, weighted Holm), the
    decision again at the re-weighted posteriors and the re-weighting's NLL gain, the accuracy
    against a floor of half the reference's accuracy; then :func:`calibration.diagnose_shift`;
    BBSE on all the served rows beside EM;

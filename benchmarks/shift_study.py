@@ -521,9 +521,10 @@ def weakest_label_shift(files: list[str], windows: int, seed: int, sizes: tuple[
     with half of one class's rows removed (the class drawn per window) and unchanged windows,
     against a 5,000-row reference as above. On the shifted windows, the share whose check's prior
     test fired (as the check reads it: the weighted family) and whose diagnosis is a label shift,
-    the prior test had the family split the level equally (Holm), and a chi-squared test of
-    homogeneity of the predicted classes (window vs reference, classes with no prediction dropped)
-    at PRIOR_LEVEL: the test of BBSD-style peers on the same windows. On the unchanged windows: the
+    the prior test had the family split the level equally (Holm), the prior test alone at
+    PRIOR_LEVEL, and a chi-squared test of homogeneity of the predicted classes (window vs
+    reference, classes with no prediction dropped) at PRIOR_LEVEL: the test of BBSD-style peers on
+    the same windows; and the windows where one of the two fired at PRIOR_LEVEL and not the other. On the unchanged windows: the
     prior test as read, the family (either test fired as the check reads them), the two tests each
     read alone at PRIOR_LEVEL, and the chi-squared test. Then the unchanged windows pooled over
     the files, per size."""
@@ -531,9 +532,10 @@ def weakest_label_shift(files: list[str], windows: int, seed: int, sizes: tuple[
 
     compile_kernels()
     lines = [f"| file | rows | windows | prior test fired | diagnosis label shift | prior test, level split equally | "
-             f"χ² on predicted classes (p < {PRIOR_LEVEL}) | unchanged: prior test | unchanged: the family | "
+             f"prior test alone at {PRIOR_LEVEL} | χ² on predicted classes (p < {PRIOR_LEVEL}) | χ² fired, prior test "
+             f"alone not / the reverse (windows) | unchanged: prior test | unchanged: the family | "
              f"unchanged: each test alone at {PRIOR_LEVEL} | unchanged: χ² |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     pooled: dict[int, NDArray[np.int64]] = {n: np.zeros(4, dtype=np.int64) for n in sizes}
 
     def chi2_fires(reference_logits: NDArray[np.float32], window: NDArray[np.float64], n_classes: int) -> bool:
@@ -556,7 +558,7 @@ def weakest_label_shift(files: list[str], windows: int, seed: int, sizes: tuple[
         index, n_classes = file_index(name), logits.shape[1]
         counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
         for n in sizes:
-            shifted = np.zeros(4, dtype=np.int64)  # fired, named, equal split, chi2
+            shifted = np.zeros(7, dtype=np.int64)  # fired, named, equal split, alone, chi2, chi2 only, prior only
             null = np.zeros(4, dtype=np.int64)  # prior test, family, alone, chi2
             for w in range(windows):
                 rng = np.random.default_rng([seed, index, w, 99] + ([] if n == WEAKEST_SIZE else [n]))
@@ -568,19 +570,20 @@ def weakest_label_shift(files: list[str], windows: int, seed: int, sizes: tuple[
                 weights = (priors / priors.sum())[labels] / counts[labels]
                 window, y = draw(Condition(weights / weights.sum(), 1.0, 0.0), logits, labels, n, rng)
                 found = check(reference, window, y, seed=w)
-                shifted += (found.prior_test.fired, found.diagnosis.kind == "label_shift", equal_split(found),
-                            chi2_fires(logits[rows], window, n_classes))
+                alone, chi2 = found.prior_test.p_value < PRIOR_LEVEL, chi2_fires(logits[rows], window, n_classes)
+                shifted += (found.prior_test.fired, found.diagnosis.kind == "label_shift", equal_split(found), alone,
+                            chi2, chi2 and not alone, alone and not chi2)
                 same, y_same = draw(Condition(np.full(labels.shape[0], 1.0 / labels.shape[0]), 1.0, 0.0), logits,
                                     labels, n, rng)
                 quiet = check(reference, same, y_same, seed=w)
                 null += (quiet.prior_test.fired, *family(quiet), chi2_fires(logits[rows], same, n_classes))
             pooled[n] += null
-            lines.append(f"| {name} | {n:,} | {windows} | " + " | ".join(f"{v / windows:.3f}" for v in shifted) + " | "
-                         + " | ".join(f"{v / windows:.3f}" for v in null) + " |")
+            lines.append(f"| {name} | {n:,} | {windows} | " + " | ".join(f"{v / windows:.3f}" for v in shifted[:5])
+                         + f" | {shifted[5]} / {shifted[6]} | " + " | ".join(f"{v / windows:.3f}" for v in null) + " |")
             print(f"{name} @{n}: weakest label shift done", file=sys.stderr, flush=True)
     for n in sizes:
         total = windows * len(files)
-        lines.append(f"| all files, unchanged | {n:,} | {total} | | | | | "
+        lines.append(f"| all files, unchanged | {n:,} | {total} | | | | | | | "
                      + " | ".join(f"{v} of {total}" for v in pooled[n]) + " |")
     return "\n".join(lines)
 

@@ -73,8 +73,8 @@ def registered() -> tuple[DriftReference, ReferencePriors]:
 
 
 def _arrays_reweigh(logits: NDArray[np.float64], labels: NDArray[np.int64]):  # type: ignore[no-untyped-def]
-    def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
-        corrected = prior_corrected_logits(logits, temperature=TEMPERATURE, priors=estimate.priors,
+    def reweigh(estimate: PriorEstimate, tested: NDArray[np.float64]) -> ReweightedWindow:
+        corrected = prior_corrected_logits(logits, temperature=TEMPERATURE, priors=tested,
                                            reference_priors=estimate.reference_priors)
         return ReweightedWindow(
             summarise_arrays(corrected, labels, temperature=TEMPERATURE, start=T0, end=T0),

@@ -184,8 +184,9 @@ def labelled_mix(class_rows: ArrayLike, reference: ReferencePriors,
     """
     rows = np.asarray(class_rows, dtype=np.float64) + 0.5
     counts = np.asarray(reference.class_counts, dtype=np.float64) + 0.5
-    mix: NDArray[np.float64] = estimate.reference_priors * (rows / rows.sum()) / (counts / counts.sum())
-    return mix / mix.sum()
+    mix = estimate.reference_priors * (rows / rows.sum()) / (counts / counts.sum())
+    result: NDArray[np.float64] = mix / mix.sum()
+    return result
 
 
 def diagnose_check(

@@ -35,8 +35,8 @@ What a check must compute first (all mergeable, in this order)
    ``tests_fired``) plus two bincounts per true class (rows, right ones:
    :func:`class_accuracy_test` → ``class_accuracy``); and — when the priors moved — the same
    drift tests at the re-weighted posteriors, i.e. on :func:`calibration.prior_corrected_logits`
-   with EM's priors (→ ``reweighted_tests_fired``), and :class:`ReweightingGain` (the per-row NLL
-   change of the re-weighting, → ``gain``).
+   with the labelled rows' own class mix (``monitoring.labelled_mix``; → ``reweighted_tests_fired``),
+   and :class:`ReweightingGain` (the per-row NLL change of re-weighting to EM's priors, → ``gain``).
 3. ``accuracy`` of the labelled rows, ``confidence_shifted`` from the early warning.
 
 Without labelled rows only step 1 runs: a moved prior is then reported as a label shift that

@@ -88,7 +88,7 @@ else:
 class ThermostatSettings(_DriftSection):
     """Where state lives and every limit the post-finetune pipeline, the monitor and the refit apply.
 
-    Durations (``monitor_window``, ``drift_cooldown``, ``label_settle_time``) read ISO 8601 from the environment:
+    Durations (``monitor_window``, ``drift_cooldown``, ``label_settle_time``, ``refit_retry_after``) read ISO 8601 from the environment:
     ``THERMOSTAT_MONITOR_WINDOW=PT24H``, ``THERMOSTAT_DRIFT_COOLDOWN=PT6H``.
 
     Examples
@@ -276,6 +276,16 @@ class ThermostatSettings(_DriftSection):
         description="a refit whose baseline ECE (hence its drift threshold) is worse than its parent's by more than "
         "this is refused: it would make the next drift harder to see",
     )
+    refit_retry_after: timedelta = Field(
+        default=timedelta(hours=1),
+        description="a refit run by a deployment and refused as fitted on too little drifted data schedules its "
+        "retry this long after (ISO 8601, e.g. PT1H), reading from the same start up to the retry's time",
+    )
+    refit_retries: int = Field(
+        default=3, ge=0, le=100,
+        description="how many retries one drift's refit schedules when each is refused as fitted on too little "
+        "drifted data (0: none; then the next drift event after the cool-down starts a new refit)",
+    )
 
     @model_validator(mode="after")
     def _build_drift_policy(self) -> ThermostatSettings:
@@ -300,6 +310,9 @@ class ThermostatSettings(_DriftSection):
             raise ValueError(
                 f"monitor_window must be positive; got {self.monitor_window} (e.g. THERMOSTAT_MONITOR_WINDOW=PT24H)"
             )
+        if self.refit_retry_after <= timedelta(0):
+            raise ValueError(f"refit_retry_after must be positive; got {self.refit_retry_after} "
+                             "(e.g. THERMOSTAT_REFIT_RETRY_AFTER=PT1H)")
         if self.retention is not None and self.retention <= self.monitor_window:
             raise ValueError(
                 f"retention {self.retention} is not longer than monitor_window {self.monitor_window}: the checks "

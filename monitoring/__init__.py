@@ -120,6 +120,7 @@ if _typing.TYPE_CHECKING:
         PredictionRecord,
         PredictionRowError,
         RowRefusal,
+        ServedTally,
         default_log_url,
         log_predictions,
         open_prediction_log,
@@ -220,6 +221,7 @@ __all__ = [
     "SequentialCheck",
     "SequentialState",
     "ServedChunk",
+    "ServedTally",
     "ServedSource",
     "StoreScope",
     "TemperatureShiftTest",
@@ -308,7 +310,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "policy": ("DEFAULT_POLICY", "DriftPolicy", "Knob", "policy_knobs"),
     "prediction_log": (
         "DEFAULT_STATE_DIR", "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledFingerprint",
-        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "RowRefusal", "default_log_url",
+        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "RowRefusal", "ServedTally",
+        "default_log_url",
         "log_predictions", "open_prediction_log"
     ),
     "report": (

@@ -280,9 +280,10 @@ def _sequential(scan: WindowScan, arrivals: LabelArrivals, query: WindowQuery, r
     temperature = query.temperature
     increment = scan.arrived if scan.arrived is not None else TemperatureStats.empty(temperature)
     start = min(arrivals.served_from, arrivals.until) if arrivals.since is None else arrivals.since
-    return update_sequential(state.rule(temperature), increment, start=start, end=arrivals.until,
-                             served_from=scan.arrived_first_served,
-                             reference=reference.drift.overall.temperature_stats, policy=policy)
+    check = update_sequential(state.rule(temperature), increment, start=start, end=arrivals.until,
+                              served_from=scan.arrived_first_served,
+                              reference=reference.drift.overall.temperature_stats, policy=policy)
+    return replace(check, settling=scan.settling)
 
 
 def _diagnose(report: DriftReport, scan: WindowScan | None, source: LabelledSource, query: WindowQuery,

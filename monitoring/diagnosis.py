@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import overload
 
 import numpy as np

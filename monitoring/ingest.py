@@ -150,7 +150,6 @@ class PredictionBatch:
         """
         now = datetime.now(UTC) if now is None else now
         base = dict(defaults or {})
-        n_rows = len(rows)
         refused: dict[int, tuple[str | None, str]] = {}
         mappings: list[Mapping[str, object]] = []
         for i, row in enumerate(rows):

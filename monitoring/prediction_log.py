@@ -104,6 +104,7 @@ __all__ = [
     "PredictionRowError",
     "RowRefusal",
     "ServedChunk",
+    "ServedTally",
     "default_log_url",
     "log_predictions",
     "open_prediction_log",
@@ -117,6 +118,8 @@ DEFAULT_STATE_DIR: Final = ".thermostat"
 
 # The earliest serving time a window can start at (every row of a version is served after it).
 _BEGINNING: Final = datetime(1, 1, 2, tzinfo=UTC)
+# ... and the latest it can end at.
+_END_OF_TIME: Final = datetime(9999, 12, 30, tzinfo=UTC)
 
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
@@ -307,6 +310,17 @@ class LabelAttachReport:
     def complete(self) -> bool:
         """True when every requested label is now in the log as requested."""
         return not self.conflicts and not self.unknown_request_ids and not self.refused
+
+
+@dataclass(frozen=True, slots=True)
+class ServedTally:
+    """A version's rows served since a time: how many, how many of them labelled, when the last
+    was served and at what T (None, None: none)."""
+
+    rows: int
+    labelled_rows: int
+    last_served_at: datetime | None
+    last_temperature: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1448,6 +1462,36 @@ class PredictionLog:
             if last is None:
                 return 0, None
             return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()), last
+
+    def served_tally(self, model_name: str, model_version: str, since: datetime) -> ServedTally:
+        """The version's rows served at or after ``since`` (:class:`ServedTally`): the last row
+        first, on the serving-time index, then one count of the rows and of their labels.
+
+        Examples
+        --------
+        >>> log = PredictionLog("sqlite://"); log.create()
+        >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> _ = log_predictions(log, "m", "1", 1.5, [[1.0, 0.0]] * 2, ["a", "b"], time=[t, t + timedelta(hours=1)])
+        >>> _ = log.attach_labels(["a"], [0])
+        >>> tally = log.served_tally("m", "1", t)
+        >>> tally.rows, tally.labelled_rows, tally.last_served_at == t + timedelta(hours=1), tally.last_temperature
+        (2, 1, True, 1.5)
+        """
+        table = self._table
+        where = self._window_filter(model_name, model_version, as_utc(since, name="since"), _END_OF_TIME,
+                                    labelled_only=False)
+        with self._engine.connect() as conn:
+            last = conn.execute(select(table.c.served_at, table.c.temperature).where(where)
+                                .order_by(table.c.served_at.desc(), table.c.id.desc()).limit(1)).one_or_none()
+            if last is None:
+                return ServedTally(0, 0, None, None)
+            rows, labelled = conn.execute(select(func.count(), func.count(table.c.label)).where(where)).one()
+        return ServedTally(int(rows), int(labelled), last[0], float(last[1]))
+
+    def ping(self) -> None:
+        """Ask the database for one row of nothing: raises what the database raises when it cannot answer."""
+        with self._engine.connect() as conn:
+            conn.execute(select(literal(1)))
 
     def labelled_fingerprint(
         self, model_name: str, model_version: str, start: datetime, end: datetime

@@ -111,6 +111,9 @@ class WindowScan:
     served_priors: ServedPriorStats | None = None
     class_rows: NDArray[np.int64] | None = None
     class_correct: NDArray[np.int64] | None = None
+    settling: int = 0
+    """Rows whose label arrived at or after the increment's ``until`` (the label settle time):
+    the next increment's, counted so that a check does not say "0 new rows" of them."""
 
 
 def _earliest(current: datetime | None, time: np.datetime64) -> datetime:
@@ -253,10 +256,14 @@ def scan_window(
                 outside += len(part)
                 arrived = arrived + _temperature_sums(part, temperature)
                 first_served = _earliest(first_served, part.time.min())
+    settling = 0 if arrivals is None else sum(len(part) for part in log.iter_labelled(
+        model_name, model_version, arrivals.served_from, arrivals.served_to, chunk_size=chunk_size, labelled_from=until,
+        order="labelled"))
     return WindowScan(
         summary=None if summary is None else summary.summary(),
         profile=profile, arrived=arrived, arrived_first_served=first_served, served_rows=served,
         outside_rows=outside, served_priors=priors, class_rows=classes.rows, class_correct=classes.correct,
+        settling=settling,
     )
 
 

@@ -117,7 +117,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
-import numpy as np
 from scipy.special import ndtri
 
 from calibration import JsonResult, TemperatureStats, check_temperature, log_normal_interval, temperature_test
@@ -375,6 +374,9 @@ class SequentialCheck(JsonResult):
     confidence_level: float
     min_rows: int
     escalated: bool = False
+    settling: int = 0
+    """Rows labelled at or after ``end`` (inside the label settle time): not in this increment, the
+    next check folds them in."""
 
     def sentence(self) -> str:
         """One line for a report's reasons."""
@@ -402,8 +404,10 @@ class SequentialCheck(JsonResult):
                     f"at about {self.change_point.isoformat(timespec='seconds')} (change point; {self.segment_rows} "
                     f"rows since, T ratio {self.shift_ratio:.3f} [{self.shift_ratio_low:.3f}, "
                     f"{self.shift_ratio_high:.3f}] to the reference's{since})")
+        later = (f"{self.settling} rows labelled since, inside the label settle time, go to the next check"
+                 if self.settling else "later labels go to the next check")
         arrived = (f"labelled in [{self.start.isoformat(timespec='seconds')}, {self.end.isoformat(timespec='seconds')}),"
-                   " served at any time; later labels go to the next check")
+                   f" served at any time; {later}")
         if not self.folded:
             return (f"sequential rule: {self.n} new labelled rows since the last check ({arrived}), "
                     f"{self.state.pending.n} pending (< {self.min_rows} to fold in); {stats}")

@@ -44,7 +44,7 @@ from calibration import (
     check_temperature,
 )
 
-from ._validation import as_utc, check_chunk_size, check_threshold, check_window
+from ._validation import check_chunk_size, check_threshold, check_window
 
 if TYPE_CHECKING:  # the window reads the source it is given; it does not need the SQL layer to import
     from .store import LabelledChunk

@@ -43,7 +43,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
 from flows.orchestration.runtime import prefect_ui_url
@@ -491,19 +490,9 @@ def _served_traffic(
 ) -> ServedTraffic | None:
     if log is None:
         return None
-    table = log.table
-    where = (table.c.model_name == model_name) & (table.c.model_version == version) & (table.c.served_at >= since)
-    with log.engine.connect() as connection:
-        rows, labelled, last = connection.execute(
-            select(func.count(), func.count(table.c.label), func.max(table.c.served_at)).where(where)
-        ).one()
-        latest = connection.execute(
-            select(table.c.temperature).where(where).order_by(table.c.served_at.desc(), table.c.id.desc()).limit(1)
-        ).scalar_one_or_none()
-    if isinstance(last, str):  # SQLite hands MAX() back as text
-        last = _time(last, "latest served_at")
-    return ServedTraffic(since=since, rows=int(rows), labelled_rows=int(labelled), last_served_at=last,
-                         served_temperature=None if latest is None else float(latest))
+    tally = log.served_tally(model_name, version, since)
+    return ServedTraffic(since=since, rows=tally.rows, labelled_rows=tally.labelled_rows,
+                         last_served_at=tally.last_served_at, served_temperature=tally.last_temperature)
 
 
 def _open_prediction_log(settings: ThermostatSettings, notes: list[str]) -> PredictionLog | None:

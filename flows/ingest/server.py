@@ -267,7 +267,7 @@ async def _metrics(this: _Service, _: Request) -> Response:
 
 async def _health(this: _Service, _: Request) -> Response:
     try:
-        await run_in_threadpool(_ping, this.log)
+        await run_in_threadpool(this.log.ping)
     except Exception as error:  # noqa: BLE001 - said in the answer
         raise _Refused(503, "the prediction log cannot be reached: " + this.redacted(
             " ".join(f"{type(error).__name__}: {error}".split()))[:300]) from error
@@ -315,13 +315,6 @@ def create_app(settings: ThermostatSettings, *, allowed_hosts: Sequence[str] = (
         middleware=[Middleware(HostAllowList, names=tuple(allowed_hosts), server="ingestion service")],
         lifespan=lifespan,
     )
-
-
-def _ping(log: PredictionLog) -> None:
-    from sqlalchemy import text
-
-    with log.engine.connect() as conn:
-        conn.execute(text("SELECT 1"))
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:

@@ -55,8 +55,9 @@ and its version's tags name them, and the check's MLflow run is tagged with the 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -75,7 +76,7 @@ from flows.holdout import read_ids
 from flows.orchestration.locks import model_lock
 from flows.pipelines.registration import Registration, recover_interrupted, register
 from flows.registry.adapter import MlflowRegistry, validate_model_name
-from flows.orchestration.runtime import current_flow_run_id
+from flows.orchestration.runtime import current_flow_run_id, schedule_rerun
 from flows.records.runs import DriftCause, RefitLink, RefitRecord, model_slug
 from flows.settings import ThermostatSettings
 from flows.pipelines.tasks import (check_window, fetch_checkpoint, gate, io_task, open_window_source, read_traffic,
@@ -97,7 +98,7 @@ from flows.pipelines.traffic import Traffic
 from flows.records.versions import RegisteredVersion
 from monitoring import LabelledSource
 
-__all__ = ["RefitFailed", "RefitOutcome", "refit", "refit_artifact_key"]
+__all__ = ["RefitFailed", "RefitOutcome", "RetryPlan", "ScheduledRetry", "refit", "refit_artifact_key"]
 
 Status = Literal["registered", "already_registered", "failed", "skipped"]
 
@@ -122,6 +123,8 @@ class RefitOutcome:
     repairs: tuple[str, ...] = ()
     """What this refit found left by interrupted registrations of the model, and completed or removed."""
     cause: DriftCause = DriftCause()
+    retry: ScheduledRetry | None = None
+    """The retry this refused refit scheduled (fitted on too little drifted data, run by a deployment)."""
 
     @property
     def state_message(self) -> str:
@@ -163,6 +166,68 @@ class RefitOutcome:
     @property
     def temperature(self) -> float | None:
         return None if self.registration is None else self.registration.temperature
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRetry:
+    """A retry of a refit, scheduled: when it starts, its Prefect flow run, which retry it is."""
+
+    at: datetime
+    flow_run_id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPlan:
+    """What a refit refused as fitted on too little drifted data does next.
+
+    Its new T could not be told from the parent's: the rows it read predate the drift, or hold too
+    few of its rows. Waiting out the version's cool-down would leave the drift unfixed for hours,
+    so a refit run by a deployment schedules a run of the same deployment ``after`` later, reading
+    from the same start up to its own start time — with the drifted rows labelled meanwhile — at
+    most ``retries`` times for one drift (``attempt``: the retries before this refit).
+    ``parameters``: the retry's, but its window, version and attempt.
+
+    Examples
+    --------
+    >>> plan = RetryPlan(attempt=3, retries=3, after=timedelta(hours=1), parameters={})
+    >>> retry, sentence = plan.schedule(model_version="2", start=datetime(2026, 1, 1, tzinfo=UTC),
+    ...                                 now=datetime(2026, 1, 1, 6, tzinfo=UTC))
+    >>> retry is None, sentence.startswith("no retry scheduled: the 3 retries")
+    (True, True)
+    """
+
+    attempt: int
+    retries: int
+    after: timedelta
+    parameters: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, settings: ThermostatSettings, attempt: int, **parameters: Any) -> RetryPlan:
+        """The plan of a refit run with ``parameters`` (its flow's, but the window and version)."""
+        return cls(attempt=attempt, retries=settings.refit_retries, after=settings.refit_retry_after,
+                   parameters=parameters)
+
+    def schedule(self, *, model_version: str, start: datetime, now: datetime) -> tuple[ScheduledRetry | None, str]:
+        """Schedule the retry (when one is left and this refit runs from a deployment); the retry and
+        the sentence a refusal ends with."""
+        if self.retries == 0:
+            return None, ("no retry scheduled (THERMOSTAT_REFIT_RETRIES is 0): the next drift event after the "
+                          "version's cool-down starts a new refit")
+        if self.attempt >= self.retries:
+            return None, (f"no retry scheduled: the {self.retries} retries of this drift's refit are used up; the next "
+                          "drift event after the version's cool-down starts a new refit")
+        at = now + self.after
+        parameters = {**self.parameters, "model_version": model_version, "window_start": start.isoformat(),
+                      "window_end": None, "attempt": self.attempt + 1}
+        flow_run_id = schedule_rerun(parameters, at, key=f"thermostat-refit-retry-{current_flow_run_id()}")
+        if flow_run_id is None:
+            return None, ("no retry scheduled: this refit was not run by a deployment; run it again with window_start "
+                          f"{start.isoformat()} once more of the drifted traffic is labelled")
+        retry = ScheduledRetry(at=at, flow_run_id=flow_run_id, attempt=self.attempt + 1)
+        return retry, (f"retry {retry.attempt} of {self.retries} scheduled at {at.isoformat(timespec='seconds')} "
+                       f"(flow run {flow_run_id}): it reads from {start.isoformat(timespec='seconds')} up to its own "
+                       "start, with the drifted traffic labelled by then")
 
 
 class RefitFailed(RuntimeError):
@@ -358,21 +423,27 @@ def link_check_run(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome)
 def _failed(
     registry: MlflowRegistry, settings: ThermostatSettings, parent: RegisteredVersion, alias: str, *, step: str,
     reason: str, escalate: bool, start: datetime, end: datetime, cause: DriftCause,
-    verification: RefitVerification | None = None, repairs: tuple[str, ...] = (),
+    verification: RefitVerification | None = None, repairs: tuple[str, ...] = (), retry: RetryPlan | None = None,
 ) -> RefitOutcome:
     escalation = ESCALATION if escalate else None
+    scheduled = None
+    if retry is not None and verification is not None and verification.within_parent_interval:
+        scheduled, sentence = retry.schedule(model_version=parent.version, start=start, now=datetime.now(UTC))
+        reason = f"{reason}; {sentence}"
     event = RefitFailedEvent(
         reason=reason, step=step, escalation=escalation, model_name=parent.model_name, model_version=parent.version,
         alias=alias, temperature=parent.temperature, baseline_ece=parent.baseline_ece, window_start=start.isoformat(),
         window_end=end.isoformat(), mlflow_run_id=None, mlflow_experiment=settings.monitoring_experiment_name,
         verification=_verification_payload(verification), cause=cause.payload(),
+        retry_at=None if scheduled is None else scheduled.at.isoformat(),
+        retry_flow_run_id=None if scheduled is None else scheduled.flow_run_id,
     )
     get_run_logger().warning("%s refit registers nothing: %s%s", parent.context, reason,
                              f" — {escalation}" if escalation and escalation not in reason else "")
     outcome = RefitOutcome(
         status="failed", model_name=parent.model_name, parent_version=parent.version, alias=alias,
         parent_temperature=parent.temperature, reason=reason, step=step, escalation=escalation, registration=None,
-        verification=verification, event_id=None, repairs=repairs, cause=cause,
+        verification=verification, event_id=None, repairs=repairs, cause=cause, retry=scheduled,
     )
     # The durable record first, so the event (and the alert it sends) can name its MLflow run;
     # a record that cannot be written must not silence the alert: the event goes out without it.
@@ -406,27 +477,27 @@ def refit(
     settings: ThermostatSettings | None = None,
     drift_event_id: str | None = None,
     drift_run_id: str | None = None,
+    attempt: int = 0,
 ) -> RefitOutcome:
     """Refit the temperature of a serving version on its recent labelled traffic.
 
     Parameters
     ----------
     model_name : registered model name in MLflow.
-    model_version : the version to refit (the drift event's ``model.version``); default: the
-        version ``alias`` points at. If ``alias`` points elsewhere by the time the refit holds
-        the model's lock (a newer registration), nothing is done (``skipped``).
+    model_version : the version to refit (the drift event's ``model.version``; default: ``alias``'s);
+        if ``alias`` points elsewhere once the refit holds the model's lock, ``skipped``.
     alias : the serving alias the new version takes over.
     window_start, window_end : the traffic window (aware; the drift event passes the checked
         window); default: the last ``monitor_window`` ending now.
-    training_ids_path : the checkpoint's training ids (one per line) for the disjointness
-        check; without it the check is skipped (request ids and training ids rarely share a
-        namespace) and qualification says so in its warnings.
+    training_ids_path : the checkpoint's training ids (one per line) for the disjointness check;
+        without it the check is skipped, and qualification's warnings say so.
     settings : defaults to ``ThermostatSettings()`` read from the environment, here, once.
     drift_event_id : the id of the ``thermostat.calibration.drift`` event that started this
         refit (the trigger passes it); its events name it as a ``caused-by`` related resource.
-    drift_run_id : the MLflow run of the check that found the drift (the event's
-        ``mlflow_run_id``); that run is tagged with this refit (``thermostat.caused_refit.*``). A
-        blank value of either means "not given".
+    drift_run_id : the MLflow run of the check that found the drift (the event's ``mlflow_run_id``),
+        tagged with this refit (``thermostat.caused_refit.*``). Blank (either): "not given".
+    attempt : the refits of this drift refused before it as fitted on too little drifted data
+        (their retry passes it: :class:`RetryPlan`).
 
     Returns
     -------
@@ -437,10 +508,9 @@ def refit(
     Raises
     ------
     RefitFailed
-        When the refit registered nothing (status ``failed``); ``error.outcome`` is the
-        :class:`RefitOutcome`. The flow run ends Failed, its message the step and the reason (led
-        by the escalation, "needs retraining or a data fix", when there is one), so the Prefect UI
-        shows it red (how a caller gets the outcome back: the module docstring).
+        When the refit registered nothing (status ``failed``; ``error.outcome``). The flow run ends
+        Failed (red in the UI), its message the step and the reason, led by the escalation when
+        there is one (how a caller gets the outcome back: the module docstring).
     """
     settings = settings if settings is not None else ThermostatSettings()
     validate_model_name(model_name)
@@ -448,14 +518,15 @@ def refit(
     start, end = check_window(window_start, window_end, settings, datetime.now(UTC))
     training_ids = read_ids(training_ids_path) if training_ids_path is not None else None
     registry = MlflowRegistry.from_settings(settings)
+    retry = RetryPlan.of(settings, attempt, model_name=model_name, alias=alias, training_ids_path=training_ids_path,
+                         drift_event_id=drift_event_id, drift_run_id=drift_run_id)
     outcome = _refit_under_lock(registry, settings, model_name=model_name, model_version=model_version, alias=alias,
-                                start=start, end=end, training_ids=training_ids, cause=cause)
+                                start=start, end=end, training_ids=training_ids, cause=cause, retry=retry)
     if cause.run_id is not None:
         _link_drift_check(registry, cause.run_id, outcome)
     # The run's final state, its message the outcome: Completed with it, or Failed with the RefitFailed.
-    if outcome.status != "failed":
-        return finish(outcome.summary(), outcome)
-    return cast(RefitOutcome, finish(outcome.summary(), RefitFailed(outcome), failed=True))
+    failed = outcome.status == "failed"
+    return cast(RefitOutcome, finish(outcome.summary(), RefitFailed(outcome) if failed else outcome, failed=failed))
 
 
 def _link_drift_check(registry: MlflowRegistry, run_id: str, outcome: RefitOutcome) -> None:
@@ -469,7 +540,7 @@ def _link_drift_check(registry: MlflowRegistry, run_id: str, outcome: RefitOutco
 
 def _refit_under_lock(
     registry: MlflowRegistry, settings: ThermostatSettings, *, model_name: str, model_version: str | None, alias: str,
-    start: datetime, end: datetime, training_ids: NDArray[np.str_] | None, cause: DriftCause,
+    start: datetime, end: datetime, training_ids: NDArray[np.str_] | None, cause: DriftCause, retry: RetryPlan,
 ) -> RefitOutcome:
     """The refit's steps under the model's lock, with a working folder and the window's source open."""
     with model_lock(model_name, url=settings.resolved_prediction_log_url(), timeout_seconds=settings.lock_timeout_seconds,
@@ -478,14 +549,14 @@ def _refit_under_lock(
             tempfile.TemporaryDirectory(prefix="thermostat-refit-") as tmp, open_window_source(settings) as source:
         return _refit_steps(
             registry.fenced(lease), settings, Path(tmp), source, model_name=model_name, model_version=model_version,
-            alias=alias, start=start, end=end, training_ids=training_ids, cause=cause,
+            alias=alias, start=start, end=end, training_ids=training_ids, cause=cause, retry=retry,
         )
 
 
 def _refit_steps(
     registry: MlflowRegistry, settings: ThermostatSettings, tmp: Path, source: LabelledSource, *,
     model_name: str, model_version: str | None, alias: str, start: datetime, end: datetime,
-    training_ids: NDArray[np.str_] | None, cause: DriftCause,
+    training_ids: NDArray[np.str_] | None, cause: DriftCause, retry: RetryPlan,
 ) -> RefitOutcome:
     """The refit's steps (see the module docstring); ``registry`` is fenced by the lock's lease, so
     a refit that lost the lease writes nothing more (its failure record neither)."""
@@ -518,7 +589,7 @@ def _refit_steps(
         return _failed(registry, settings, parent, alias, step="verify",
                        reason="the refit does not verify: " + "; ".join(verification.reasons),
                        escalate=verification.escalate, start=start, end=end, cause=cause, verification=verification,
-                       repairs=repairs)
+                       repairs=repairs, retry=retry)
     weaker = weakened_guard(gated, settings=settings)
     if weaker is not None:
         return _failed(registry, settings, parent, alias, step="guard", reason=weaker, escalate=False, start=start,

@@ -208,6 +208,9 @@ class RefitFailedEvent(EventPayload):
     mlflow_experiment: str
     verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
     cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+    retry_at: str | None = None
+    """When the retry this refit scheduled starts (refused as fitted on too little drifted data); None: none."""
+    retry_flow_run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

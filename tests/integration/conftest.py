@@ -12,9 +12,11 @@ import fcntl
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 # Nothing under ~ or the repo: Prefect reads its home when first imported.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="thermostat-prefect-home-"))
@@ -122,6 +124,31 @@ def deploy_all_and_start_worker(env: dict[str, str], tmp_path: Path) -> subproce
     with (tmp_path / "worker.log").open("wb") as worker_log:
         return subprocess.Popen([prefect, "worker", "start", "--pool", "thermostat"], cwd=tmp_path, env=env,
                                 stdout=worker_log, stderr=subprocess.STDOUT)
+
+
+def stop_worker(worker: subprocess.Popen[bytes], api_url: str, *, timeout: float = 120.0) -> None:
+    """Stop ``worker`` once no flow run of its server is pending or running (waiting at most
+    ``timeout`` seconds). The server is shared by the next tests: a run cut off by its worker's end
+    would stay Running there and keep its deployment's concurrency slot (the refit's is one run,
+    ENQUEUE), so the next test's run of that deployment would wait behind it. What is still
+    unfinished after the worker stopped is cancelled."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Cancelled
+
+    unfinished = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+        any_=[StateType.PENDING, StateType.RUNNING, StateType.CANCELLING])))
+    with temporary_settings({PREFECT_API_URL: api_url}), get_client(sync_client=True) as client:
+        try:
+            deadline = time.monotonic() + timeout
+            while client.read_flow_runs(flow_run_filter=unfinished) and time.monotonic() < deadline:
+                time.sleep(1)
+        finally:
+            stop_process(worker, signal.SIGINT, 15)
+        for run in client.read_flow_runs(flow_run_filter=unfinished):
+            client.set_flow_run_state(run.id, Cancelled(message="left unfinished when its test's worker stopped"))
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
 from monitoring import PredictionLog, log_predictions
 from tests.flows.synthetic import arched_traffic
-from tests.integration.conftest import Registered, deploy_all_and_start_worker, mlflow_client
+from tests.integration.conftest import Registered, deploy_all_and_start_worker, mlflow_client, stop_worker
 from tests.support.cli import thermostat
 from tests.support.ports import free_port
 from tests.support.servers import stop_process
@@ -289,6 +289,8 @@ def test_templates_render_the_model_the_numbers_and_the_run() -> None:
     assert without.endswith("(step traffic)")
     # Without an escalation, the body says what may succeed, in words that match the refusal.
     for case, text in (({"step": "verify", "within_parent_interval": True}, "fitted on too little drifted data"),
+                       ({"step": "verify", "within_parent_interval": True, "retry_at": "2026-01-01T07:00:00+00:00",
+                         "retry_flow_run_id": "5d1"}, "its retry is scheduled at 2026-01-01T07:00:00+00:00 (flow run 5d1)"),
                        ({"step": "guard"}, "a refit that would weaken them is never registered"),
                        ({"step": "traffic"}, "a later refit may succeed (the reason says what this one lacked)")):
         body = _render(refit_failed.body, REFIT_FAILED_EVENT, failed | {"escalation": None} | case)
@@ -651,7 +653,7 @@ def test_drift_and_the_refused_refit_reach_the_webhook(
         time.sleep(3)  # a duplicate would arrive within seconds
         messages = receiver.messages()
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
     (tmp_path / "notifications.json").write_text(json.dumps(messages, indent=2))  # to read after a failure
     logs = f"{(tmp_path / 'worker.log').read_text()[-4000:]}\n{(tmp_path / 'server.log').read_text()[-3000:]}"
     drift = [m for m in messages if m["subject"].startswith(drift_prefix)]
@@ -712,7 +714,7 @@ def test_a_failed_monitor_run_reaches_the_webhook_and_the_dashboard(
         time.sleep(3)  # a duplicate would arrive within seconds
         messages = receiver.messages()
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
     logs = f"{(tmp_path / 'worker.log').read_text()[-4000:]}\n{(tmp_path / 'server.log').read_text()[-3000:]}"
     assert [m["subject"] for m in messages] == [f"{prefix} (flow run {flow_run.name})"], (messages, logs)
     body = messages[0]["body"]

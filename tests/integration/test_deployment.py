@@ -16,7 +16,7 @@ import pytest
 
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
-from tests.integration.conftest import Registered, Template, deploy_all_and_start_worker, stop_process
+from tests.integration.conftest import Registered, Template, deploy_all_and_start_worker, stop_process, stop_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -50,7 +50,7 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
             f"{flow_run.state}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
         )
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
 
     registry = MlflowRegistry.from_settings(ThermostatSettings(state_dir=state))
     holder = registry.alias_holder("digits", "champion")
@@ -59,7 +59,7 @@ def test_post_finetune_deployment_runs_on_a_process_worker(
     assert float(holder.tags["temperature"]) > 1.5
 
 
-@pytest.mark.parametrize("source", ["log", "export-on-dask"])
+@pytest.mark.parametrize("source", ["log", "export-on-dask", "drift-mid-window"])
 def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     prefect_server: tuple[str, dict[str, str]], registered: Registered, tmp_path: Path, source: str
 ) -> None:
@@ -68,7 +68,11 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
 
     ``export-on-dask``: the worker reads windows from the partitioned export of the log (which
     is then emptied), and the monitor summarises it on a temporary Dask cluster through
-    prefect-dask's DaskTaskRunner."""
+    prefect-dask's DaskTaskRunner.
+
+    ``drift-mid-window``: the window's first half is in-distribution traffic, the drift begins
+    half-way through it; the check dates the change, and the refit the automation starts reads
+    from there (its version's first served row is after the drift began), with no manual step."""
     from datetime import UTC, datetime, timedelta
 
     import numpy as np
@@ -80,10 +84,18 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     state.mkdir()
     shutil.copyfile(registered.db, state / "mlflow.db")
     start = datetime.now(UTC) - timedelta(minutes=10)
+    drift_start = start + timedelta(seconds=300)  # drift-mid-window: 1,200 clean rows first, then 1,200 noisy
     with PredictionLog(f"sqlite:///{state / 'predictions.db'}") as log:
         log.create()
+        if source == "drift-mid-window":
+            log_predictions(log, "digits", "1", registered.temperature, registered.clean_logits[:1200],
+                            [f"clean-{i}" for i in range(1200)],
+                            time=[start + timedelta(seconds=i / 4) for i in range(1200)],
+                            labels=np.asarray(registered.clean_labels[:1200]))
+        noisy_start = drift_start if source == "drift-mid-window" else start
         log_predictions(log, "digits", "1", registered.temperature, registered.noisy_logits[:1200],
-                        [f"noisy-{i}" for i in range(1200)], time=[start + timedelta(seconds=i / 4) for i in range(1200)],
+                        [f"noisy-{i}" for i in range(1200)],
+                        time=[noisy_start + timedelta(seconds=i / 4) for i in range(1200)],
                         labels=np.asarray(registered.noisy_labels[:1200]))
         if source == "export-on-dask":
             export_prediction_log(log, "digits", "1", state / "export", row_group_size=300)
@@ -141,7 +153,7 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
             link = RefitLink.from_tags(next(run for run in check if run.run_id == cause.run_id).tags)
             time.sleep(0 if link is not None else 1)
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
 
     parent = registry.get_version("digits", "1")
     assert holder.tags["refit_parent_version"] == "1"
@@ -150,6 +162,9 @@ def test_monitor_deployment_drift_event_triggers_the_refit_deployment(
     assert "thermostat.last_drift_event_at" in parent.tags
     # The trigger passed the drift's ids: the new version names the check, whose run names the refit.
     assert link is not None and link.status == "registered" and link.new_version == "2"
+    if source == "drift-mid-window":  # the refit read the drifted rows, not the window's clean first half
+        first_read = datetime.fromisoformat(holder.tags["refit_traffic_first_served_at"])
+        assert first_read >= drift_start - timedelta(seconds=30), (first_read, drift_start, holder.tags)
 
 
 def test_label_shift_gets_a_prior_corrected_version_and_the_returned_mix_takes_it_off(
@@ -221,7 +236,7 @@ def test_label_shift_gets_a_prior_corrected_version_and_the_returned_mix_takes_i
         raw = plain.unwrap_python_model().raw_logits(back[:200])
         np.testing.assert_allclose(_probabilities(plain, back[:200]), softmax(raw / temperature, axis=1), rtol=0, atol=1e-12)
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
 
 
 def _store_of(registered: Registered, state: Path, model_name: str) -> MlflowRegistry:
@@ -322,7 +337,7 @@ def test_the_shipped_schedule_checks_a_users_model_and_watch_shows_each_runs_out
                                              "does not verify: "), outcome
         assert "Flow run finished in state 'Failed'" in refused
     finally:
-        stop_process(worker, signal.SIGINT, 15)
+        stop_worker(worker, api_url)
     assert [str(v.version) for v in registry.versions("tickets")] == ["1"]
 
 

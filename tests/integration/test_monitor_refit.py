@@ -406,3 +406,57 @@ def test_a_check_says_when_the_version_its_alias_left_is_still_served(
     assert any(f"**warning**: {warning}" in text for text in _markdown_artifacts(artifact_key("digits", "2", "report")))
     assert state.message is not None and "digits v2 (@champion, " in state.message
     assert "insufficient_data (no traffic logged); warning: 1 stale serving" in state.message
+
+
+def test_a_refit_fitted_on_too_little_drifted_data_schedules_its_retry(
+    registered: Registered, settings: ThermostatSettings
+) -> None:
+    """Refused as "not a fix" (its T inside the parent's interval: the rows it read predate the
+    drift), a refit run by the ``refit`` deployment schedules a run of the same deployment
+    ``refit_retry_after`` later, reading from the same start up to its own start time, instead of
+    leaving the drift to the version's cool-down; called from Python it says how to retry by hand;
+    a refit that is the last allowed retry schedules none."""
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    # In-distribution traffic: the refit's T stays inside version 1's interval.
+    window = _log(settings, registered.clean_logits[:1200], registered.clean_labels[:1200],
+                  start=datetime.now(UTC) - timedelta(hours=1), tag="r", temperature=registered.temperature)
+    by_hand = refit("digits", window_start=window[0], window_end=window[1], settings=settings, return_state=True)
+    outcome = by_hand.result(raise_on_failure=False).outcome
+    assert outcome.step == "verify" and outcome.verification.within_parent_interval and outcome.escalation is None
+    assert outcome.retry is None and outcome.reason.endswith(
+        f"no retry scheduled: this refit was not run by a deployment; run it again with window_start "
+        f"{window[0].isoformat()} once more of the drifted traffic is labelled"), outcome.reason
+
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow(refit)
+        deployment_id = client.create_deployment(flow_id=flow_id, name=f"refit-{uuid.uuid4().hex[:8]}",
+                                                 entrypoint="flows/pipelines/refit.py:refit")
+        parameters = {"model_name": "digits", "window_start": window[0].isoformat(),
+                      "window_end": window[1].isoformat(), "drift_event_id": str(uuid.uuid4())}
+        runs = [client.create_flow_run_from_deployment(deployment_id, parameters=parameters | extra)
+                for extra in ({}, {"attempt": settings.refit_retries})]
+    states = [run_flow(refit, flow_run=run, parameters=run.parameters | {"settings": settings}, return_type="state")
+              for run in runs]
+    first, last = (state.result(raise_on_failure=False).outcome for state in states)
+    assert first.step == "verify" and first.retry is not None and first.retry.attempt == 1
+    assert last.retry is None and last.reason.endswith(
+        f"no retry scheduled: the {settings.refit_retries} retries of this drift's refit are used up; the next drift "
+        "event after the version's cool-down starts a new refit")
+    expected = datetime.now(UTC) + settings.refit_retry_after
+    assert abs((first.retry.at - expected).total_seconds()) < 120
+    assert f"retry 1 of {settings.refit_retries} scheduled at {first.retry.at.isoformat(timespec='seconds')}" in first.reason
+    with get_client(sync_client=True) as client:
+        retry = client.read_flow_run(uuid.UUID(first.retry.flow_run_id))
+    assert retry.deployment_id == deployment_id and retry.state is not None and retry.state.is_scheduled()
+    assert abs((retry.expected_start_time - first.retry.at).total_seconds()) < 1
+    # The same drift, from the same start, up to the retry's own start time; the version the refit was of.
+    assert retry.parameters == {"model_name": "digits", "model_version": "1", "alias": "champion",
+                                "training_ids_path": None, "window_start": window[0].isoformat(), "window_end": None,
+                                "drift_event_id": parameters["drift_event_id"], "drift_run_id": None, "attempt": 1}
+    [event] = _events("thermostat.calibration.refit_failed", "mlmodel.digits.v1", since, at_least=1,
+                      where=lambda e: e.payload.get("retry_flow_run_id") is not None)
+    assert event.payload["retry_flow_run_id"] == first.retry.flow_run_id
+    assert event.payload["retry_at"] == first.retry.at.isoformat()

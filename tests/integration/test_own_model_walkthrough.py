@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from tests.integration.conftest import deploy_all_and_start_worker, isolated_env, mlflow_server
+from tests.integration.conftest import deploy_all_and_start_worker, isolated_env, mlflow_server, stop_worker
 from tests.integration.test_deployment import _outcome
 from tests.support.doc_blocks import Block, Placeholders, Shell, fenced_blocks, log_name
 from tests.support.ports import free_port
@@ -139,7 +139,7 @@ def test_the_walkthrough_runs_as_written(prefect_server: tuple[str, dict[str, st
             raise
         finally:
             shell.stop_all()
-            stop_process(worker, signal.SIGINT, 15)
+            stop_worker(worker, api_url)
     print(f"the walkthrough: {time.monotonic() - started:.1f} s")
 
 

@@ -196,6 +196,36 @@ def test_the_next_check_folds_in_every_row_labelled_since_the_last_one_whenever_
     assert second.report.sequential.start == first.report.sequential.end  # the cursor: label arrival
 
 
+def test_labels_inside_the_settle_time_are_counted_and_left_to_the_next_check(prediction_log: PredictionLog) -> None:
+    """The "0 new labelled rows since the last check" a user saw came right after 1,000 labels
+    were attached: inside the label settle time, they are the next increment's. The check says
+    so, with their number, and the next check folds in every one of them."""
+    from calibration import TemperatureStats
+    from monitoring import DEFAULT_POLICY, CheckReference, CheckState, DriftReference, check_version
+
+    rng = np.random.default_rng(10)
+    logits = (2.5 * rng.normal(size=(1_000, 4))).astype(np.float32)
+    ids = [f"s-{i}" for i in range(1_000)]
+    log_predictions(prediction_log, "m", "1", 1.0, logits, ids, time=[T0 + timedelta(seconds=9 * i) for i in range(1_000)])
+    reference = CheckReference(DriftReference.of(0.0, temperature_stats=TemperatureStats.empty(1.0)))
+
+    def check(now: datetime, state: CheckState) -> object:
+        query = WindowQuery("m", "1", temperature=1.0, start=now - timedelta(hours=24), end=now)
+        return check_version(prediction_log, query, reference, state, DEFAULT_POLICY, now, stream=prediction_log)
+
+    first = check(T0 + timedelta(hours=3), CheckState(live=True))
+    assert first.report.sequential.n == 0 and first.scan.settling == 0
+    labelled = T0 + timedelta(hours=4)
+    prediction_log.attach_labels(ids, logits.argmax(axis=1), labelled_at=labelled)
+    assert DEFAULT_POLICY.label_settle_time == timedelta(minutes=5)
+    soon = check(labelled + timedelta(minutes=1), CheckState(sequential=first.report.sequential.state, live=True))
+    sentence = soon.report.sequential.sentence()
+    assert soon.report.sequential.n == 0 and soon.scan.settling == 1_000, sentence
+    assert "1000 rows labelled since, inside the label settle time, go to the next check" in sentence, sentence
+    later = check(labelled + timedelta(minutes=10), CheckState(sequential=soon.report.sequential.state, live=True))
+    assert later.report.sequential.n == 1_000 and later.scan.settling == 0, later.report.sequential.sentence()
+
+
 def test_a_drift_that_began_mid_window_is_dated_and_the_refit_reads_from_there(prediction_log: PredictionLog) -> None:
     """A refit after a mid-window drift fitted T on the older, pre-drift half of the window and was
     refused as "not a fix": without a sequential alarm, the window's own change point (CUSUM of the

@@ -39,7 +39,8 @@ window index w (seeded by the file and w):
    (what the monitor and ``thermostat diagnose`` run) with the default policy, seeded by the window: the drift decision at the
    deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows), the
    prior test and the early warning's confidence test (one family at level 0.01, weighted Holm), the
-   decision again at the re-weighted posteriors and the re-weighting's NLL gain, the accuracy
+   decision again at the posteriors re-weighted to the labelled class mix and the NLL gain of
+   re-weighting to EM's priors, the accuracy
    against a floor of half the reference's accuracy; then :func:`calibration.diagnose_shift`;
    BBSE on all the served rows beside EM;
    at 2,000 rows, in the first 25 windows of a file, EM is cross-checked against the

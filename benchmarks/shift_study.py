@@ -7,6 +7,7 @@ Usage::
     .venv/bin/python -m benchmarks.shift_study --jobs 2 --json shift.json  # chunks of 25 windows in 2 processes
     .venv/bin/python -m benchmarks.shift_study --from-json goals.json rest.json --json shift.json  # merge runs
     .venv/bin/python -m benchmarks.shift_study --weakest --windows 100   # half of one class removed vs chi-squared
+    .venv/bin/python -m benchmarks.shift_study --reweighting --windows 100   # EM's priors vs the true ones
 
 The full study (12 conditions x 3 sizes x 200 windows x 6 files) takes about 40 minutes of CPU;
 a condition draws the same rows whichever other conditions run, so it can be run in parts
@@ -37,8 +38,9 @@ window index w (seeded by the file and w):
 3. the check on the window (all rows served and labelled), :func:`monitoring.check_version`
    (what the monitor and ``thermostat diagnose`` run) with the default policy, seeded by the window: the drift decision at the
    deployed posteriors, the served rows' priors (EM on a sample of at most 2,000 rows), the
-   prior test and the early warning's confidence test (one family at level 0.01, Holm), the
-   decision again at the re-weighted posteriors and the re-weighting's NLL gain, the accuracy
+   prior test and the early warning's confidence test (one family at level 0.01, weighted Holm), the
+   decision again at the posteriors re-weighted to the labelled class mix and the NLL gain of
+   re-weighting to EM's priors, the accuracy
    against a floor of half the reference's accuracy; then :func:`calibration.diagnose_shift`;
    BBSE on all the served rows beside EM;
    at 2,000 rows, in the first 25 windows of a file, EM is cross-checked against the
@@ -63,6 +65,7 @@ if __name__ == "__main__":  # a core a process (its pool's processes inherit it)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
@@ -95,6 +98,7 @@ from calibration import (  # noqa: E402
     estimate_priors_bbse,
     estimate_priors_em,
     fit_temperature,
+    holm_levels,
     prior_corrected_logits,
     prior_shift_test,
 )
@@ -106,6 +110,9 @@ from monitoring import (  # noqa: E402
     DriftReference,
     WindowInMemory,
     check_version,
+    decide_drift,
+    labelled_mix,
+    reweight_window,
 )
 
 SIZES = (500, 2_000, 5_000)
@@ -213,11 +220,13 @@ def _scores(logits: NDArray[np.float64], labels: NDArray[np.int64], temperature:
 @dataclass(frozen=True, slots=True)
 class Found:
     """What the study reads of a window's check: its diagnosis, its prior test (EM's estimate
-    with it) and the served rows' sums."""
+    with it), the served rows' sums and the p-value of the early warning's confidence test (NaN:
+    not run)."""
 
     diagnosis: ShiftDiagnosis
     prior_test: PriorShiftTest
     served: ServedPriorStats
+    confidence_p_value: float = math.nan
 
 
 def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], seed: int) -> Found:
@@ -232,7 +241,9 @@ def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
     if report is None or report.diagnosis is None or report.prior_test is None or scan is None \
             or scan.served_priors is None:
         raise RuntimeError(f"the check of a {labels.shape[0]}-row window tested no class priors: {outcome.notes}")
-    return Found(report.diagnosis, report.prior_test, scan.served_priors)
+    warning = report.early_warning
+    confidence_p = warning.p_value if warning is not None and warning.tested else math.nan
+    return Found(report.diagnosis, report.prior_test, scan.served_priors, confidence_p)
 
 
 def fixes(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.int64], found: Found,
@@ -507,48 +518,132 @@ def fixes_markdown(results: dict[str, Any], conditions: tuple[str, ...]) -> str:
 WEAKEST_SIZE = 500
 
 
-def weakest_label_shift(files: list[str], windows: int, seed: int) -> str:
-    """The weakest label shift: half of one class's rows removed (drawn per window), windows of
-    WEAKEST_SIZE rows, against a 5,000-row reference as above. Per file, the share of windows whose
-    check's prior test fired and whose diagnosis is a label shift, beside a chi-squared test of
-    homogeneity of the predicted classes (window vs reference, classes with no prediction dropped)
-    at the same level, PRIOR_LEVEL: the test of BBSD-style peers on the same windows."""
+def weakest_label_shift(files: list[str], windows: int, seed: int, sizes: tuple[int, ...] = (WEAKEST_SIZE,)) -> str:
+    """The weakest label shift and the level of the served rows' tests. Per file and size: windows
+    with half of one class's rows removed (the class drawn per window) and unchanged windows,
+    against a 5,000-row reference as above. On the shifted windows, the share whose check's prior
+    test fired (as the check reads it: the weighted family) and whose diagnosis is a label shift,
+    the prior test had the family split the level equally (Holm), the prior test alone at
+    PRIOR_LEVEL, and a chi-squared test of homogeneity of the predicted classes (window vs
+    reference, classes with no prediction dropped) at PRIOR_LEVEL: the test of BBSD-style peers on
+    the same windows; and the windows where one of the two fired at PRIOR_LEVEL and not the other. On the unchanged windows: the
+    prior test as read, the family (either test fired as the check reads them), the two tests each
+    read alone at PRIOR_LEVEL, and the chi-squared test. Then the unchanged windows pooled over
+    the files, per size."""
     from scipy.stats import chi2_contingency
 
     compile_kernels()
-    lines = [f"| file | windows | prior test fired | diagnosis label shift | χ² on predicted classes (p < {PRIOR_LEVEL}) "
-             "| unchanged: prior test / χ² fired |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [f"| file | rows | windows | prior test fired | diagnosis label shift | prior test, level split equally | "
+             f"prior test alone at {PRIOR_LEVEL} | χ² on predicted classes (p < {PRIOR_LEVEL}) | χ² fired, prior test "
+             f"alone not / the reverse (windows) | unchanged: prior test | unchanged: the family | "
+             f"unchanged: each test alone at {PRIOR_LEVEL} | unchanged: χ² |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    pooled: dict[int, NDArray[np.int64]] = {n: np.zeros(4, dtype=np.int64) for n in sizes}
 
     def chi2_fires(reference_logits: NDArray[np.float32], window: NDArray[np.float64], n_classes: int) -> bool:
         table = np.stack([np.bincount(reference_logits.argmax(axis=1), minlength=n_classes),
                           np.bincount(window.argmax(axis=1), minlength=n_classes)])
         return bool(chi2_contingency(table[:, table.sum(axis=0) > 0])[1] < PRIOR_LEVEL)
 
+    def equal_split(found: Found) -> bool:
+        levels = holm_levels([found.prior_test.p_value, found.confidence_p_value], PRIOR_LEVEL)
+        return bool(found.prior_test.p_value < levels[0])
+
+    def family(found: Found) -> tuple[bool, bool]:
+        confidence = found.confidence_p_value
+        as_read = found.prior_test.fired or found.diagnosis.confidence_shifted
+        alone = found.prior_test.p_value < PRIOR_LEVEL or (not math.isnan(confidence) and confidence < PRIOR_LEVEL)
+        return as_read, alone
+
     for name in files:
         logits, labels = load(name)
-        index, fired, named, chi2, null_fired, null_chi2 = file_index(name), 0, 0, 0, 0, 0
-        n_classes = logits.shape[1]
+        index, n_classes = file_index(name), logits.shape[1]
         counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
+        for n in sizes:
+            shifted = np.zeros(7, dtype=np.int64)  # fired, named, equal split, alone, chi2, chi2 only, prior only
+            null = np.zeros(4, dtype=np.int64)  # prior test, family, alone, chi2
+            for w in range(windows):
+                rng = np.random.default_rng([seed, index, w, 99] + ([] if n == WEAKEST_SIZE else [n]))
+                rows = rng.choice(labels.shape[0], size=REFERENCE_ROWS, replace=True)
+                reference = reference_of(logits[rows], labels[rows])
+                halved = int(rng.integers(n_classes))
+                priors = counts.copy()
+                priors[halved] *= 0.5
+                weights = (priors / priors.sum())[labels] / counts[labels]
+                window, y = draw(Condition(weights / weights.sum(), 1.0, 0.0), logits, labels, n, rng)
+                found = check(reference, window, y, seed=w)
+                alone, chi2 = found.prior_test.p_value < PRIOR_LEVEL, chi2_fires(logits[rows], window, n_classes)
+                shifted += (found.prior_test.fired, found.diagnosis.kind == "label_shift", equal_split(found), alone,
+                            chi2, chi2 and not alone, alone and not chi2)
+                same, y_same = draw(Condition(np.full(labels.shape[0], 1.0 / labels.shape[0]), 1.0, 0.0), logits,
+                                    labels, n, rng)
+                quiet = check(reference, same, y_same, seed=w)
+                null += (quiet.prior_test.fired, *family(quiet), chi2_fires(logits[rows], same, n_classes))
+            pooled[n] += null
+            lines.append(f"| {name} | {n:,} | {windows} | " + " | ".join(f"{v / windows:.3f}" for v in shifted[:5])
+                         + f" | {shifted[5]} / {shifted[6]} | " + " | ".join(f"{v / windows:.3f}" for v in null) + " |")
+            print(f"{name} @{n}: weakest label shift done", file=sys.stderr, flush=True)
+    for n in sizes:
+        total = windows * len(files)
+        lines.append(f"| all files, unchanged | {n:,} | {total} | | | | | | | "
+                     + " | ".join(f"{v} of {total}" for v in pooled[n]) + " |")
+    return "\n".join(lines)
+
+
+REWEIGHTING_CELL = ("label 40 %", FIX_SIZE)
+
+
+def reweighting_bias(files: list[str], windows: int, seed: int) -> str:
+    """Why a label shift is taken for calibration drift: the cell REWEIGHTING_CELL of the study (the
+    same windows), each window's labelled rows read again at EM's priors, at the labelled rows' own
+    class mix (as the check does: :func:`monitoring.labelled_mix`) and at the true priors (the
+    condition's class mix, relative to the reference's mean posterior). Per file: the share named a
+    label shift, the share of windows whose priors moved where a drift test fires at the
+    re-weighted posteriors, and the mean log(T_w / T_ref) there and at the deployed posteriors."""
+    condition_name, n = REWEIGHTING_CELL
+    compile_kernels()
+    lines = ["| file | windows | label shift named | a drift test fires at EM's priors / the labelled mix / the true "
+             "priors | mean log(T_w / T_ref) at EM's priors / the labelled mix / the true priors / deployed |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    c = CONDITIONS.index(condition_name)
+    for name in files:
+        logits, labels = load(name)
+        index, k = file_index(name), logits.shape[1]
+        frequencies = np.bincount(labels, minlength=k) / labels.shape[0]
+        named, moved = 0, 0
+        fired: dict[str, int] = defaultdict(int)
+        shifts: dict[str, list[float]] = defaultdict(list)
         for w in range(windows):
-            rng = np.random.default_rng([seed, index, w, 99])
+            rng = np.random.default_rng([seed, index, w])
             rows = rng.choice(labels.shape[0], size=REFERENCE_ROWS, replace=True)
             reference = reference_of(logits[rows], labels[rows])
-            halved = int(rng.integers(n_classes))
-            priors = counts.copy()
-            priors[halved] *= 0.5
-            weights = (priors / priors.sum())[labels] / counts[labels]
-            window, y = draw(Condition(weights / weights.sum(), 1.0, 0.0), logits, labels, WEAKEST_SIZE, rng)
+            confidence = 1.0 / np.exp((logits - logits.max(axis=1, keepdims=True)) / reference.temperature).sum(axis=1)
+            condition = condition_of(condition_name, labels, confidence, np.random.default_rng([seed, index, w, c]))
+            window, y = draw(condition, logits, labels, n, np.random.default_rng([seed, index, w, c, n]))
             found = check(reference, window, y, seed=w)
-            fired += found.prior_test.fired
             named += found.diagnosis.kind == "label_shift"
-            chi2 += chi2_fires(logits[rows], window, n_classes)
-            same, y_same = draw(Condition(np.full(labels.shape[0], 1.0 / labels.shape[0]), 1.0, 0.0), logits, labels,
-                                WEAKEST_SIZE, rng)
-            null_fired += check(reference, same, y_same, seed=w).prior_test.fired
-            null_chi2 += chi2_fires(logits[rows], same, n_classes)
-        lines.append(f"| {name} | {windows} | {fired / windows:.3f} | {named / windows:.3f} | {chi2 / windows:.3f} | "
-                     f"{null_fired / windows:.3f} / {null_chi2 / windows:.3f} |")
-        print(f"{name}: weakest label shift done", file=sys.stderr, flush=True)
+            if not found.prior_test.fired:
+                continue
+            moved += 1
+            store = WindowInMemory(window, y, temperature=reference.temperature)
+            estimate = found.prior_test.estimate
+            true = estimate.reference_priors * np.bincount(labels, weights=condition.weights, minlength=k) / frequencies
+            policy = replace(DEFAULT_POLICY, seed=w)
+            mix = labelled_mix(np.bincount(y, minlength=k), reference.priors, estimate)
+            for key, priors in (("em", estimate.priors), ("mix", mix), ("true", true / true.sum()),
+                                ("deployed", estimate.reference_priors)):
+                again = reweight_window(store, store.query(), priors=priors, reference_priors=estimate.reference_priors)
+                report = decide_drift(again.summary, reference.drift, policy)
+                drifted = any(not test.endswith("collapsed") for test in report.tests_fired)
+                fired[key] += drifted
+                if report.temperature_test is not None:
+                    shifts[key].append(report.temperature_test.log_ratio)
+        mean = {key: float(np.mean(v)) if v else float("nan") for key, v in shifts.items()}
+        lines.append(f"| {name} | {windows} | {named / windows:.2f} | "
+                     + " / ".join(f"{fired[key] / max(moved, 1):.2f}" for key in ("em", "mix", "true")) + " | "
+                     + " / ".join(f"{mean.get(key, math.nan):+.3f}" for key in ("em", "mix", "true", "deployed"))
+                     + " |")
+        print(f"{name}: re-weighting done", file=sys.stderr, flush=True)
     return "\n".join(lines)
 
 
@@ -600,7 +695,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.shift_study", description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, default=200, help="windows a cell and file (default 200)")
     parser.add_argument("--files", nargs="+", default=list(FILES), help="files of tests/data/real-logits (no .npz)")
-    parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="window sizes (default 500 2000 5000)")
+    parser.add_argument("--sizes", nargs="+", type=int, help="window sizes (default 500 2000 5000; with --weakest: 500)")
     parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS, metavar="CONDITION")
     parser.add_argument("--seed", type=int, default=22, help="seed (default 22)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
@@ -608,7 +703,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="also write every number as JSON here (after every finished chunk; "
                         "with --from-json: the merged files)")
     parser.add_argument("--weakest", action="store_true", help="print the weakest label shift (half of one class "
-                        "removed, 500 rows) against a chi-squared test on predicted classes, and exit")
+                        "removed) against a chi-squared test on predicted classes, and the served rows' tests on "
+                        "unchanged windows, at --sizes (default here: 500 rows), and exit")
+    parser.add_argument("--reweighting", action="store_true", help="print, for one class raised to 40 %% at 2,000 "
+                        "rows, the drift tests at the posteriors re-weighted to EM's priors, to the labelled rows' "
+                        "class mix and to the true priors, and exit")
     parser.add_argument("--from-json", type=Path, nargs="+", help="print the tables of --json files again, "
                         "merged (runs of other conditions or files); nothing is run")
     return parser
@@ -616,9 +715,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    sizes, conditions = tuple(args.sizes), tuple(args.conditions)
+    sizes = tuple(args.sizes) if args.sizes else (WEAKEST_SIZE,) if args.weakest else SIZES
+    conditions = tuple(args.conditions)
     if args.weakest:
-        print(weakest_label_shift(args.files, args.windows, args.seed))
+        print(weakest_label_shift(args.files, args.windows, args.seed, sizes))
+        return 0
+    if args.reweighting:
+        print(reweighting_bias(args.files, args.windows, args.seed))
         return 0
     if args.from_json is not None:
         saved = _read_saved(args.from_json)

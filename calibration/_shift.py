@@ -35,8 +35,8 @@ What a check must compute first (all mergeable, in this order)
    ``tests_fired``) plus two bincounts per true class (rows, right ones:
    :func:`class_accuracy_test` → ``class_accuracy``); and — when the priors moved — the same
    drift tests at the re-weighted posteriors, i.e. on :func:`calibration.prior_corrected_logits`
-   with EM's priors (→ ``reweighted_tests_fired``), and :class:`ReweightingGain` (the per-row NLL
-   change of the re-weighting, → ``gain``).
+   with the labelled rows' own class mix (``monitoring.labelled_mix``; → ``reweighted_tests_fired``),
+   and :class:`ReweightingGain` (the per-row NLL change of re-weighting to EM's priors, → ``gain``).
 3. ``accuracy`` of the labelled rows, ``confidence_shifted`` from the early warning.
 
 Without labelled rows only step 1 runs: a moved prior is then reported as a label shift that
@@ -130,33 +130,41 @@ def reweighting_gain(
     return ReweightingGain(int(gain.shape[0]), float(gain.sum()), float(np.dot(gain, gain)))
 
 
-def holm_levels(p_values: Sequence[float], level: float) -> tuple[float, ...]:
+def holm_levels(p_values: Sequence[float], level: float,
+                weights: Sequence[float] | None = None) -> tuple[float, ...]:
     """The level each of a family of tests is read at, by Holm's step-down at family-wise ``level``.
 
     "No change" needs every test of the family quiet at once, so their false alarms add up; Holm
-    (1979) holds the chance that any of them fires on unchanged traffic to ``level``. Sorted by
-    p-value, the i-th smallest (from 0) is read at ``level / (m − i)`` while every smaller one
-    fired; from the first that does not, each is read at that one's level (so a test fires iff
-    its p-value is below its level). A NaN p-value is a test that did not run: it is left out of
-    m, and its level is NaN.
+    (1979) holds the chance that any of them fires on unchanged traffic to ``level``. Each test
+    has a weight w (equal unless ``weights`` says otherwise: the weighted step-down of Holm's
+    paper). Sorted by p / w, a test is read at ``level · w / W``, W the weights of the tests not
+    yet fired, while every one before it fired; from the first that does not, each is read at
+    ``level · w / W`` with that step's W (so a test fires iff its p-value is below its level, and
+    no test after the first quiet one fires). A NaN p-value is a test that did not run: it is left
+    out, and its level is NaN (the others share the whole level).
 
     >>> holm_levels([0.004, 0.3], 0.01)  # the smaller at 0.01 / 2: it fires, the other is read at 0.01
     (0.005, 0.01)
     >>> holm_levels([0.008, 0.3], 0.01)  # 0.008 >= 0.005: neither fires (each read at 0.005)
     (0.005, 0.005)
+    >>> [round(v, 6) for v in holm_levels([0.008, 0.3], 0.01, weights=[0.9, 0.1])]  # 0.008 < 0.009: it fires
+    [0.009, 0.01]
     >>> holm_levels([0.008, math.nan], 0.01)  # one test ran: it has the whole level
     (0.01, nan)
     """
     level = check_confidence_level(level, name="level")
     values = [float(p) for p in p_values]
-    ran = sorted((p, i) for i, p in enumerate(values) if not math.isnan(p))
+    shares = [1.0] * len(values) if weights is None else [float(w) for w in weights]
+    if len(shares) != len(values) or not all(math.isfinite(w) and w > 0 for w in shares):
+        raise ValueError(f"weights must be one finite number > 0 per p-value ({len(values)}); got {weights!r}")
+    ran = [i for _, i in sorted((p / shares[i], i) for i, p in enumerate(values) if not math.isnan(p))]
     levels = [math.nan] * len(values)
-    stopped: float | None = None
-    for step, (p, i) in enumerate(ran):
-        at = level / (len(ran) - step) if stopped is None else stopped
-        levels[i] = at
-        if stopped is None and not p < at:
-            stopped = at
+    stopped: float | None = None  # W of the first quiet test's step
+    for step, i in enumerate(ran):
+        remaining = stopped if stopped is not None else math.fsum(shares[j] for j in ran[step:])
+        levels[i] = level * shares[i] / remaining
+        if stopped is None and not values[i] < levels[i]:
+            stopped = remaining
     return tuple(levels)
 
 

@@ -65,7 +65,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from .change_point import WindowChangePoint, window_change_point
     from .check import CheckOutcome, CheckReference, CheckState, check_version
-    from .diagnosis import ReweightedWindow, diagnose_check, read_as_family, reweight_window
+    from .diagnosis import ReweightedWindow, diagnose_check, labelled_mix, read_as_family, reweight_window
     from .drift import DriftReference, DriftReport, GroupDrift, Verdict, decide_drift, with_stream_checks
     from .drift_tests import (
         CollapsedOutputTest,
@@ -252,6 +252,7 @@ __all__ = [
     "group_metric_key",
     "label_csv_rows",
     "label_shift_payload",
+    "labelled_mix",
     "holds_masked_credentials",
     "log_predictions",
     "mask_url",
@@ -285,7 +286,7 @@ __all__ = [
 # tests/test_exported_members.py checks that the two and __all__ agree).
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "check": ("CheckOutcome", "CheckReference", "CheckState", "check_version"),
-    "diagnosis": ("ReweightedWindow", "diagnose_check", "read_as_family", "reweight_window"),
+    "diagnosis": ("ReweightedWindow", "diagnose_check", "labelled_mix", "read_as_family", "reweight_window"),
     "drift": ("DriftReference", "DriftReport", "GroupDrift", "Verdict", "decide_drift", "with_stream_checks"),
     "drift_tests": (
         "CollapsedOutputTest", "DriftTest", "EceExcessTest", "ScopeEvidence", "ScopeReference",

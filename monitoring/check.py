@@ -34,6 +34,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Final
 
+import numpy as np
+from numpy.typing import NDArray
+
 from calibration import PriorEstimate, ReferencePriors, TemperatureStats
 
 from ._validation import as_utc, check_chunk_size
@@ -288,9 +291,9 @@ def _diagnose(report: DriftReport, scan: WindowScan | None, source: LabelledSour
     """The report with its shift diagnosis (step 5); the labelled rows of ``source`` read again
     at the re-weighted posteriors when the priors moved."""
 
-    def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
+    def reweigh(estimate: PriorEstimate, tested: NDArray[np.float64]) -> ReweightedWindow:
         return reweight_window(source, query, priors=estimate.priors, reference_priors=estimate.reference_priors,
-                               chunk_size=chunk_size)
+                               tested_priors=tested, chunk_size=chunk_size)
 
     # The per-class counts are the labelled rows' among the served ones: none when no served row's label is known.
     rows, correct = (None, None) if scan is None else (scan.class_rows, scan.class_correct)

@@ -166,7 +166,8 @@ class DriftPolicy:
     # The shift diagnosis (which shift a check saw: calibration.diagnose_shift).
     diagnosis_level: float = _knob(
         0.01, "diagnosis_level", "family-wise level of the shift diagnosis's \"no change\": the test of the served rows' "
-        "class priors against the version's reference and the test of their confidences share it (Holm), so unchanged "
+        "class priors against the version's reference and the test of their confidences share it (weighted Holm: 0.9 "
+        "and 0.1 of it first), so unchanged "
         "traffic is called a shift at most this often by them", interval=_PROBABILITY)
     prior_shift_level: float = _knob(
         0.01, "prior_shift_level", "significance level of the shift diagnosis's tests once the class priors moved: the "

@@ -18,6 +18,7 @@ from calibration import (
     ServedPriorStats,
     TemperatureStats,
     calibration_error_from_stats,
+    estimate_priors_em,
     prior_corrected_logits,
     reweighting_gain,
 )
@@ -36,6 +37,7 @@ from monitoring import (
     drift_metrics,
     drift_payload,
     label_shift_payload,
+    labelled_mix,
     log_predictions,
     reweight_window,
     scan_window,
@@ -73,8 +75,8 @@ def registered() -> tuple[DriftReference, ReferencePriors]:
 
 
 def _arrays_reweigh(logits: NDArray[np.float64], labels: NDArray[np.int64]):  # type: ignore[no-untyped-def]
-    def reweigh(estimate: PriorEstimate) -> ReweightedWindow:
-        corrected = prior_corrected_logits(logits, temperature=TEMPERATURE, priors=estimate.priors,
+    def reweigh(estimate: PriorEstimate, tested: NDArray[np.float64]) -> ReweightedWindow:
+        corrected = prior_corrected_logits(logits, temperature=TEMPERATURE, priors=tested,
                                            reference_priors=estimate.reference_priors)
         return ReweightedWindow(
             summarise_arrays(corrected, labels, temperature=TEMPERATURE, start=T0, end=T0),
@@ -187,3 +189,65 @@ def test_the_one_pass_collects_the_served_priors_of_every_row(prediction_log: Pr
     assert again.summary.n == expected.n == int(labelled.sum())
     assert again.summary.overall.nll == pytest.approx(expected.overall.nll, rel=1e-9)
     assert again.gain.n == expected.n and again.gain.mean > 0  # the re-weighting fits the raised class better
+
+
+def test_the_labelled_mix_is_the_labelled_rows_frequencies_over_the_references() -> None:
+    # w_y = f_y / f_ref,y (half a row added to every count) on the estimate's reference priors (the
+    # reference's mean posterior, not its label frequencies).
+    logits, labels = calibrated_rows(np.array([0.4, 0.3, 0.2, 0.1]), 4000, seed=11)
+    reference = ReferencePriors.from_logits(logits, labels, temperature=TEMPERATURE)
+    estimate = estimate_priors_em(ServedPriorStats.from_logits(logits, temperature=TEMPERATURE), reference)
+    rows = np.array([100, 300, 300, 300])
+    weights = ((rows + 0.5) / (rows + 0.5).sum()) / ((reference.class_counts + 0.5) / (reference.class_counts + 0.5).sum())
+    expected = estimate.reference_priors * weights
+    assert labelled_mix(rows, reference, estimate) == pytest.approx(expected / expected.sum())
+    assert labelled_mix(reference.class_counts, reference, estimate) == pytest.approx(estimate.reference_priors)
+    assert np.all(labelled_mix([0, 0, 0, 10], reference, estimate) > 0)  # no weight is 0
+
+
+def test_the_drift_tests_read_a_label_shift_at_the_labelled_mix_and_the_gain_at_ems_priors(
+        registered: tuple[DriftReference, ReferencePriors]) -> None:
+    # The labelled rows' class mix is known from their labels; EM's priors carry the estimate's
+    # noise, which with many classes and few rows a class made the re-weighted rows look
+    # over-confident (a label shift taken for calibration drift).
+    drift, reference = registered
+    logits, labels = calibrated_rows(RAISED, 3000, seed=2)
+    report = decide_drift(summarise_arrays(logits, labels, temperature=TEMPERATURE, start=T0, end=T0,
+                                           model_name="m", model_version="1"), drift)
+    correct = logits.argmax(axis=1) == labels
+    calls: list[tuple[PriorEstimate, NDArray[np.float64]]] = []
+    inner = _arrays_reweigh(logits, labels)
+
+    def spy(estimate: PriorEstimate, tested: NDArray[np.float64]) -> ReweightedWindow:
+        calls.append((estimate, tested))
+        return inner(estimate, tested)  # type: ignore[no-any-return]
+
+    served = ServedPriorStats.from_logits(logits, temperature=TEMPERATURE, capacity=2000)
+    rows = np.bincount(labels, minlength=K)
+    diagnosed = diagnose_check(report, served=served, reference=reference, class_rows=rows,
+                               class_correct=np.bincount(labels[correct], minlength=K), reweigh=spy,
+                               accuracy_floor=0.3)
+    assert diagnosed.diagnosis is not None and diagnosed.diagnosis.kind == "label_shift"
+    (estimate, tested), = calls
+    assert tested == pytest.approx(labelled_mix(rows, reference, estimate))
+    assert diagnosed.diagnosis.priors == pytest.approx(estimate.priors)  # the fix keeps EM's priors
+    calls.clear()
+    diagnose_check(report, served=served, reference=reference, class_rows=None, class_correct=None, reweigh=spy,
+                   accuracy_floor=0.3)
+    (estimate, tested), = calls
+    assert np.array_equal(tested, estimate.priors)  # no per-class counts: EM's priors
+
+
+def test_reweight_window_reads_the_tests_at_their_priors_and_the_gain_at_the_estimates() -> None:
+    log = PredictionLog("sqlite://")
+    log.create()
+    logits, labels = calibrated_rows(RAISED, 400, seed=5)
+    _ = log_predictions(log, "m", "1", TEMPERATURE, logits, [f"r{i}" for i in range(400)], time=T0,
+                        labels=labels.tolist())
+    query = WindowQuery("m", "1", temperature=TEMPERATURE, start=T0, end=T0 + timedelta(hours=1))
+    both = reweight_window(log, query, priors=RAISED, reference_priors=UNIFORM, tested_priors=UNIFORM)
+    plain = reweight_window(log, query, priors=RAISED, reference_priors=UNIFORM)
+    assert both.gain == plain.gain  # the gain at ``priors`` either way
+    assert both.summary.overall.nll == pytest.approx(
+        summarise_arrays(logits, labels, temperature=TEMPERATURE, start=T0, end=T0).overall.nll)  # w = 1
+    assert plain.summary.overall.nll < both.summary.overall.nll

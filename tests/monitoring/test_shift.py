@@ -99,20 +99,51 @@ def test_unchanged_windows_are_no_change_at_the_family_level() -> None:
     assert apart > shifts, (shifts, apart)  # the separate reading: what the family level removes
 
 
-def test_the_family_reads_the_smaller_p_value_at_half_the_level() -> None:
+def test_holm_reads_the_smaller_p_value_at_half_the_level() -> None:
     assert holm_levels([0.004, 0.3], 0.01) == (0.005, 0.01)
     assert holm_levels([0.3, 0.004], 0.01) == (0.01, 0.005)
     assert holm_levels([0.004, 0.009], 0.01) == (0.005, 0.01)  # both fire
     assert holm_levels([0.006, 0.009], 0.01) == (0.005, 0.005)  # neither: 0.006 >= 0.005
     assert holm_levels([0.02, 0.001, 0.004], 0.01) == pytest.approx((0.01, 0.01 / 3, 0.005))  # the third read at 0.01
     assert holm_levels([0.008, math.nan], 0.01) == (0.01, pytest.approx(math.nan, nan_ok=True))
+
+
+def test_weighted_holm_orders_by_p_over_weight_and_keeps_the_family_level() -> None:
+    weights = [0.9, 0.1]
+    assert holm_levels([0.008, 0.3], 0.01, weights=weights) == pytest.approx((0.009, 0.01))  # first, fires
+    assert holm_levels([0.3, 0.0005], 0.01, weights=weights) == pytest.approx((0.01, 0.001))  # 0.0005 / 0.1 first
+    # p / w orders the steps: 0.0008 / 0.1 = 0.008 < 0.0095 / 0.9; the second is then read at 0.01.
+    assert holm_levels([0.0095, 0.0008], 0.01, weights=weights) == pytest.approx((0.01, 0.001))
+    assert holm_levels([0.0095, 0.002], 0.01, weights=weights) == pytest.approx((0.009, 0.001))  # neither fires
+    assert holm_levels([math.nan, 0.3], 0.01, weights=weights)[1] == pytest.approx(0.01)  # alone: the whole level
+    assert holm_levels([0.004, 0.3], 0.01, weights=[1, 1]) == holm_levels([0.004, 0.3], 0.01)
+    with pytest.raises(ValueError, match="weights must be one finite number > 0 per p-value"):
+        holm_levels([0.004, 0.3], 0.01, weights=[1.0, 0.0])
+    # The family's level by simulation: uniform independent p-values, any test fired.
+    rng = np.random.default_rng(0)
+    p = rng.random((20_000, 2))
+    fired = np.array([any(v < level for v, level in zip(row, holm_levels(row, 0.05, weights=weights), strict=True))
+                      for row in p])
+    assert fired.mean() == pytest.approx(0.05, abs=3 * math.sqrt(0.05 * 0.95 / 20_000))
+
+
+def test_the_family_reads_the_prior_test_first_at_most_of_the_level() -> None:
+    # The prior test names the verdict that acts (a label shift): it is first read at 0.9 of the
+    # family's level, the confidence test at 0.1 of it (weighted Holm); an equal split read the
+    # prior test at 0.005 whenever the confidences were quiet.
     check = _check(_rows([0.25] * 4, 2_000, np.random.default_rng(5)))
     assert check.prior_test is not None and check.early_warning is not None
     prior, warning = replace(check.prior_test, p_value=0.008), replace(check.early_warning, p_value=0.3, tested=True)
     test, shifted = read_as_family(prior, warning, 0.01)
-    assert (test.fired, test.level, shifted) == (False, 0.005, False)  # alone at 0.01 it would fire
+    assert (test.fired, shifted) == (True, False) and test.level == pytest.approx(0.009)
+    test, shifted = read_as_family(replace(prior, p_value=0.0095), warning, 0.01)
+    assert (test.fired, shifted) == (False, False) and test.level == pytest.approx(0.009)  # alone at 0.01 it would fire
+    test, shifted = read_as_family(replace(prior, p_value=0.0095), replace(warning, p_value=0.0008), 0.01)
+    assert (test.fired, shifted) == (True, True) and test.level == pytest.approx(0.01)  # the confidences fired first
     test, shifted = read_as_family(prior, replace(warning, p_value=0.004), 0.01)
-    assert (test.fired, test.level, shifted) == (True, 0.01, True)  # the confidences fired first: 0.01 is left
+    assert (test.fired, shifted) == (True, True)  # the prior test fired first: the confidences read at 0.01
+    test, shifted = read_as_family(replace(prior, p_value=0.3), replace(warning, p_value=0.004), 0.01)
+    assert (test.fired, shifted) == (False, False)  # 0.004 >= 0.001: the confidences alone do not fire
     test, shifted = read_as_family(prior, replace(warning, tested=False, p_value=math.nan), 0.01)
     assert (test.fired, test.level, shifted) == (True, 0.01, False)  # the only test run has the whole level
     assert read_as_family(None, None, 0.01) == (None, False)

@@ -121,6 +121,9 @@ _BEGINNING: Final = datetime(1, 1, 2, tzinfo=UTC)
 # ... and the latest it can end at.
 _END_OF_TIME: Final = datetime(9999, 12, 30, tzinfo=UTC)
 
+# Creating the tables is tried this many times when another process creates them meanwhile.
+_CREATE_TRIES: Final = 10
+
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
 
@@ -912,10 +915,17 @@ class PredictionLog:
     def create(self) -> None:
         """Create the tables and indexes if they do not exist (idempotent; an index added in a
         later release is created on an existing table too)."""
-        try:
-            self._metadata.create_all(self._engine, checkfirst=True)
-        except DBAPIError:  # another process created a table between the check and ours (two servers
-            self._metadata.create_all(self._engine, checkfirst=True)  # starting on one log): look again
+        # Servers starting together on one new log race: another process may create a table
+        # between our check and our CREATE. Look again after a short, jittered pause; a refusal
+        # that persists through every try is not that race.
+        for attempt in range(_CREATE_TRIES):
+            try:
+                self._metadata.create_all(self._engine, checkfirst=True)
+                break
+            except DBAPIError:
+                if attempt == _CREATE_TRIES - 1:
+                    raise
+                sleep(uniform(0.01, 0.05) * (attempt + 1))
         for table in self._metadata.sorted_tables:
             for index in table.indexes:
                 try:

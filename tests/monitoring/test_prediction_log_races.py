@@ -28,6 +28,7 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 K = 3
 REPLICAS, REPLICA_ROUNDS, BATCH = 3, 10, 20
 LABELLERS, LABEL_ROUNDS, N_IDS = 2, 12, 200
+CREATORS, CREATE_ROUNDS = 4, 12
 SAME_LABEL_EVERY = 3  # every third round both labellers send the same label (an idempotent re-send race)
 
 pytestmark = pytest.mark.timeout(180)
@@ -61,6 +62,21 @@ def _replica(url: str, barrier: Any, results: Any, worker: int) -> None:
                 results.put((worker, r, f"{type(exc).__name__}: {exc}"))
     finally:
         log.dispose()
+
+
+def _creator(folder: str, barrier: Any, results: Any, worker: int) -> None:
+    """A server starting on a brand-new SQLite log (a new file every round): creates its tables,
+    racing the other servers."""
+    for r in range(CREATE_ROUNDS):
+        log = PredictionLog(f"sqlite:///{folder}/round-{r}.db")
+        barrier.wait(timeout=60)
+        try:
+            log.create()
+            results.put((worker, r, "ok"))
+        except Exception as exc:  # noqa: BLE001 - the parent reports every refusal
+            results.put((worker, r, f"{type(exc).__name__}: {exc}"))
+        finally:
+            log.dispose()
 
 
 def _round_label(worker: int, r: int) -> int:
@@ -122,6 +138,15 @@ def test_replicas_racing_on_a_new_versions_first_batch_are_all_logged(prediction
     )
     assert prediction_log.count_rows() == REPLICAS * REPLICA_ROUNDS * BATCH
     assert {prediction_log.n_classes("digits", f"new-{r}") for r in range(REPLICA_ROUNDS)} == {K}
+
+
+def test_servers_starting_together_on_a_new_log_all_create_it(tmp_path: Any) -> None:
+    """Two served models started on one new SQLite log: the second lost its first 200 rows to
+    "table prediction_log_versions already exists" (the other server created the table between
+    its check and its CREATE)."""
+    outcomes = _race(_creator, str(tmp_path), CREATORS, CREATE_ROUNDS)
+    refused = {key: outcome for key, outcome in outcomes.items() if outcome != "ok"}
+    assert not refused, refused
 
 
 def test_labellers_racing_on_the_same_ids_are_told_what_the_database_applied(prediction_log: PredictionLog) -> None:

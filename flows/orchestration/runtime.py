@@ -23,25 +23,27 @@ def current_flow_run_id() -> str | None:
     return None if found is None else str(found)
 
 
-def schedule_rerun(parameters: Mapping[str, Any], at: datetime, *, key: str) -> str | None:
-    """Schedule a new run of the deployment this flow run was started from, with ``parameters``, to
-    start at ``at``; the new flow run's id, or None when this flow run has no deployment (a flow
-    called from Python or the command line: nothing is scheduled).
+def schedule_rerun(parameters: Mapping[str, Any], at: datetime, *, purpose: str) -> FlowRun | None:
+    """Schedule a new run of the deployment that started this very flow run, with ``parameters``,
+    to start at ``at``; the new flow run, or None when this flow run was not started by a
+    deployment (a flow called from Python or the command line, or a subflow of another
+    deployment's flow: nothing is scheduled).
 
-    ``key`` is the new run's idempotency key: a retried flow run that schedules again gets the
-    run it scheduled the first time. The new run is not a subflow of this one (it starts after
-    this one ended) and waits in the deployment's queue like any other of its runs.
+    Its idempotency key is ``purpose`` and this flow run's id: this run, retried, gets back the
+    run it scheduled the first time (its own start time and state). The new run is not a subflow
+    of this one (it starts after this one ended) and waits in the deployment's queue like any
+    other of its runs.
     """
+    from prefect.context import FlowRunContext
     from prefect.deployments import run_deployment
-    from prefect.runtime import deployment
 
-    deployment_id = deployment.id
-    if deployment_id is None:
+    context = FlowRunContext.get()
+    this_run = None if context is None else context.flow_run
+    if this_run is None or this_run.deployment_id is None:
         return None
     # Called from a synchronous flow: run_deployment returns the flow run, not a coroutine.
-    scheduled = cast("FlowRun", run_deployment(name=deployment_id, parameters=dict(parameters), scheduled_time=at,
-                                               timeout=0, as_subflow=False, idempotency_key=key))
-    return str(scheduled.id)
+    return cast("FlowRun", run_deployment(name=this_run.deployment_id, parameters=dict(parameters), scheduled_time=at,
+                                          timeout=0, as_subflow=False, idempotency_key=f"{purpose}-{this_run.id}"))
 
 
 def prefect_ui_url(settings: ThermostatSettings) -> str | None:

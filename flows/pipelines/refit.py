@@ -146,8 +146,10 @@ class RefitOutcome:
         # The escalation first: a long reason is cut at the message's limit, the headline must stay.
         message = (f"refit of {self.model_name} v{self.parent_version} @{self.alias} registered nothing "
                    f"({self.step} step): " + (f"{escalation}: " if escalation else "") + self.reason)
+        retry = self.retry
         return FlowSummary.of("refit", self.status, message, step=self.step, reason=self.reason,
-                              escalation=escalation, **base)
+                              escalation=escalation, retry_at=None if retry is None else retry.at.isoformat(),
+                              retry_flow_run_id=None if retry is None else retry.flow_run_id, **base)
 
     @property
     def new_version(self) -> str | None:
@@ -179,22 +181,27 @@ class ScheduledRetry:
 
 @dataclass(frozen=True, slots=True)
 class RetryPlan:
-    """What a refit refused as fitted on too little drifted data does next.
+    """What a refit started by a drift event and refused as fitted on too little drifted data does next.
 
     Its new T could not be told from the parent's: the rows it read predate the drift, or hold too
     few of its rows. Waiting out the version's cool-down would leave the drift unfixed for hours,
-    so a refit run by a deployment schedules a run of the same deployment ``after`` later, reading
-    from the same start up to its own start time — with the drifted rows labelled meanwhile — at
-    most ``retries`` times for one drift (``attempt``: the retries before this refit).
-    ``parameters``: the retry's, but its window, version and attempt.
+    so a refit run by the deployment the drift event started schedules a run of that deployment
+    ``after`` later, reading from the same start up to its own start time — with the drifted rows
+    labelled meanwhile — at most ``retries`` times for one drift (``attempt``: the retries before
+    this refit). A refit no drift event started (run by hand) schedules nothing. ``parameters``:
+    the retry's, but its window, version and attempt (``drift_event_id`` among them).
 
     Examples
     --------
-    >>> plan = RetryPlan(attempt=3, retries=3, after=timedelta(hours=1), parameters={})
+    >>> plan = RetryPlan(attempt=3, retries=3, after=timedelta(hours=1), parameters={"drift_event_id": "4f9c"})
     >>> retry, sentence = plan.schedule(model_version="2", start=datetime(2026, 1, 1, tzinfo=UTC),
     ...                                 now=datetime(2026, 1, 1, 6, tzinfo=UTC))
     >>> retry is None, sentence.startswith("no retry scheduled: the 3 retries")
     (True, True)
+    >>> RetryPlan(attempt=-1, retries=3, after=timedelta(hours=1), parameters={})
+    Traceback (most recent call last):
+    ...
+    ValueError: attempt must be >= 0 (the refused refits of this drift before this one); got -1
     """
 
     attempt: int
@@ -202,32 +209,41 @@ class RetryPlan:
     after: timedelta
     parameters: Mapping[str, Any]
 
+    def __post_init__(self) -> None:
+        if self.attempt < 0:
+            raise ValueError(f"attempt must be >= 0 (the refused refits of this drift before this one); got {self.attempt}")
+
     @classmethod
     def of(cls, settings: ThermostatSettings, attempt: int, **parameters: Any) -> RetryPlan:
         """The plan of a refit run with ``parameters`` (its flow's, but the window and version)."""
         return cls(attempt=attempt, retries=settings.refit_retries, after=settings.refit_retry_after,
                    parameters=parameters)
 
-    def schedule(self, *, model_version: str, start: datetime, now: datetime) -> tuple[ScheduledRetry | None, str]:
-        """Schedule the retry (when one is left and this refit runs from a deployment); the retry and
-        the sentence a refusal ends with."""
-        if self.retries == 0:
-            return None, ("no retry scheduled (THERMOSTAT_REFIT_RETRIES is 0): the next drift event after the "
-                          "version's cool-down starts a new refit")
+    def schedule(self, *, model_version: str, start: datetime,
+                 now: datetime) -> tuple[ScheduledRetry | None, str | None]:
+        """Schedule the retry (when a drift event started this refit, one is left and a deployment
+        runs it); the retry and the sentence a refusal ends with (None: nothing to add)."""
+        if not self.parameters.get("drift_event_id"):
+            return None, None
         if self.attempt >= self.retries:
-            return None, (f"no retry scheduled: the {self.retries} retries of this drift's refit are used up; the next "
-                          "drift event after the version's cool-down starts a new refit")
-        at = now + self.after
+            return None, (f"no retry scheduled: the {self.retries} retries of this drift's refit "
+                          f"(THERMOSTAT_REFIT_RETRIES) are used up; the next drift event after the version's cool-down "
+                          "starts a new refit")
         parameters = {**self.parameters, "model_version": model_version, "window_start": start.isoformat(),
                       "window_end": None, "attempt": self.attempt + 1}
-        flow_run_id = schedule_rerun(parameters, at, key=f"thermostat-refit-retry-{current_flow_run_id()}")
-        if flow_run_id is None:
-            return None, ("no retry scheduled: this refit was not run by a deployment; run it again with window_start "
-                          f"{start.isoformat()} once more of the drifted traffic is labelled")
-        retry = ScheduledRetry(at=at, flow_run_id=flow_run_id, attempt=self.attempt + 1)
+        by_hand = f"run it again with window_start {start.isoformat()} once more of the drifted traffic is labelled"
+        try:
+            run = schedule_rerun(parameters, now + self.after, purpose="thermostat-refit-retry")
+        except Exception as error:  # noqa: BLE001 - the refusal is still recorded and sent; it says why
+            get_run_logger().warning("could not schedule the refit's retry: %s: %s", type(error).__name__, error)
+            return None, f"no retry scheduled: scheduling it failed ({type(error).__name__}: {error}); {by_hand}"
+        if run is None:
+            return None, f"no retry scheduled: this refit was not run by a deployment; {by_hand}"
+        at = run.expected_start_time or now + self.after
+        retry = ScheduledRetry(at=at, flow_run_id=str(run.id), attempt=self.attempt + 1)
         return retry, (f"retry {retry.attempt} of {self.retries} scheduled at {at.isoformat(timespec='seconds')} "
-                       f"(flow run {flow_run_id}): it reads from {start.isoformat(timespec='seconds')} up to its own "
-                       "start, with the drifted traffic labelled by then")
+                       f"(flow run {retry.flow_run_id}): it reads from {start.isoformat(timespec='seconds')} up to its "
+                       "own start, with the drifted traffic labelled by then")
 
 
 class RefitFailed(RuntimeError):
@@ -429,7 +445,7 @@ def _failed(
     scheduled = None
     if retry is not None and verification is not None and verification.within_parent_interval:
         scheduled, sentence = retry.schedule(model_version=parent.version, start=start, now=datetime.now(UTC))
-        reason = f"{reason}; {sentence}"
+        reason = reason if sentence is None else f"{reason}; {sentence}"
     event = RefitFailedEvent(
         reason=reason, step=step, escalation=escalation, model_name=parent.model_name, model_version=parent.version,
         alias=alias, temperature=parent.temperature, baseline_ece=parent.baseline_ece, window_start=start.isoformat(),

@@ -131,7 +131,8 @@ def stop_worker(worker: subprocess.Popen[bytes], api_url: str, *, timeout: float
     ``timeout`` seconds). The server is shared by the next tests: a run cut off by its worker's end
     would stay Running there and keep its deployment's concurrency slot (the refit's is one run,
     ENQUEUE), so the next test's run of that deployment would wait behind it. What is still
-    unfinished after the worker stopped is cancelled."""
+    unfinished after the worker stopped is cancelled, runs scheduled for later included (a
+    refit's retry): no later test's worker may pick them up."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType
@@ -147,7 +148,9 @@ def stop_worker(worker: subprocess.Popen[bytes], api_url: str, *, timeout: float
                 time.sleep(1)
         finally:
             stop_process(worker, signal.SIGINT, 15)
-        for run in client.read_flow_runs(flow_run_filter=unfinished):
+        left = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+            any_=[StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.CANCELLING])))
+        for run in client.read_flow_runs(flow_run_filter=left):
             client.set_flow_run_state(run.id, Cancelled(message="left unfinished when its test's worker stopped"))
 
 

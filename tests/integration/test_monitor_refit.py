@@ -408,6 +408,10 @@ def test_a_check_says_when_the_version_its_alias_left_is_still_served(
     assert "insufficient_data (no traffic logged); warning: 1 stale serving" in state.message
 
 
+def _unreachable(*_: Any, **__: Any) -> Any:
+    raise ConnectionError("the Prefect API is down")
+
+
 def test_a_refit_fitted_on_too_little_drifted_data_schedules_its_retry(
     registered: Registered, settings: ThermostatSettings
 ) -> None:
@@ -423,12 +427,16 @@ def test_a_refit_fitted_on_too_little_drifted_data_schedules_its_retry(
     # In-distribution traffic: the refit's T stays inside version 1's interval.
     window = _log(settings, registered.clean_logits[:1200], registered.clean_labels[:1200],
                   start=datetime.now(UTC) - timedelta(hours=1), tag="r", temperature=registered.temperature)
-    by_hand = refit("digits", window_start=window[0], window_end=window[1], settings=settings, return_state=True)
+    by_hand = refit("digits", window_start=window[0], window_end=window[1], settings=settings, return_state=True,
+                    drift_event_id=str(uuid.uuid4()))
     outcome = by_hand.result(raise_on_failure=False).outcome
     assert outcome.step == "verify" and outcome.verification.within_parent_interval and outcome.escalation is None
     assert outcome.retry is None and outcome.reason.endswith(
         f"no retry scheduled: this refit was not run by a deployment; run it again with window_start "
         f"{window[0].isoformat()} once more of the drifted traffic is labelled"), outcome.reason
+    # A refit no drift event started (run by hand) plans no retry at all.
+    manual = refit("digits", window_start=window[0], window_end=window[1], settings=settings, return_state=True)
+    assert "retry" not in manual.result(raise_on_failure=False).outcome.reason
 
     with get_client(sync_client=True) as client:
         flow_id = client.create_flow(refit)
@@ -438,13 +446,21 @@ def test_a_refit_fitted_on_too_little_drifted_data_schedules_its_retry(
                       "window_end": window[1].isoformat(), "drift_event_id": str(uuid.uuid4())}
         runs = [client.create_flow_run_from_deployment(deployment_id, parameters=parameters | extra)
                 for extra in ({}, {"attempt": settings.refit_retries})]
+    # A retry that cannot be scheduled does not silence the refusal: recorded, sent, and said why.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("flows.pipelines.refit.schedule_rerun", _unreachable)
+        unscheduled = refit("digits", window_start=window[0], window_end=window[1], settings=settings,
+                            return_state=True, drift_event_id=parameters["drift_event_id"])
+    failed = unscheduled.result(raise_on_failure=False).outcome
+    assert failed.retry is None and failed.event_id is not None
+    assert "no retry scheduled: scheduling it failed (ConnectionError: the Prefect API is down)" in failed.reason
     states = [run_flow(refit, flow_run=run, parameters=run.parameters | {"settings": settings}, return_type="state")
               for run in runs]
     first, last = (state.result(raise_on_failure=False).outcome for state in states)
     assert first.step == "verify" and first.retry is not None and first.retry.attempt == 1
     assert last.retry is None and last.reason.endswith(
-        f"no retry scheduled: the {settings.refit_retries} retries of this drift's refit are used up; the next drift "
-        "event after the version's cool-down starts a new refit")
+        f"no retry scheduled: the {settings.refit_retries} retries of this drift's refit (THERMOSTAT_REFIT_RETRIES) are "
+        "used up; the next drift event after the version's cool-down starts a new refit")
     expected = datetime.now(UTC) + settings.refit_retry_after
     assert abs((first.retry.at - expected).total_seconds()) < 120
     assert f"retry 1 of {settings.refit_retries} scheduled at {first.retry.at.isoformat(timespec='seconds')}" in first.reason

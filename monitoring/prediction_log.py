@@ -123,6 +123,13 @@ _END_OF_TIME: Final = datetime(9999, 12, 30, tzinfo=UTC)
 
 # Creating the tables is tried this many times when another process creates them meanwhile.
 _CREATE_TRIES: Final = 10
+# SQLite's result codes of a file another connection holds (SQLITE_BUSY, SQLITE_LOCKED).
+_SQLITE_BUSY_CODES: Final = frozenset({5, 6})
+
+
+def _busy(error: DBAPIError) -> bool:
+    """Whether ``error`` is SQLite saying another connection holds the file."""
+    return getattr(error.orig, "sqlite_errorcode", None) in _SQLITE_BUSY_CODES
 
 # SQLite allows 32766 bound parameters per statement (999 before 3.32); stay far below both.
 _IN_CHUNK: Final = 500
@@ -916,14 +923,15 @@ class PredictionLog:
         """Create the tables and indexes if they do not exist (idempotent; an index added in a
         later release is created on an existing table too)."""
         # Servers starting together on one new log race: another process may create a table
-        # between our check and our CREATE. Look again after a short, jittered pause; a refusal
-        # that persists through every try is not that race.
+        # between our check and our CREATE, or hold SQLite's lock while it does. Then (a table of
+        # ours is there now, or the file was busy) look again after a short, jittered pause; any
+        # other refusal (a database that cannot be reached) is raised at once.
         for attempt in range(_CREATE_TRIES):
             try:
                 self._metadata.create_all(self._engine, checkfirst=True)
                 break
-            except DBAPIError:
-                if attempt == _CREATE_TRIES - 1:
+            except DBAPIError as error:
+                if attempt == _CREATE_TRIES - 1 or not (_busy(error) or self._created_elsewhere()):
                     raise
                 sleep(uniform(0.01, 0.05) * (attempt + 1))
         for table in self._metadata.sorted_tables:
@@ -933,6 +941,14 @@ class PredictionLog:
                 except DBAPIError:  # another process created it between the check and ours
                     if index.name not in {i["name"] for i in inspect(self._engine).get_indexes(table.name)}:
                         raise
+
+    def _created_elsewhere(self) -> bool:
+        """Whether a table of the log exists now (another process created it); False when the
+        database cannot even be asked."""
+        try:
+            return bool(set(inspect(self._engine).get_table_names()) & set(self._metadata.tables))
+        except DBAPIError:
+            return False
 
     def dispose(self) -> None:
         """Close the pooled connections."""

@@ -1464,11 +1464,7 @@ class PredictionLog:
 
     def served_rows(self, model_name: str, model_version: str, start: datetime, end: datetime) -> tuple[int, datetime | None]:
         """How many rows of a version were served in [start, end), labelled or not, and when the
-        last of them was (``(0, None)``: none).
-
-        The last row is found first, at the end of the version's serving-time index; the rows are
-        counted only when there is one, so asking about a version that no longer serves costs one
-        index look-up.
+        last of them was (``(0, None)``: none); :meth:`served_tally`'s first figures.
 
         Examples
         --------
@@ -1479,19 +1475,18 @@ class PredictionLog:
         >>> n, last == t + timedelta(hours=1), log.served_rows("m", "2", t, t + timedelta(days=1))
         (2, True, (0, None))
         """
-        start, end = check_window(start, end)
-        table = self._table
-        where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
-        with self._engine.connect() as conn:
-            last = conn.execute(select(table.c.served_at).where(where).order_by(table.c.served_at.desc())
-                                .limit(1)).scalar_one_or_none()
-            if last is None:
-                return 0, None
-            return int(conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()), last
+        tally = self.served_tally(model_name, model_version, start, end)
+        return tally.rows, tally.last_served_at
 
-    def served_tally(self, model_name: str, model_version: str, since: datetime) -> ServedTally:
-        """The version's rows served at or after ``since`` (:class:`ServedTally`): the last row
-        first, on the serving-time index, then one count of the rows and of their labels.
+    def served_tally(
+        self, model_name: str, model_version: str, start: datetime, end: datetime | None = None
+    ) -> ServedTally:
+        """The version's rows served in [start, end) (``end`` None: every row since ``start``), as a
+        :class:`ServedTally`.
+
+        The last row is found first, at the end of the version's serving-time index; the rows and
+        their labels are counted only when there is one, so asking about a version that no longer
+        serves costs one index look-up.
 
         Examples
         --------
@@ -1503,9 +1498,9 @@ class PredictionLog:
         >>> tally.rows, tally.labelled_rows, tally.last_served_at == t + timedelta(hours=1), tally.last_temperature
         (2, 1, True, 1.5)
         """
+        start, end = check_window(start, _END_OF_TIME if end is None else end)
         table = self._table
-        where = self._window_filter(model_name, model_version, as_utc(since, name="since"), _END_OF_TIME,
-                                    labelled_only=False)
+        where = self._window_filter(model_name, model_version, start, end, labelled_only=False)
         with self._engine.connect() as conn:
             last = conn.execute(select(table.c.served_at, table.c.temperature).where(where)
                                 .order_by(table.c.served_at.desc(), table.c.id.desc()).limit(1)).one_or_none()
@@ -1698,13 +1693,15 @@ class PredictionLog:
         start, end = check_window(start, end)
         chunk_size = check_chunk_size(chunk_size)
         table = self._table
+        since = None if labelled_from is None else as_utc(labelled_from, name="labelled_from")
+        until = None if labelled_to is None else as_utc(labelled_to, name="labelled_to")
         bounds: list[ColumnElement[bool]] = [table.c.label.is_not(None)]
-        for bound, name, keep in ((labelled_from, "labelled_from", table.c.labelled_at.__ge__),
-                                  (labelled_to, "labelled_to", table.c.labelled_at.__lt__)):
-            if bound is not None:
-                bounds.append(keep(as_utc(bound, name=name)))
+        if since is not None:
+            bounds.append(table.c.labelled_at >= since)
+        if until is not None:
+            bounds.append(table.c.labelled_at < until)
         # 1: arrived in the range; 2: after its end (the next increment's); 0: unlabelled, or before.
-        after = table.c.labelled_at >= as_utc(labelled_to, name="labelled_to") if labelled_to is not None else None
+        after = None if until is None else table.c.labelled_at >= until
         arrived = case((and_(*bounds), literal(1)), *(() if after is None else ((after, literal(2)),)),
                        else_=literal(0))
         columns = (table.c.n_classes, table.c.logits, func.coalesce(table.c.label, -1), table.c.temperature,

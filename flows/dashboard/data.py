@@ -398,19 +398,6 @@ def _in_range(moment: datetime, what: str, written: object) -> datetime:
     return moment
 
 
-def _time(text: str | None, what: str) -> datetime | None:
-    """The time an ISO 8601 tag holds (UTC); None when there is none; ValueError naming ``what``
-    when it is not a time or lies outside the years a chart can show."""
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise ValueError(f"{what} {text!r} is not an ISO 8601 time") from None
-    return _in_range(moment, what, repr(text))
-
-
 def _millis(value: int | None, what: str) -> datetime:
     """The time of MLflow's milliseconds since the epoch; ValueError naming ``what`` outside the chartable years."""
     try:

@@ -1,6 +1,6 @@
 """The reference pages the site generates from the code, so that they cannot drift from it.
 
-- :func:`cli_page`: every ``thermostat`` command's ``--help``, from the parser itself;
+- :func:`cli_page`: every ``thermostat`` command's ``--help``, from the command line itself;
 - :func:`settings_page`: every ``THERMOSTAT_*`` setting, from :class:`flows.settings.ThermostatSettings`
   (name, default, description), and the few read outside it (:data:`OUTSIDE_SETTINGS`);
 - :func:`events_page`: every Prefect event, from :data:`flows.records.events.EVENT_PAYLOADS`
@@ -12,7 +12,6 @@ Each returns the page's Markdown; :mod:`docsite.hooks` adds them to the site as
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import inspect
 import io
@@ -148,17 +147,15 @@ def _help(command: list[str]) -> str:
 
 
 def _commands() -> list[str]:
-    from flows.cli.main import _parser
+    from flows.cli.main import COMMANDS
 
-    parser = _parser()
-    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
-    return list(commands.choices)
+    return list(COMMANDS)
 
 
 def cli_page() -> str:
     """The command-line reference: ``thermostat --help`` and every command's ``--help``."""
     sections = ["# Command line", "",
-                "Every `thermostat` command, as its `--help` prints it (generated from the parser at build time).",
+                "Every `thermostat` command, as its `--help` prints it (generated from the command line at build time).",
                 "Exit status everywhere: 0 ok, 1 a check failed, 2 bad input (nothing written), 3 a computation",
                 "failed.", "", "```text", _help([]).rstrip(), "```", ""]
     for name in _commands():

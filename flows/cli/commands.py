@@ -1,73 +1,68 @@
-"""The commands of the ``thermostat`` command line: call the core, render its results.
+"""The analysis commands of the ``thermostat`` command line, each declared once: its arguments, its options and what it does.
 
-Each command takes the scored sets it reads (already read and checked by
-:func:`calibration.read_scored_set`) and its parsed options, and returns an :class:`Outcome`:
-the JSON object — built from the results' own ``to_dict()``, never copied field by field —
-the readable report, the warnings and the exit status. The sets go to the core as they are:
-a validated :class:`~calibration.ScoredSet` is not checked again, so every logit is checked
-once, when it is read. Parsing, reading and printing are :mod:`flows.cli.main`'s.
+Each command is a function decorated with :func:`analysis` (the click command it becomes: the
+arguments that name scored sets, its options, ``--json`` and ``--max-classes``; its help is the
+function's docstring). It takes the scored sets it reads (already read and checked by
+:func:`calibration.read_scored_set`) and its options, and returns an :class:`Outcome`: the JSON
+object — built from the results' own ``to_dict()``, never copied field by field — the readable
+report, the warnings and the exit status. The sets go to the core as they are: a validated
+:class:`~calibration.ScoredSet` is not checked again, so every logit is checked once, when it is
+read. :meth:`Analysis.invoke` reads the sets, runs the command and prints its report or refusal.
+Importing this module loads neither NumPy nor the numeric core (``calibration`` and
+``monitoring`` load each name on first use), so ``thermostat fit --help`` answers at once.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
+import os
 import re
+import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-from numpy.typing import NDArray
+import click
 
-from calibration import (
-    ESTIMATORS,
-    BootstrapComparison,
-    LOCAL_ENGINE,
-    MAX_PRIOR_CLASSES,
-    CalibrationErrorEstimate,
-    CalibrationReport,
-    Engine,
-    PartitionedScoredSet,
-    PriorShiftTest,
-    ScoredSet,
-    ShiftDiagnosis,
-    TemperatureFit,
-    TemperatureStats,
-    TopLabelScores,
-    calibration_error_from_stats,
-    calibration_errors,
-    check_temperature,
-    choose_threshold,
-    evaluate,
-    evaluate_partitioned,
-    fit_partitioned,
-    fit_temperature,
-    nll_difference_partitioned,
-    not_a_regular_file,
-    paired_bootstrap_nll,
-    prior_corrected_logits,
-    qualify_calibration_set,
-    sweep_thresholds,
-    top_label_confidence,
-)
+import calibration
+import monitoring
+from flows.cli.json_keys import JSON_KEYS
+from flows.cli.main import EXIT_TEXT
+from flows.cli.options import COMMAND_OPTIONS, resolve
+from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from monitoring import (
-    CheckOutcome,
-    CheckReference,
-    DriftPolicy,
-    DriftReference,
-    DriftReport,
-    DriftTest,
-    EarlyWarning,
-    policy_knobs,
-)
+from flows.orchestration.engines import engine_from_options
 
-__all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "Command",
-           "Outcome", "in_flags"]
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
+    from calibration import (
+        BootstrapComparison,
+        CalibrationErrorEstimate,
+        CalibrationReport,
+        Engine,
+        PartitionedScoredSet,
+        PriorShiftTest,
+        ScoredSet,
+        ShiftDiagnosis,
+        TemperatureFit,
+        TemperatureStats,
+    )
+    from monitoring import CheckOutcome, CheckReference, DriftPolicy, DriftReference, DriftReport, EarlyWarning
+
+    AnySet: TypeAlias = ScoredSet | PartitionedScoredSet
+    Sets: TypeAlias = Mapping[str, AnySet]
+
+__all__ = ["Analysis", "Outcome", "analysis", "compare", "diagnose", "drift", "evaluate", "fit", "in_flags", "qualify",
+           "sweep"]
+
+Args: TypeAlias = SimpleNamespace  # a command's options by name, and what the run adds (settings, progress, engine)
 
 # The core names its Python arguments in refusals; the command line names its flags.
 _FLAG_WORDING = (
@@ -109,42 +104,212 @@ class Outcome:
     status: int = EXIT_OK
 
 
-AnySet = ScoredSet | PartitionedScoredSet
-Sets = Mapping[str, AnySet]
+class Progress:
+    """Says on stderr what a command is doing once it has run for more than a few seconds.
 
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """A command: which of its arguments name scored sets, and what it does with them.
-
-    ``partitioned``: the command also takes partitioned sets (a folder or glob of Parquet
-    files), computed on by the engine in ``args.engine_runner``.
+    Quiet for fast commands; a large fit gets a line after ``first`` seconds and another every
+    ``every`` seconds.
     """
 
-    data: tuple[str, ...]
-    run: Callable[[Sets, argparse.Namespace], Outcome]
-    partitioned: bool = False
+    def __init__(self, first: float = 3.0, every: float = 15.0) -> None:
+        self._first, self._every = first, every
+        self._stage = "starting"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._report, name="thermostat-progress", daemon=True)
+        self._started = time.monotonic()
+
+    def stage(self, text: str) -> None:
+        self._stage = text
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _report(self) -> None:
+        wait = self._first
+        while not self._done.wait(wait):
+            print(f"thermostat: still working after {time.monotonic() - self._started:.0f} s: {self._stage}",
+                  file=sys.stderr, flush=True)
+            wait = self._every
 
 
-def _engine(args: argparse.Namespace) -> Engine:
+class Analysis(click.Command):
+    """An analysis command (made by :func:`analysis`): its callback, ``(sets, args) -> Outcome``, is
+    the command; ``reads`` names its parameters that are scored sets; ``partitioned``: it also takes
+    a folder or glob of Parquet files, computed on by the engine in ``args.engine_runner``."""
+
+    def __init__(self, *args: Any, reads: tuple[str, ...], partitioned: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads, self.partitioned = reads, partitioned
+
+    def arguments(self, params: Mapping[str, Any]) -> Args:
+        """The parsed options, each setting option not given taken from the settings (``THERMOSTAT_*``)."""
+        args = SimpleNamespace(command=self.name, **params)
+        resolve(args, str(self.name))
+        return args
+
+    def outcome(self, args: Args) -> Outcome:
+        """Read the sets, start the engine and run the command."""
+        options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
+                   getattr(args, "dask_workers", None))
+        # The options are checked here, before any data is read; the engine starts below.
+        engine = engine_from_options(*options, timeout=getattr(args, "dask_timeout", DEFAULT_DASK_TIMEOUT))
+        with Progress() as args.progress:
+            sets = {name: _read(getattr(args, name), args, partitioned=self.partitioned)
+                    for name in self.reads if getattr(args, name) is not None}
+            if options[0] == "dask":
+                args.progress.stage("starting the Dask engine" if options[1] is None else f"connecting to {options[1]}")
+            with engine as args.engine_runner:
+                outcome: Outcome = self.callback(sets, args)  # type: ignore[misc]
+        return outcome
+
+    def invoke(self, ctx: click.Context) -> int:
+        """Run the command and print its report, or the refusal; its exit status."""
+        try:
+            args = self.arguments(ctx.params)
+            outcome = self.outcome(args)
+            rendered = json.dumps(calibration.json_safe(outcome.payload), allow_nan=False, indent=2) if args.json \
+                else outcome.text
+        except (calibration.ScoredSetError, ValueError, TypeError) as exc:
+            return _refused(in_flags(str(exc)), EXIT_BAD_INPUT)
+        except ConnectionError as exc:  # --dask-address: no scheduler there, or one without workers
+            return _refused(f"--dask-address: {exc}", EXIT_BAD_INPUT)
+        except MemoryError as exc:  # the readers and the core refuse sizes they can tell in advance
+            return _refused(f"the input needs more memory than this machine has ({exc})", EXIT_BAD_INPUT)
+        except NotImplementedError:
+            raise
+        except (RuntimeError, ArithmeticError) as exc:
+            return _refused(f"the computation failed: {exc}", EXIT_COMPUTATION_FAILED)
+        for warning in outcome.warnings:
+            print(f"thermostat: warning: {in_flags(warning)}", file=sys.stderr)
+        try:
+            print(rendered, flush=True)
+        except BrokenPipeError:
+            # The reader stopped early (`| head`): not an error of ours. Point stdout at devnull so
+            # that Python's own flush at exit does not raise again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return outcome.status
+
+
+def _refused(message: str, status: int) -> int:
+    print(f"thermostat: error: {message}", file=sys.stderr)
+    return status
+
+
+def _read(path: str, args: Args, *, partitioned: bool) -> ScoredSet | PartitionedScoredSet:
+    """A scored-set file read into memory; or, for a command that takes them, a folder or glob
+    of Parquet files (or, with ``--engine dask``, one Parquet file) opened as a partitioned set."""
+    args.progress.stage(f"reading {path}")
+    dask = getattr(args, "engine", "local") == "dask"
+    if not partitioned and calibration.is_partitioned_path(path):
+        raise ValueError(f"{path}: is a folder or a pattern; `thermostat {args.command}` reads one scored-set file "
+                         "into memory (fit, evaluate and compare also take a folder or glob of Parquet files)")
+    if partitioned and (calibration.is_partitioned_path(path) or (dask and path.lower().endswith(".parquet"))):
+        return calibration.open_partitioned(path, max_classes=args.max_classes)
+    if dask:
+        raise ValueError(f"{path}: --engine dask computes on Parquet partitions: give a folder or glob of .parquet "
+                         "files (or one .parquet file), or drop --engine dask")
+    return calibration.read_scored_set(path, max_classes=args.max_classes)
+
+
+_DATA_HELP = "scored set: .npz (logits|probs, labels, ids, groups), .parquet or .csv (id, label, group, logit_0..)"
+_PARTITIONED_HELP = (_DATA_HELP + "; or a folder or glob ('day=*/*.parquet') of Parquet files, read partition by "
+                     "partition (row group by row group), never all at once")
+_Decorator: TypeAlias = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def analysis(name: str, *, partitioned: bool = False, reads: tuple[str, ...] = (),
+             **arguments: str) -> Callable[[Callable[[Sets, Args], Outcome]], Analysis]:
+    """Declare the analysis command ``name``: ``arguments`` (``DATA="what it is"``) are its
+    scored-set arguments in order, ``reads`` its options that name one too; its options are the
+    ``click.option`` decorators below this one, then its setting options
+    (:data:`flows.cli.options.COMMAND_OPTIONS`), ``--json`` and ``--max-classes``; its help is the
+    function's docstring, the arguments' and the ``--json`` keys (:data:`flows.cli.json_keys.JSON_KEYS`)."""
+
+    def declare(run: Callable[[Sets, Args], Outcome]) -> Analysis:
+        described = "\n\n".join(f"{metavar}: {text}" for metavar, text in arguments.items())
+        command = click.command(name, cls=Analysis, help=f"{run.__doc__}\n\n{described}", partitioned=partitioned,
+                                reads=(*(metavar.lower() for metavar in arguments), *reads),
+                                epilog=f"--json keys: {JSON_KEYS[name]}. NaN prints as null.\n\n{EXIT_TEXT}")(run)
+        command.params[:0] = [click.Argument([metavar.lower()], metavar=metavar) for metavar in arguments]
+        command.params += [
+            *(option.option() for option in COMMAND_OPTIONS[name]),
+            click.Option(["--json"], is_flag=True, help="print one JSON object instead of tables"),
+            click.Option(["--max-classes"], type=int, default=calibration.MAX_CLASSES, metavar="K",
+                         help=f"refuse data with more classes than this before reading rows "
+                              f"(default {calibration.MAX_CLASSES:,})"),
+        ]
+        return command
+
+    return declare
+
+
+def _together(*options: _Decorator) -> _Decorator:
+    """Several ``click.option`` decorators as one, in the order given."""
+
+    def apply(function: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return apply
+
+
+_SCHEME = click.option("--scheme", type=click.Choice(("equal-width", "equal-mass")), default="equal-width",
+                       help="ECE binning (default equal-width)")
+_ENGINE = _together(
+    click.option("--engine", type=click.Choice(ENGINES), default="local",
+                 help="where partitioned data is computed on: local (this process, default) or dask"),
+    click.option("--dask-address", metavar="tcp://HOST:PORT",
+                 help="with --engine dask: a running Dask scheduler (default: a temporary local cluster)"),
+    click.option("--dask-workers", type=int, metavar="N",
+                 help=f"with --engine dask and no address: workers of the temporary local cluster "
+                      f"(default {DEFAULT_DASK_WORKERS})"),
+    click.option("--dask-timeout", type=float, default=DEFAULT_DASK_TIMEOUT, metavar="SECONDS",
+                 help=f"with --engine dask: how long to wait for the scheduler at --dask-address and its first "
+                      f"worker, and for a worker whenever the cluster has none while tasks wait (then exit 3) "
+                      f"(default {DEFAULT_DASK_TIMEOUT:g})"),
+)
+
+
+def _priors(reference_help: str) -> _Decorator:
+    return _together(
+        click.option("--priors", metavar="P",
+                     help="also apply these class priors of the traffic: each posterior softmax(z/T) re-weighted by P "
+                          "/ the reference priors and renormalised (Saerens et al. 2002); K comma-separated positive "
+                          "numbers, or a .json file holding a list of them (normalised to sum to 1)"),
+        click.option("--reference-priors", metavar="P", help=reference_help),
+    )
+
+
+def _estimators(help_text: str) -> _Decorator:
+    return click.option("--estimator", multiple=True, type=click.Choice((*calibration.ESTIMATORS, "all")),
+                        metavar="NAME", help=f"{help_text} (repeatable): {', '.join(calibration.ESTIMATORS)}, or all")
+
+
+def _engine(args: Args) -> Engine:
     """The engine the command line opened (the local one when none was: ``--help``'s examples)."""
-    engine: Engine = getattr(args, "engine_runner", LOCAL_ENGINE)
+    engine: Engine = getattr(args, "engine_runner", calibration.LOCAL_ENGINE)
     return engine
 
 
 def _n_partitions(scored: AnySet) -> int:
-    return scored.n_partitions if isinstance(scored, PartitionedScoredSet) else 1
+    return scored.n_partitions if isinstance(scored, calibration.PartitionedScoredSet) else 1
 
 
-def _engine_fields(args: argparse.Namespace, *sets: AnySet) -> dict[str, Any]:
+def _engine_fields(args: Args, *sets: AnySet) -> dict[str, Any]:
     """The ``--json`` fields saying where the work ran: engine, partitions read, workers."""
     engine = _engine(args)
     return {"engine": engine.name, "n_partitions": sum(_n_partitions(scored) for scored in sets),
             "n_workers": engine.n_workers}
 
 
-def _equal_width_only(args: argparse.Namespace, scored: AnySet) -> None:
-    if isinstance(scored, PartitionedScoredSet) and args.scheme != "equal-width":
+def _equal_width_only(args: Args, scored: AnySet) -> None:
+    if isinstance(scored, calibration.PartitionedScoredSet) and args.scheme != "equal-width":
         raise ValueError(f"{scored.source}: --scheme {args.scheme} needs every confidence sorted together, in "
                          "memory; a partitioned set is measured with equal-width bins (drop --scheme)")
 
@@ -153,26 +318,26 @@ def _in_memory(sets: Sets, name: str) -> ScoredSet:
     """A set of a command that reads its sets into memory (the command line never opens
     partitioned sets for it)."""
     scored = sets[name]
-    if not isinstance(scored, ScoredSet):
+    if not isinstance(scored, calibration.ScoredSet):
         raise TypeError(f"{name}: this command reads a scored-set file into memory, not a partitioned set")
     return scored
 
 
-def _fitted(scored: AnySet, args: argparse.Namespace) -> TemperatureFit:
+def _fitted(scored: AnySet, args: Args) -> TemperatureFit:
     bounds = (args.lower, args.upper)
-    if isinstance(scored, PartitionedScoredSet):
-        return fit_partitioned(scored, bounds=bounds, engine=_engine(args))
-    return fit_temperature(scored, bounds=bounds)
+    if isinstance(scored, calibration.PartitionedScoredSet):
+        return calibration.fit_partitioned(scored, bounds=bounds, engine=_engine(args))
+    return calibration.fit_temperature(scored, bounds=bounds)
 
 
-def _evaluated(scored: AnySet, args: argparse.Namespace, temperature: float, *, trusted: bool,
+def _evaluated(scored: AnySet, args: Args, temperature: float, *, trusted: bool,
                by_group: bool = False, min_count: int = 10) -> CalibrationReport:
     """:func:`evaluate` of a set in memory or over partitions (``trusted``: the partitions were
     validated by an earlier map of this command)."""
-    if isinstance(scored, PartitionedScoredSet):
-        return evaluate_partitioned(scored, temperature=temperature, n_bins=args.bins, min_count=min_count,
+    if isinstance(scored, calibration.PartitionedScoredSet):
+        return calibration.evaluate_partitioned(scored, temperature=temperature, n_bins=args.bins, min_count=min_count,
                                     by_group=by_group, engine=_engine(args), trusted=trusted)
-    return evaluate(scored, temperature=temperature, n_bins=args.bins, scheme=args.scheme, min_count=min_count,
+    return calibration.evaluate(scored, temperature=temperature, n_bins=args.bins, scheme=args.scheme, min_count=min_count,
                     groups=scored.groups if by_group else None)
 
 
@@ -243,7 +408,13 @@ def _status(failures: tuple[str, ...]) -> int:
 # --------------------------------------------------------------------------- commands
 
 
-def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
+@analysis("fit", partitioned=True, DATA=_PARTITIONED_HELP)
+@_SCHEME
+@_priors("with --priors: the priors the calibrated posteriors are taken to be for, in --priors' format (default: "
+         "DATA's label frequencies); T is fitted as without --priors, the correction applied after the fit")
+@_ENGINE
+def fit(sets: Sets, args: Args) -> Outcome:
+    """fit T by minimising mean NLL over log T inside bounds"""
     scored = sets["data"]
     _equal_width_only(args, scored)
     given = _given_priors(scored, args, label_frequencies=True)  # refused before the fit, not after
@@ -258,7 +429,7 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
                **_engine_fields(args, scored)}
     corrected_lines: list[str] = []
     if given is not None:
-        corrected = evaluate(_prior_corrected(_in_memory(sets, "data"), given, fit.temperature, args.data),
+        corrected = calibration.evaluate(_prior_corrected(_in_memory(sets, "data"), given, fit.temperature, args.data),
                              temperature=fit.temperature, n_bins=args.bins, scheme=args.scheme).summary()
         payload |= {**given.to_dict(), "corrected": corrected}
         corrected_lines = ["", given.sentence(),
@@ -287,10 +458,20 @@ def _fit(sets: Sets, args: argparse.Namespace) -> Outcome:
     return Outcome(payload, text, warnings, _status(warnings))
 
 
-def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
+@analysis("evaluate", partitioned=True, DATA=_PARTITIONED_HELP)
+@click.option("--temperature", type=float, default=1.0, metavar="T", help="divide logits by T (default 1)")
+@click.option("--by-group", is_flag=True, help="per-group ECE and their count-weighted mean")
+@_estimators("also estimate the calibration error with a 95% interval; needs the set in memory")
+@_SCHEME
+@_priors("required with --priors: the priors T was fitted for (e.g. the calibration set's label frequencies, or "
+         "diagnose's reference_priors), in --priors' format; DATA's own label frequencies are not used, as DATA is "
+         "usually the shifted traffic")
+@_ENGINE
+def evaluate(sets: Sets, args: Args) -> Outcome:
+    """accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature"""
     scored = sets["data"]
     _equal_width_only(args, scored)
-    if args.by_group and isinstance(scored, ScoredSet) and scored.groups is None:
+    if args.by_group and isinstance(scored, calibration.ScoredSet) and scored.groups is None:
         raise ValueError(
             f"{args.data}: has no groups; --by-group needs a 'group' column (an npz key 'groups'), or drop --by-group"
         )
@@ -347,17 +528,17 @@ def _evaluate(sets: Sets, args: argparse.Namespace) -> Outcome:
     return Outcome(payload, "\n".join(lines + _estimate_lines(estimates)))
 
 
-def _estimates(scored: AnySet, args: argparse.Namespace) -> tuple[CalibrationErrorEstimate, ...]:
+def _estimates(scored: AnySet, args: Args) -> tuple[CalibrationErrorEstimate, ...]:
     """The ``--estimator`` results, in the order named (``all``: every estimator), from one
     top-label pass; none without the flag."""
     if not args.estimator:
         return ()
-    if isinstance(scored, PartitionedScoredSet):
+    if isinstance(scored, calibration.PartitionedScoredSet):
         raise ValueError(f"{args.data}: --estimator needs the set in memory; give one scored-set file (a folder or "
                          "glob of Parquet files gets the report's binned ECE only), or drop --estimator")
-    names = ESTIMATORS if "all" in args.estimator else tuple(dict.fromkeys(args.estimator))
+    names = calibration.ESTIMATORS if "all" in args.estimator else tuple(dict.fromkeys(args.estimator))
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
-    return calibration_errors(scored, temperature=args.temperature, estimators=names, n_bins=args.bins,
+    return calibration.calibration_errors(scored, temperature=args.temperature, estimators=names, n_bins=args.bins,
                               scheme=args.scheme)
 
 
@@ -411,7 +592,7 @@ def _prior_file(path: str, flag: str, n_classes: int, expected: str) -> object:
     file = Path(path)
     if not file.exists():
         raise ValueError(f"{flag} {path}: file not found; {expected}")
-    refusal = not_a_regular_file(file)
+    refusal = calibration.not_a_regular_file(file)
     if refusal is not None:  # before anything opens it, as the scored-set readers do
         raise ValueError(f"{flag} {path}: {refusal}; {expected}")
     limit = 4096 + _PRIORS_FILE_BYTES_PER_CLASS * n_classes
@@ -431,6 +612,7 @@ def _prior_file(path: str, flag: str, n_classes: int, expected: str) -> object:
 def _prior_values(text: str, flag: str, n_classes: int) -> NDArray[np.float64]:
     """The value of ``--priors`` or ``--reference-priors``: K comma-separated numbers, or a .json
     file holding a list of K numbers; each finite and > 0, their sum finite; normalised to sum to 1."""
+    import numpy as np
     expected = f"give {n_classes} comma-separated positive numbers (e.g. {','.join(['1'] * n_classes)}) or a .json " \
         "file holding a list of them" if n_classes <= 10 else f"give {n_classes} comma-separated positive numbers " \
         "or a .json file holding a list of them"
@@ -474,14 +656,15 @@ def _prior_values(text: str, flag: str, n_classes: int) -> NDArray[np.float64]:
     return result
 
 
-def _given_priors(scored: AnySet, args: argparse.Namespace, *, label_frequencies: bool) -> _GivenPriors | None:
+def _given_priors(scored: AnySet, args: Args, *, label_frequencies: bool) -> _GivenPriors | None:
     """``--priors`` and its reference priors, checked (None without ``--priors``). The reference:
     ``--reference-priors`` when given, else (``label_frequencies``: fit) DATA's label frequencies."""
+    import numpy as np
     if args.priors is None:
         if args.reference_priors is not None:
             raise ValueError("--reference-priors applies only with --priors; add --priors P or drop --reference-priors")
         return None
-    if isinstance(scored, PartitionedScoredSet):
+    if isinstance(scored, calibration.PartitionedScoredSet):
         raise ValueError(f"{args.data}: --priors needs the set in memory; give one scored-set file, or drop --priors")
     k = scored.n_classes
     priors = _prior_values(args.priors, "--priors", k)
@@ -499,21 +682,28 @@ def _given_priors(scored: AnySet, args: argparse.Namespace, *, label_frequencies
 
 def _prior_corrected(scored: ScoredSet, given: _GivenPriors, temperature: float, source: str) -> ScoredSet:
     """The set whose logits, read at ``temperature``, give the prior-corrected posteriors."""
-    corrected = prior_corrected_logits(scored.logits, temperature=temperature, priors=given.priors,
+    corrected = calibration.prior_corrected_logits(scored.logits, temperature=temperature, priors=given.priors,
                                        reference_priors=given.reference_priors)
-    return ScoredSet.from_arrays(corrected, scored.labels, ids=scored.ids, groups=scored.groups,
+    return calibration.ScoredSet.from_arrays(corrected, scored.labels, ids=scored.ids, groups=scored.groups,
                                  source=f"{source} (prior-corrected)")
 
 
-def _sweep(sets: Sets, args: argparse.Namespace) -> Outcome:
+@analysis("sweep", DATA=_DATA_HELP)
+@click.option("--temperature", type=float, required=True, metavar="T",
+              help="the T in force; a threshold from another T measures something else")
+@click.option("--target-accuracy", type=float, required=True, metavar="A",
+              help="required accepted accuracy (its Wilson lower bound must reach A)")
+def sweep(sets: Sets, args: Args) -> Outcome:
+    """choose the gate threshold on confidences calibrated at T"""
+    import numpy as np
     scored = _in_memory(sets, "data")
-    temperature = check_temperature(args.temperature)
-    predictions, confidence = top_label_confidence(scored.logits, temperature=temperature, check_finite=False)
+    temperature = calibration.check_temperature(args.temperature)
+    predictions, confidence = calibration.top_label_confidence(scored.logits, temperature=temperature, check_finite=False)
     correct = predictions == scored.labels
-    choice = choose_threshold(
+    choice = calibration.choose_threshold(
         confidence, correct, target_accuracy=args.target_accuracy, confidence_level=args.confidence_level
     )
-    sweep = sweep_thresholds(confidence, correct, confidence_level=args.confidence_level)
+    sweep = calibration.sweep_thresholds(confidence, correct, confidence_level=args.confidence_level)
     # A short table: the lowest threshold whose coverage is at most 100%, 90%, ... (coverage
     # falls as the threshold rises), plus the chosen threshold.
     picks = {
@@ -565,13 +755,18 @@ def _same_classes(first: AnySet, first_name: str, second: AnySet, second_name: s
         )
 
 
-def _qualify(sets: Sets, args: argparse.Namespace) -> Outcome:
+@analysis("qualify", reads=("reference",), DATA=_DATA_HELP)
+@click.option("--training-ids", metavar="FILE", help="text file of training example ids, one per line")
+@click.option("--reference", metavar="DATA", help="scored set of recent traffic: its class proportions")
+def qualify(sets: Sets, args: Args) -> Outcome:
+    """check size, class coverage, disjointness from training and representativeness"""
+    import numpy as np
     scored = _in_memory(sets, "data")
     training_ids = None if args.training_ids is None else _read_training_ids(args.training_ids)
     reference = _in_memory(sets, "reference") if "reference" in sets else None
     if reference is not None:
         _same_classes(scored, args.data, reference, args.reference)
-    report = qualify_calibration_set(
+    report = calibration.qualify_calibration_set(
         scored, ids=scored.ids, training_ids=training_ids,
         reference_labels=None if reference is None else reference.labels,
         min_total=args.min_total, min_per_class=args.min_per_class, max_tv_distance=args.max_tv,
@@ -599,13 +794,15 @@ def _qualify(sets: Sets, args: argparse.Namespace) -> Outcome:
 
 
 def _is_row_index(ids: np.ndarray[Any, Any]) -> bool:
+    import numpy as np
     return bool(np.array_equal(ids, np.arange(ids.shape[0]).astype(str)))
 
 
 def _id_overlap(fit_set: ScoredSet | PartitionedScoredSet, eval_set: ScoredSet | PartitionedScoredSet,
-                args: argparse.Namespace) -> tuple[int | None, tuple[str, ...]]:
+                args: Args) -> tuple[int | None, tuple[str, ...]]:
     """How many ids of the evaluation set were also fitted on (None: not compared), and the warning."""
-    if not (isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)) or (
+    import numpy as np
+    if not (isinstance(fit_set, calibration.ScoredSet) and isinstance(eval_set, calibration.ScoredSet)) or (
             _is_row_index(fit_set.ids) or _is_row_index(eval_set.ids)):
         return None, ()
     shared = np.intersect1d(fit_set.ids, eval_set.ids)
@@ -617,22 +814,28 @@ def _id_overlap(fit_set: ScoredSet | PartitionedScoredSet, eval_set: ScoredSet |
 
 
 def _nll_change(eval_set: ScoredSet | PartitionedScoredSet, temperature: float,
-                args: argparse.Namespace) -> tuple[BootstrapComparison, str]:
+                args: Args) -> tuple[BootstrapComparison, str]:
     """The NLL change from T = 1 to ``temperature`` with its interval, and how the interval was made."""
-    if isinstance(eval_set, PartitionedScoredSet):
-        comparison = nll_difference_partitioned(
+    if isinstance(eval_set, calibration.PartitionedScoredSet):
+        comparison = calibration.nll_difference_partitioned(
             eval_set, temperature_before=1.0, temperature_after=temperature,
             confidence_level=args.confidence_level, engine=_engine(args), trusted=True,
         )
         return comparison, f"normal interval over {comparison.n:,} rows (a partitioned set is not bootstrapped)"
-    comparison = paired_bootstrap_nll(
+    comparison = calibration.paired_bootstrap_nll(
         eval_set, temperature_before=1.0, temperature_after=temperature,
         n_resamples=args.resamples, confidence_level=args.confidence_level, seed=args.seed,
     )
     return comparison, f"paired-bootstrap interval ({comparison.n_resamples} resamples, seed {comparison.seed})"
 
 
-def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
+@analysis("compare", partitioned=True, FIT_DATA="scored set that chooses T (a file, folder or glob)",
+          EVAL_DATA="held-out scored set that measures the effect (a file, folder or glob; a partitioned set gets a "
+                    "normal interval instead of the bootstrap)")
+@_SCHEME
+@_ENGINE
+def compare(sets: Sets, args: Args) -> Outcome:
+    """fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap"""
     fit_set, eval_set = sets["fit_data"], sets["eval_data"]
     _same_classes(fit_set, args.fit_data, eval_set, args.eval_data)
     if Path(args.fit_data).resolve() == Path(args.eval_data).resolve():
@@ -672,7 +875,7 @@ def _compare(sets: Sets, args: argparse.Namespace) -> Outcome:
         f"{interval}: [{comparison.low:+.4f}, {comparison.high:+.4f}]",
         f"verdict: {comparison.verdict}",
     ])
-    if id_overlap is None and not (isinstance(fit_set, ScoredSet) and isinstance(eval_set, ScoredSet)):
+    if id_overlap is None and not (isinstance(fit_set, calibration.ScoredSet) and isinstance(eval_set, calibration.ScoredSet)):
         warnings += (f"ids are not compared between {args.fit_data} and {args.eval_data} when either is partitioned; "
                      "make sure the held-out rows were not used to fit T",)
     failed = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
@@ -687,31 +890,32 @@ _MONITOR_ONLY = ("refit_recommended", "in_cooldown", "cooldown_until", "model_na
                  "window_end", "checked_at", "served_temperatures", "min_window", "null_mean", "n_resamples")
 
 
-def drift_policy(args: argparse.Namespace) -> DriftPolicy:
+def drift_policy(args: Args) -> DriftPolicy:
     """The drift policy of ``thermostat drift``: the settings' drift section (``THERMOSTAT_*``), each
     flag the policy declares (``--level``, ``--margin``, ...) overriding its field, a refusal naming
     the flag."""
     base = args.settings.drift
-    values = {name: getattr(base, name) for name, _, _ in policy_knobs()} | {
-        name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in policy_knobs() if knob.flag is not None}
-    return DriftPolicy.from_values(values, lambda _, knob: str(knob.flag))
+    values = {name: getattr(base, name) for name, _, _ in monitoring.policy_knobs()} | {
+        name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in monitoring.policy_knobs() if knob.flag is not None}
+    return monitoring.DriftPolicy.from_values(values, lambda _, knob: str(knob.flag))
 
 
-def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPolicy, args: argparse.Namespace,
+def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPolicy, args: Args,
                      resamples: dict[str, Any]) -> DriftReference:
     """What the window is compared with: the reference's sums at T (its groups' with ``--groups``,
     those of at least ``--min-group-size`` rows: a smaller group's own T is too noisy to stand for
     it) and its ECE by the policy's estimator, with its interval."""
-    scores = TopLabelScores.from_logits(reference, temperature=temperature)
+    import numpy as np
+    scores = calibration.TopLabelScores.from_logits(reference, temperature=temperature)
     groups: dict[str, TemperatureStats] = {}
     if getattr(args, "groups", False) and reference.groups is not None:
         keys, codes = np.unique(reference.groups, return_inverse=True)
-        for key, sums in zip(keys.tolist(), TemperatureStats.grouped(scores, codes.reshape(-1), len(keys))):
+        for key, sums in zip(keys.tolist(), calibration.TemperatureStats.grouped(scores, codes.reshape(-1), len(keys))):
             if sums.n >= policy.min_group_size:
                 groups[key] = sums
-    ece = calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins), estimator=policy.ece_estimator,
+    ece = calibration.calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins), estimator=policy.ece_estimator,
                                        **resamples)
-    return DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=TemperatureStats.from_scores(scores),
+    return monitoring.DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=calibration.TemperatureStats.from_scores(scores),
                              group_temperature_stats=groups, ece_estimator=policy.ece_estimator, n_bins=args.bins)
 
 
@@ -727,14 +931,14 @@ def _verdict_headline(report: DriftReport) -> str:
                else f"about {rows:,} labelled rows would decide ({rows - report.n:,} more)"))
 
 
-def _drift_text(report: DriftReport, args: argparse.Namespace, reference_n: int,
+def _drift_text(report: DriftReport, args: Args, reference_n: int,
                 window_estimates: Sequence[CalibrationErrorEstimate],
                 reference_estimates: Sequence[CalibrationErrorEstimate]) -> str:
     """The drift command's report: the verdict, one row per test outcome, the window's T, the
     estimators of both sets, the reasons."""
     headline = _verdict_headline(report)
     rows = [
-        [f"{o.label} ({DriftTest.registry[o.test].effect_beyond(report.policy)})" if o.scope is None else o.label,
+        [f"{o.label} ({monitoring.DriftTest.registry[o.test].effect_beyond(report.policy)})" if o.scope is None else o.label,
          o.compares, o.statistic, _p_text(o.p_value), _p_text(o.level), "yes" if o.fired else "no"]
         for o in (*report.outcomes, *(o for g in report.groups for o in g.outcomes))
     ]
@@ -765,12 +969,12 @@ def _drift_text(report: DriftReport, args: argparse.Namespace, reference_n: int,
     ])
 
 
-def _reference_and_window(sets: Sets, args: argparse.Namespace) -> tuple[ScoredSet, ScoredSet, float]:
+def _reference_and_window(sets: Sets, args: Args) -> tuple[ScoredSet, ScoredSet, float]:
     """drift's and diagnose's REFERENCE and WINDOW (the same K, the window of at least
     ``--min-window`` rows) and ``--temperature``, checked."""
     reference, window = _in_memory(sets, "reference"), _in_memory(sets, "window")
     _same_classes(reference, args.reference, window, args.window)
-    temperature = check_temperature(args.temperature)
+    temperature = calibration.check_temperature(args.temperature)
     if window.n_samples < args.min_window:
         raise ValueError(
             f"{args.window}: has {window.n_samples} labelled rows; at least --min-window {args.min_window} are needed "
@@ -779,14 +983,22 @@ def _reference_and_window(sets: Sets, args: argparse.Namespace) -> tuple[ScoredS
     return reference, window, temperature
 
 
-def _resamples(args: argparse.Namespace) -> dict[str, Any]:
+def _resamples(args: Args) -> dict[str, Any]:
     """The bootstrap's options of the ECE intervals (the policy's flags)."""
     return {"confidence_level": args.confidence_level, "n_resamples": args.resamples, "seed": args.seed}
 
 
-def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
-    """The monitor's drift decision on two files: REFERENCE (the rows T was fitted on, at
-    registration) against WINDOW (labelled traffic), both read at ``--temperature``."""
+@analysis("drift", REFERENCE="the registration-time scored set T was fitted on: its rows give the baseline "
+          "and T's own estimation error (" + _DATA_HELP + ")", WINDOW="labelled traffic to check, the same K classes")
+@click.option("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+@click.option("--groups", is_flag=True,
+              help="also test each group of WINDOW's 'group' column (Bonferroni over the groups tested), against the "
+                   "same group of REFERENCE when it has one with at least --min-group-size rows")
+@_estimators("calibration-error estimators reported with intervals (default all)")
+def drift(sets: Sets, args: Args) -> Outcome:
+    """the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was fitted on), both read at T:
+    the temperature test and the ECE test, with intervals; drift, calibrated (established) or undetermined (with
+    the labelled rows that would decide)"""
     from monitoring import drift_payload
 
     reference, window, temperature = _reference_and_window(sets, args)
@@ -794,18 +1006,18 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
         raise ValueError(f"{args.window}: has no groups; --groups needs a 'group' column (an npz key 'groups'), or "
                          "drop --groups")
     chosen = args.estimator or ["all"]
-    names = ESTIMATORS if "all" in chosen else tuple(dict.fromkeys(chosen))
+    names = calibration.ESTIMATORS if "all" in chosen else tuple(dict.fromkeys(chosen))
     policy = drift_policy(args)
     resamples = _resamples(args)
     args.progress.stage(f"reading the reference at T = {temperature:g}: {reference.n_samples:,} rows")
     against = _drift_reference(reference, temperature, policy, args, resamples)
     args.progress.stage(f"summarising the window: {window.n_samples:,} rows")
-    report = _check(window, None, temperature, CheckReference(against), policy, args,
+    report = _check(window, None, temperature, monitoring.CheckReference(against), policy, args,
                     groups=window.groups if args.groups else None).report
     if report is None:
         raise RuntimeError("the check of the window read no row")  # it holds them: not reached
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
-    estimates = [calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins, **resamples)
+    estimates = [calibration.calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins, **resamples)
                  for data in (window, reference)]
     payload = {"reference": args.reference, "window": args.window, "reference_n": reference.n_samples,
                **{key: value for key, value in drift_payload(report).items() if key not in _MONITOR_ONLY},
@@ -817,7 +1029,7 @@ def _drift(sets: Sets, args: argparse.Namespace) -> Outcome:
     return Outcome(payload, text, warnings, EXIT_DID_NOT_PASS if report.drift_detected else EXIT_OK)
 
 
-def _served_logits(args: argparse.Namespace, window: ScoredSet) -> NDArray[np.floating[Any]] | None:
+def _served_logits(args: Args, window: ScoredSet) -> NDArray[np.floating[Any]] | None:
     """``--served``'s logits (labels optional), the window's K classes; None without the flag."""
     from calibration import read_logits
 
@@ -831,7 +1043,7 @@ def _served_logits(args: argparse.Namespace, window: ScoredSet) -> NDArray[np.fl
     return served
 
 
-def _prior_classes(reference: ScoredSet, args: argparse.Namespace) -> None:
+def _prior_classes(reference: ScoredSet, args: Args) -> None:
     """diagnose's bound on K (``--max-prior-classes``), checked before any of its statistics is formed."""
     limit = args.max_prior_classes
     if limit < 2:
@@ -841,13 +1053,13 @@ def _prior_classes(reference: ScoredSet, args: argparse.Namespace) -> None:
             f"{args.reference}: {reference.n_classes:,} classes; diagnose estimates and tests the class priors on "
             "K x K matrices (the reference's posterior outer products and confusion matrix, the prior test's "
             "covariance, EM's information), whose memory grows as K^2 and time as K^3: it takes at most "
-            f"--max-prior-classes {limit:,} classes (at {MAX_PRIOR_CLASSES:,}: {_PRIOR_COST_AT_LIMIT}). Raise "
+            f"--max-prior-classes {limit:,} classes (at {calibration.MAX_PRIOR_CLASSES:,}: {_PRIOR_COST_AT_LIMIT}). Raise "
             "--max-prior-classes to diagnose more at that cost, or test the calibration alone with `thermostat "
             "drift`, linear in K")
 
 
 def _check(window: ScoredSet, served: NDArray[np.floating[Any]] | None, temperature: float,
-           reference: CheckReference, policy: DriftPolicy, args: argparse.Namespace, *,
+           reference: CheckReference, policy: DriftPolicy, args: Args, *,
            groups: NDArray[np.object_] | None = None) -> CheckOutcome:
     """The monitor's check (:func:`monitoring.check_version`) of the window in memory, read in the
     monitor's chunks: with ``served`` rows (or the window's, for the shift diagnosis) in one pass,
@@ -861,9 +1073,21 @@ def _check(window: ScoredSet, served: NDArray[np.floating[Any]] | None, temperat
                          chunk_size=args.settings.monitor_chunk_size)
 
 
-def _diagnose(sets: Sets, args: argparse.Namespace) -> Outcome:
-    """Which shift WINDOW (and the served rows of ``--served``) shows against REFERENCE, both
-    read at ``--temperature``: :func:`_check`, the monitor's check, as the study runs it."""
+@analysis("diagnose", REFERENCE="the registration-time scored set T was fitted on: its class mix, "
+          "accuracies, confidences and calibration are the reference (" + _DATA_HELP + ")",
+          WINDOW="labelled traffic to diagnose, the same K classes")
+@click.option("--served", metavar="SERVED",
+              help="the window's served rows, labelled or not (a scored-set file whose label column or key may be "
+                   "missing): the class priors and confidences are read from them (default: WINDOW's rows)")
+@click.option("--temperature", type=float, required=True, metavar="T", help="the deployed T")
+@click.option("--max-prior-classes", type=int, default=calibration.MAX_PRIOR_CLASSES, metavar="K",
+              help="refuse data with more classes than this before any statistic is formed: the class priors are "
+                   "estimated and tested on K x K matrices, whose memory grows as K^2 and time as K^3 "
+                   f"(default {calibration.MAX_PRIOR_CLASSES:,})")
+def diagnose(sets: Sets, args: Args) -> Outcome:
+    """which shift WINDOW shows against REFERENCE, both read at T: no change, label shift (the class priors moved;
+    fix: a prior correction), calibration drift (a temperature refit), accuracy collapse (escalate), covariate
+    shift with calibration established, or undetermined; with the numbers"""
     from calibration import ReferencePriors, class_accuracy_test
     from monitoring import ConfidenceProfile
 
@@ -879,7 +1103,7 @@ def _diagnose(sets: Sets, args: argparse.Namespace) -> Outcome:
                                          max_classes=args.max_prior_classes)
     profile = ConfidenceProfile.from_logits(reference.logits, reference.labels, temperature=temperature)
     args.progress.stage(f"diagnosing the window: {window.n_samples:,} rows")
-    outcome = _check(window, served, temperature, CheckReference(drift_reference, priors=priors, profile=profile,
+    outcome = _check(window, served, temperature, monitoring.CheckReference(drift_reference, priors=priors, profile=profile,
                                                                   accuracy_floor=args.accuracy_floor), policy, args)
     report, scan = outcome.report, outcome.scan
     if report is None or report.diagnosis is None or report.early_warning is None or scan is None:
@@ -913,7 +1137,7 @@ _SHOWN_CLASSES = 20
 
 
 def _diagnose_text(temperature: float, diagnosis: ShiftDiagnosis, test: PriorShiftTest | None, warning: EarlyWarning,
-                   served_n: int, args: argparse.Namespace, reference_n: int, window_n: int) -> str:
+                   served_n: int, args: Args, reference_n: int, window_n: int) -> str:
     """diagnose's report: the verdict, the priors and their test, the tests at the deployed and
     re-weighted posteriors, the reasons."""
     served = args.served if args.served is not None else "the window's rows"
@@ -942,6 +1166,7 @@ def _diagnose_text(temperature: float, diagnosis: ShiftDiagnosis, test: PriorShi
 def _prior_lines(test: PriorShiftTest) -> list[str]:
     """The class priors EM estimated, class by class (the largest moves first when there are
     many), and the prior test."""
+    import numpy as np
     estimate = test.estimate
     move = np.abs(estimate.priors - estimate.reference_priors)
     classes = np.arange(move.shape[0]) if move.shape[0] <= _SHOWN_CLASSES else np.argsort(-move)[:_SHOWN_CLASSES]
@@ -960,14 +1185,3 @@ def _prior_lines(test: PriorShiftTest) -> list[str]:
 
 def _p_text(p: float) -> str:
     return _MISSING if not math.isfinite(p) else f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
-
-
-COMMANDS: dict[str, Command] = {
-    "fit": Command(("data",), _fit, partitioned=True),
-    "evaluate": Command(("data",), _evaluate, partitioned=True),
-    "sweep": Command(("data",), _sweep),
-    "qualify": Command(("data", "reference"), _qualify),
-    "compare": Command(("fit_data", "eval_data"), _compare, partitioned=True),
-    "drift": Command(("reference", "window"), _drift),
-    "diagnose": Command(("reference", "window"), _diagnose),
-}

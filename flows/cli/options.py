@@ -5,25 +5,28 @@ An option such as ``--bins`` or ``--level`` is declared here with the setting it
 once: the drift policy's knobs (:func:`monitoring.policy_knobs`, which also names their flags)
 and the core's and the flows' defaults (``calibration.DEFAULT_*``, ``flows.defaults``), which the
 settings read too. On the command
-line the option defaults to "not given"; once the arguments are parsed, :func:`resolve` fills
-each option not given from the settings, so ``THERMOSTAT_N_BINS=20 thermostat evaluate ...``
-bins in 20 as the pipeline does, and with no variable set the default is the declared one. The
-help text shows both (``default 15; THERMOSTAT_N_BINS``). Stdlib, ``calibration``'s constants and
-the policy's declarations only: parsing loads neither the numeric core nor pydantic.
+line the option (:meth:`SettingOption.option`) defaults to "not given"; once the arguments are
+parsed, :func:`resolve` fills each option not given from the settings, so
+``THERMOSTAT_N_BINS=20 thermostat evaluate ...`` bins in 20 as the pipeline does, and with no
+variable set the default is the declared one. The help text shows both (``default 15;
+THERMOSTAT_N_BINS``). Stdlib, click, ``calibration``'s constants and the policy's declarations
+only: parsing loads neither the numeric core nor pydantic.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Final
+
+import click
 
 import calibration
 from flows.defaults import DEFAULT_MIN_ACCURACY
 from monitoring import policy_knobs
 
-__all__ = ["COMMAND_OPTIONS", "SettingOption", "add_options", "resolve"]
+__all__ = ["COMMAND_OPTIONS", "SettingOption", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +48,10 @@ class SettingOption:
     def variable(self) -> str:
         return f"THERMOSTAT_{self.setting.upper()}"
 
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
+    def option(self) -> click.Option:
+        """The click option, defaulting to "not given" (None): :func:`resolve` fills it."""
         shown = f"{self.default:,}" if isinstance(self.default, int) else f"{self.default:g}"
-        parser.add_argument(self.flag, type=self.kind, default=None, metavar=self.metavar,
+        return click.Option([self.flag], type=self.kind, default=None, metavar=self.metavar,
                             help=f"{self.help} (default {shown}; {self.variable} sets it)")
 
 
@@ -105,13 +109,7 @@ COMMAND_OPTIONS: Final[dict[str, tuple[SettingOption, ...]]] = {
 }
 
 
-def add_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """Add ``command``'s setting options to its parser (each defaults to "not given")."""
-    for option in COMMAND_OPTIONS[command]:
-        option.add_to(parser)
-
-
-def resolve(args: argparse.Namespace, command: str, read_settings: Callable[[], Any] | None = None) -> None:
+def resolve(args: SimpleNamespace, command: str, read_settings: Callable[[], Any] | None = None) -> None:
     """Fill each of ``command``'s setting options not given on the command line from the settings
     (``THERMOSTAT_*``, else the declared default), and keep the settings as ``args.settings`` (the
     drift command's policy starts from their drift section). ``read_settings`` makes them

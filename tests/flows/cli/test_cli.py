@@ -298,10 +298,10 @@ def test_bad_input_exits_2_with_the_message_on_stderr(
         (["evaluate", "DATA", "--temperature", "-1"], "temperature"),
         (["fit", "DATA", "--lower", "3", "--upper", "2"], "--lower and --upper must satisfy 0 < lower < upper"),
         (["sweep", "DATA", "--temperature", "1", "--target-accuracy", "1.5"], "--target-accuracy"),
-        (["evaluate", "DATA", "--bins", "many"], "invalid int value"),
-        (["evaluate", "DATA", "--scheme", "quantile"], "invalid choice"),
-        (["frobnicate"], "invalid choice"),
-        ([], "required"),
+        (["evaluate", "DATA", "--bins", "many"], "Invalid value for '--bins': 'many' is not a valid integer"),
+        (["evaluate", "DATA", "--scheme", "quantile"], "Invalid value for '--scheme': 'quantile' is not one of"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+        ([], "Missing command"),
     ],
 )
 def test_bad_options_exit_2(argv: list[str], fragment: str, data: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -345,6 +345,12 @@ def test_demo_is_handed_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fake.main = exits  # type: ignore[attr-defined]
     assert main(["demo", "--bogus"]) == 2
+
+    def interrupted(argv: list[str]) -> int:
+        raise KeyboardInterrupt  # Ctrl-C in a command that runs until stopped
+
+    fake.main = interrupted  # type: ignore[attr-defined]
+    assert main(["demo"]) == 130
 
 
 def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,12 +12,17 @@ import json
 import pprint
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-from flows.cli.main import _generated_json_keys
+from calibration import ScoredSet, json_safe
+from flows.cli import commands
 from flows.cli.json_keys import JSON_KEYS
+from flows.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[3]
 # (the demo's dataclasses): ~0.1 s, not seconds.
 HEAVY = ("scipy", "pandas", "pyarrow", "numba", "llvmlite", "mlflow", "prefect", "sklearn", "matplotlib", "dask",
          "distributed", "psycopg", "playwright")
-CORE_COMMANDS = ("fit", "evaluate", "sweep", "qualify", "compare", "drift")
+CORE_COMMANDS = ("fit", "evaluate", "sweep", "qualify", "compare", "drift", "diagnose")
 
 _PROBE = """
 import json, sys
 from flows.cli.main import main
 status = main(sys.argv[1:])
-print(json.dumps({"status": status, "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 """
 
 
@@ -43,6 +48,10 @@ def _parse_in_a_fresh_interpreter(*argv: str) -> tuple[int, set[str]]:
     return int(result["status"]), set(result["modules"])
 
 
+def _packages(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
 @pytest.mark.parametrize(
     "argv",
     [["--help"], ["--version"], *([command, "--help"] for command in CORE_COMMANDS), ["fit"],
@@ -52,14 +61,81 @@ def _parse_in_a_fresh_interpreter(*argv: str) -> tuple[int, set[str]]:
 )
 def test_parsing_the_arguments_loads_no_heavy_module(argv: list[str]) -> None:
     status, modules = _parse_in_a_fresh_interpreter(*argv)
+    packages = _packages(modules)
     assert status == (0 if "--help" in argv or "--version" in argv else 2)
-    assert not modules & set(HEAVY), f"`thermostat {' '.join(argv)}` loaded {sorted(modules & set(HEAVY))}"
+    assert not packages & set(HEAVY), f"`thermostat {' '.join(argv)}` loaded {sorted(packages & set(HEAVY))}"
     if argv[0] in ("--help", "--version", *CORE_COMMANDS):
-        assert "numpy" not in modules, f"`thermostat {' '.join(argv)}` loaded numpy"
+        assert "numpy" not in packages, f"`thermostat {' '.join(argv)}` loaded numpy"
+    if argv[0] in ("--help", "--version"):  # the list comes from the table: no command's module is imported
+        tables = {target.split(":")[0] for target, _ in COMMANDS.values()} - {"flows.cli.main"}
+        assert not modules & tables, f"`thermostat {argv[0]}` imported {sorted(modules & tables)}"
+
+
+# Example arguments per command for the generated --json key lists; a later variant lists the
+# keys it adds ("with --by-group also ...").
+_EXAMPLES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "fit": (("DATA",), ("DATA", "--priors", "0.2,0.3,0.5")),
+    "evaluate": (("DATA",), ("DATA", "--by-group"), ("DATA", "--estimator", "all"),
+                 ("DATA", "--priors", "0.2,0.3,0.5", "--reference-priors", "1,1,1")),
+    "sweep": (("DATA", "--temperature", "1", "--target-accuracy", "0.5"),),
+    "qualify": (("DATA",),),
+    "compare": (("FIT_DATA", "EVAL_DATA", "--resamples", "20"),),
+    "drift": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "100", "--groups",
+               "--min-group-size", "10", "--estimator", "debiased_l1"),),
+    "diagnose": (("REFERENCE", "WINDOW", "--temperature", "1", "--min-window", "10", "--resamples", "100"),),
+}
+
+
+def _example_set() -> ScoredSet:
+    n = 120  # diagnose tests the class priors from 100 served rows (the monitor's prior_min_rows)
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, n)
+    logits = rng.normal(size=(n, 3)) + 2.0 * np.eye(3)[labels]
+    return ScoredSet.from_arrays(logits, labels, ids=[f"example-{i}" for i in range(n)],
+                                 groups=np.where(np.arange(n) % 2 == 0, "a", "b"))
+
+
+def _describe(payload: Mapping[str, Any]) -> str:
+    """The keys of a JSON object, nested objects and lists of objects shown with theirs."""
+    parts = []
+    for key, value in payload.items():
+        if isinstance(value, Mapping):
+            parts.append(f"{key} {{{_describe(value)}}}")
+        elif isinstance(value, list) and value and isinstance(value[0], Mapping):
+            parts.append(f"{key} [{{{_describe(value[0])}}}]")
+        else:
+            parts.append(key)
+    return ", ".join(parts)
+
+
+def _json_keys(name: str) -> str:
+    """The command's --json keys, from its own output on the small example (never written out)."""
+    command: commands.Analysis = getattr(commands, name)
+    example, described, seen = _example_set(), [], set[str]()
+    for argv in _EXAMPLES[name]:
+        args = command.arguments(command.make_context(name, list(argv)).params)
+        args.progress = commands.Progress()
+        sets = {read: example for read in command.reads if getattr(args, read, None) is not None}
+        assert command.callback is not None
+        payload = json_safe(command.callback(sets, args).payload)
+        added = {key: value for key, value in payload.items() if key not in seen}
+        flags = " ".join(arg for arg in argv if arg.startswith("--") and arg not in _EXAMPLES[name][0])
+        described.append(_describe(added) if not seen else f"with {flags} also {_describe(added)}")
+        seen |= payload.keys()
+    return "; ".join(described)
+
+
+def test_every_analysis_command_is_in_the_table_and_has_its_one_line_help() -> None:
+    analyses = {name for name, (target, _) in COMMANDS.items() if target.startswith("flows.cli.commands:")}
+    assert analyses == set(_EXAMPLES) == set(JSON_KEYS)
+    for name in analyses:
+        command = getattr(commands, name)
+        assert isinstance(command, commands.Analysis) and command.name == name
+        assert command.help is not None and command.help.startswith(COMMANDS[name][1]), name
 
 
 def test_the_listed_json_keys_are_the_commands_output() -> None:
-    generated = _generated_json_keys()
+    generated = {name: _json_keys(name) for name in _EXAMPLES}
     assert generated == JSON_KEYS, (
         "a command's --json output changed: replace JSON_KEYS in flows/cli/json_keys.py with\n"
         + pprint.pformat(generated, width=120)

@@ -142,7 +142,7 @@ def test_the_text_report_says_the_kind_and_the_fix(files: Path, capsys: pytest.C
          "served_three.npz: has 3 classes but"),
         (["{r}", "{d}/label_shift.npz", "--served", "{d}/missing.csv", "--temperature", "1"],
          "missing.csv: file not found"),
-        (["{r}", "{d}/label_shift.npz"], "the following arguments are required: --temperature"),
+        (["{r}", "{d}/label_shift.npz"], "Missing option '--temperature'"),
         (["{r}", "{d}/label_shift.npz", "--temperature", "0"], "--temperature must be"),
         (["{r}", "{d}/label_shift.npz", "--temperature", "1", "--accuracy-floor", "2"],
          "--accuracy-floor must be in [0, 1]"),

@@ -1,4 +1,4 @@
-"""The analysis commands of the ``thermostat`` command line, each declared once: its arguments, its options and what it does.
+"""The analysis commands of ``thermostat``, each declared once: its arguments, its options and what it does.
 
 Each command is a function decorated with :func:`analysis` (the click command it becomes: the
 arguments that name scored sets, its options, ``--json`` and ``--max-classes``; its help is the
@@ -335,10 +335,11 @@ def _evaluated(scored: AnySet, args: Args, temperature: float, *, trusted: bool,
     """:func:`evaluate` of a set in memory or over partitions (``trusted``: the partitions were
     validated by an earlier map of this command)."""
     if isinstance(scored, calibration.PartitionedScoredSet):
-        return calibration.evaluate_partitioned(scored, temperature=temperature, n_bins=args.bins, min_count=min_count,
-                                    by_group=by_group, engine=_engine(args), trusted=trusted)
-    return calibration.evaluate(scored, temperature=temperature, n_bins=args.bins, scheme=args.scheme, min_count=min_count,
-                    groups=scored.groups if by_group else None)
+        return calibration.evaluate_partitioned(scored, temperature=temperature, n_bins=args.bins,
+                                                min_count=min_count, by_group=by_group, engine=_engine(args),
+                                                trusted=trusted)
+    return calibration.evaluate(scored, temperature=temperature, n_bins=args.bins, scheme=args.scheme,
+                                min_count=min_count, groups=scored.groups if by_group else None)
 
 
 def in_flags(message: str) -> str:
@@ -430,7 +431,7 @@ def fit(sets: Sets, args: Args) -> Outcome:
     corrected_lines: list[str] = []
     if given is not None:
         corrected = calibration.evaluate(_prior_corrected(_in_memory(sets, "data"), given, fit.temperature, args.data),
-                             temperature=fit.temperature, n_bins=args.bins, scheme=args.scheme).summary()
+                                         temperature=fit.temperature, n_bins=args.bins, scheme=args.scheme).summary()
         payload |= {**given.to_dict(), "corrected": corrected}
         corrected_lines = ["", given.sentence(),
                            f"at T = {fit.temperature:.4g}, prior-corrected: NLL {_number(corrected['nll'])} (uncorrected "
@@ -539,7 +540,7 @@ def _estimates(scored: AnySet, args: Args) -> tuple[CalibrationErrorEstimate, ..
     names = calibration.ESTIMATORS if "all" in args.estimator else tuple(dict.fromkeys(args.estimator))
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
     return calibration.calibration_errors(scored, temperature=args.temperature, estimators=names, n_bins=args.bins,
-                              scheme=args.scheme)
+                                          scheme=args.scheme)
 
 
 def _estimate_lines(estimates: Sequence[CalibrationErrorEstimate]) -> list[str]:
@@ -683,9 +684,9 @@ def _given_priors(scored: AnySet, args: Args, *, label_frequencies: bool) -> _Gi
 def _prior_corrected(scored: ScoredSet, given: _GivenPriors, temperature: float, source: str) -> ScoredSet:
     """The set whose logits, read at ``temperature``, give the prior-corrected posteriors."""
     corrected = calibration.prior_corrected_logits(scored.logits, temperature=temperature, priors=given.priors,
-                                       reference_priors=given.reference_priors)
+                                                   reference_priors=given.reference_priors)
     return calibration.ScoredSet.from_arrays(corrected, scored.labels, ids=scored.ids, groups=scored.groups,
-                                 source=f"{source} (prior-corrected)")
+                                             source=f"{source} (prior-corrected)")
 
 
 @analysis("sweep", DATA=_DATA_HELP)
@@ -698,7 +699,8 @@ def sweep(sets: Sets, args: Args) -> Outcome:
     import numpy as np
     scored = _in_memory(sets, "data")
     temperature = calibration.check_temperature(args.temperature)
-    predictions, confidence = calibration.top_label_confidence(scored.logits, temperature=temperature, check_finite=False)
+    predictions, confidence = calibration.top_label_confidence(scored.logits, temperature=temperature,
+                                                               check_finite=False)
     correct = predictions == scored.labels
     choice = calibration.choose_threshold(
         confidence, correct, target_accuracy=args.target_accuracy, confidence_level=args.confidence_level
@@ -875,7 +877,8 @@ def compare(sets: Sets, args: Args) -> Outcome:
         f"{interval}: [{comparison.low:+.4f}, {comparison.high:+.4f}]",
         f"verdict: {comparison.verdict}",
     ])
-    if id_overlap is None and not (isinstance(fit_set, calibration.ScoredSet) and isinstance(eval_set, calibration.ScoredSet)):
+    in_memory = isinstance(fit_set, calibration.ScoredSet) and isinstance(eval_set, calibration.ScoredSet)
+    if id_overlap is None and not in_memory:
         warnings += (f"ids are not compared between {args.fit_data} and {args.eval_data} when either is partitioned; "
                      "make sure the held-out rows were not used to fit T",)
     failed = _at_bound_warning(fit.temperature, fit.at_bound, fit.bounds)
@@ -896,7 +899,8 @@ def drift_policy(args: Args) -> DriftPolicy:
     the flag."""
     base = args.settings.drift
     values = {name: getattr(base, name) for name, _, _ in monitoring.policy_knobs()} | {
-        name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in monitoring.policy_knobs() if knob.flag is not None}
+        name: getattr(args, knob.flag[2:].replace("-", "_")) for name, knob, _ in monitoring.policy_knobs()
+        if knob.flag is not None}
     return monitoring.DriftPolicy.from_values(values, lambda _, knob: str(knob.flag))
 
 
@@ -913,10 +917,12 @@ def _drift_reference(reference: ScoredSet, temperature: float, policy: DriftPoli
         for key, sums in zip(keys.tolist(), calibration.TemperatureStats.grouped(scores, codes.reshape(-1), len(keys))):
             if sums.n >= policy.min_group_size:
                 groups[key] = sums
-    ece = calibration.calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins), estimator=policy.ece_estimator,
-                                       **resamples)
-    return monitoring.DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high), temperature_stats=calibration.TemperatureStats.from_scores(scores),
-                             group_temperature_stats=groups, ece_estimator=policy.ece_estimator, n_bins=args.bins)
+    ece = calibration.calibration_error_from_stats(scores.calibration_stats(n_bins=args.bins),
+                                                   estimator=policy.ece_estimator, **resamples)
+    return monitoring.DriftReference.of(ece.estimate, ece_interval=(ece.low, ece.high),
+                                        temperature_stats=calibration.TemperatureStats.from_scores(scores),
+                                        group_temperature_stats=groups, ece_estimator=policy.ece_estimator,
+                                        n_bins=args.bins)
 
 
 def _verdict_headline(report: DriftReport) -> str:
@@ -938,7 +944,8 @@ def _drift_text(report: DriftReport, args: Args, reference_n: int,
     estimators of both sets, the reasons."""
     headline = _verdict_headline(report)
     rows = [
-        [f"{o.label} ({monitoring.DriftTest.registry[o.test].effect_beyond(report.policy)})" if o.scope is None else o.label,
+        [o.label if o.scope is not None
+         else f"{o.label} ({monitoring.DriftTest.registry[o.test].effect_beyond(report.policy)})",
          o.compares, o.statistic, _p_text(o.p_value), _p_text(o.level), "yes" if o.fired else "no"]
         for o in (*report.outcomes, *(o for g in report.groups for o in g.outcomes))
     ]
@@ -1017,7 +1024,8 @@ def drift(sets: Sets, args: Args) -> Outcome:
     if report is None:
         raise RuntimeError("the check of the window read no row")  # it holds them: not reached
     args.progress.stage(f"estimating the calibration error with intervals: {', '.join(names)}")
-    estimates = [calibration.calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins, **resamples)
+    estimates = [calibration.calibration_errors(data, temperature=temperature, estimators=names, n_bins=args.bins,
+                                                **resamples)
                  for data in (window, reference)]
     payload = {"reference": args.reference, "window": args.window, "reference_n": reference.n_samples,
                **{key: value for key, value in drift_payload(report).items() if key not in _MONITOR_ONLY},
@@ -1053,9 +1061,9 @@ def _prior_classes(reference: ScoredSet, args: Args) -> None:
             f"{args.reference}: {reference.n_classes:,} classes; diagnose estimates and tests the class priors on "
             "K x K matrices (the reference's posterior outer products and confusion matrix, the prior test's "
             "covariance, EM's information), whose memory grows as K^2 and time as K^3: it takes at most "
-            f"--max-prior-classes {limit:,} classes (at {calibration.MAX_PRIOR_CLASSES:,}: {_PRIOR_COST_AT_LIMIT}). Raise "
-            "--max-prior-classes to diagnose more at that cost, or test the calibration alone with `thermostat "
-            "drift`, linear in K")
+            f"--max-prior-classes {limit:,} classes (at {calibration.MAX_PRIOR_CLASSES:,}: {_PRIOR_COST_AT_LIMIT}). "
+            "Raise --max-prior-classes to diagnose more at that cost, or test the calibration alone with "
+            "`thermostat drift`, linear in K")
 
 
 def _check(window: ScoredSet, served: NDArray[np.floating[Any]] | None, temperature: float,
@@ -1103,8 +1111,9 @@ def diagnose(sets: Sets, args: Args) -> Outcome:
                                          max_classes=args.max_prior_classes)
     profile = ConfidenceProfile.from_logits(reference.logits, reference.labels, temperature=temperature)
     args.progress.stage(f"diagnosing the window: {window.n_samples:,} rows")
-    outcome = _check(window, served, temperature, monitoring.CheckReference(drift_reference, priors=priors, profile=profile,
-                                                                  accuracy_floor=args.accuracy_floor), policy, args)
+    reference_at_t = monitoring.CheckReference(drift_reference, priors=priors, profile=profile,
+                                               accuracy_floor=args.accuracy_floor)
+    outcome = _check(window, served, temperature, reference_at_t, policy, args)
     report, scan = outcome.report, outcome.scan
     if report is None or report.diagnosis is None or report.early_warning is None or scan is None:
         raise RuntimeError("the check of the window read no served row")  # it holds them: not reached

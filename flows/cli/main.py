@@ -73,13 +73,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": (f"{_ANALYSIS}:fit", "fit T by minimising mean NLL over log T inside bounds"),
     "evaluate": (f"{_ANALYSIS}:evaluate", "accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature"),
     "sweep": (f"{_ANALYSIS}:sweep", "choose the gate threshold on confidences calibrated at T"),
-    "qualify": (f"{_ANALYSIS}:qualify", "check size, class coverage, disjointness from training and representativeness"),
-    "compare": (f"{_ANALYSIS}:compare", "fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap"),
+    "qualify": (f"{_ANALYSIS}:qualify",
+                "check size, class coverage, disjointness from training and representativeness"),
+    "compare": (f"{_ANALYSIS}:compare",
+                "fit T on FIT_DATA, evaluate before/after on EVAL_DATA with a paired bootstrap"),
     "drift": (f"{_ANALYSIS}:drift", "the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was "
               "fitted on), both read at T"),
     "diagnose": (f"{_ANALYSIS}:diagnose", "which shift WINDOW shows against REFERENCE, both read at T"),
     "demo": ("flows.cli.main:demo", "run the end-to-end demo (flows.cli.demo); arguments pass through"),
-    "lock": ("flows.orchestration.locks:main", "show or clear a model's registration lock: lock show|clear MODEL [--json]"),
+    "lock": ("flows.orchestration.locks:main",
+             "show or clear a model's registration lock: lock show|clear MODEL [--json]"),
     "export": ("flows.cli.export_command:main", "write a version's prediction log to Parquet, one file per UTC day "
                "(idempotent, resumable): export --model NAME --version V --out DIR [--until ISO8601] [--json]"),
     "prune": ("flows.cli.prune_command:main", "remove prediction-log rows and monitor check runs older than the "

@@ -36,7 +36,6 @@ from flows.cli.main import EXIT_TEXT
 from flows.cli.options import COMMAND_OPTIONS, resolve
 from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from flows.orchestration.engines import engine_from_options
 
 if TYPE_CHECKING:
     import numpy as np
@@ -154,6 +153,8 @@ class Analysis(click.Command):
 
     def outcome(self, args: Args) -> Outcome:
         """Read the sets, start the engine and run the command."""
+        from flows.orchestration.engines import engine_from_options  # asyncio: not for --help
+
         options = (getattr(args, "engine", "local"), getattr(args, "dask_address", None),
                    getattr(args, "dask_workers", None))
         # The options are checked here, before any data is read; the engine starts below.

@@ -49,7 +49,6 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -121,24 +120,28 @@ class _LazyGroup(click.Group):
         found = getattr(importlib.import_module(module), attribute)
         if isinstance(found, click.Command):
             return found
-        return _passed_on(cmd_name, lambda argv: int(found(argv, prog=f"thermostat {cmd_name}")))
+        return _PassedOn(cmd_name, lambda argv: int(found(argv, prog=f"thermostat {cmd_name}")))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):  # from the table: no command's module is imported
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
 
-# TRANSITIONAL: a tool whose module still parses its own arguments (argparse) is a command that
-# hands them over as given (its own --help included); the table names `module:command` once it has one.
-def _passed_on(name: str, run: Callable[[list[str]], int]) -> click.Command:
-    raw: dict[str, Any] = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+class _PassedOn(click.Command):
+    """TRANSITIONAL: a tool whose module still parses its own arguments (argparse), handed them as
+    given (``--help`` and ``--`` included: ``serve`` passes what follows ``--`` to MLflow). The
+    table names the tool's ``module:command`` once it has one."""
 
-    @click.command(name, context_settings=raw)
-    @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-    def command(argv: tuple[str, ...]) -> int:
-        return run(list(argv))
+    def __init__(self, name: str, run: Callable[[list[str]], int]) -> None:
+        super().__init__(name, add_help_option=False)
+        self._run = run
 
-    return command
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.args = list(args)
+        return []
+
+    def invoke(self, ctx: click.Context) -> int:
+        return self._run(ctx.args)
 
 
 def _demo(argv: list[str]) -> int:
@@ -158,7 +161,7 @@ def _demo(argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
 
 
-demo = _passed_on("demo", _demo)
+demo = _PassedOn("demo", _demo)
 
 
 @click.group(cls=_LazyGroup, no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]},

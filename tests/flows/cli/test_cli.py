@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from calibration import ScoredSet, json_safe, write_scored_set
-from flows.cli.main import main
+from flows.cli.main import COMMANDS, main
 from tests.support.cli import THERMOSTAT, run, run_json, thermostat
 
 FIT_KEYS = {
@@ -351,6 +351,23 @@ def test_demo_is_handed_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fake.main = interrupted  # type: ignore[attr-defined]
     assert main(["demo"]) == 130
+
+
+def test_a_tool_is_handed_its_arguments_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], str]] = []
+    tool = types.ModuleType("a_tool")
+
+    def tool_main(argv: list[str], *, prog: str) -> int:
+        calls.append((argv, prog))
+        return 3
+
+    tool.main = tool_main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "a_tool", tool)
+    monkeypatch.setitem(COMMANDS, "a-tool", ("a_tool:main", "a tool"))
+    argv = ["MODEL", "--port", "1", "-x", "--", "--workers", "2", "--help"]
+    assert main(["a-tool", *argv]) == 3  # its status, its options unknown to the root, `--` kept
+    assert main(["a-tool", "--help"]) == 3
+    assert calls == [(argv, "thermostat a-tool"), (["--help"], "thermostat a-tool")]
 
 
 def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ Importing this module loads neither NumPy nor the numeric core (``calibration`` 
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -233,7 +234,8 @@ def analysis(name: str, *, partitioned: bool = False, reads: tuple[str, ...] = (
 
     def declare(run: Callable[[Sets, Args], Outcome]) -> Analysis:
         described = "\n\n".join(f"{metavar}: {text}" for metavar, text in arguments.items())
-        command = click.command(name, cls=Analysis, help=f"{run.__doc__}\n\n{described}", partitioned=partitioned,
+        help_text = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{described}"
+        command = click.command(name, cls=Analysis, help=help_text, partitioned=partitioned,
                                 reads=(*(metavar.lower() for metavar in arguments), *reads),
                                 epilog=f"--json keys: {JSON_KEYS[name]}. NaN prints as null.\n\n{EXIT_TEXT}")(run)
         command.params[:0] = [click.Argument([metavar.lower()], metavar=metavar) for metavar in arguments]

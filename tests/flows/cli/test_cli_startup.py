@@ -132,6 +132,7 @@ def test_every_analysis_command_is_in_the_table_and_has_its_one_line_help() -> N
         command = getattr(commands, name)
         assert isinstance(command, commands.Analysis) and command.name == name
         assert command.help is not None and command.help.startswith(COMMANDS[name][1]), name
+        assert "  " not in command.help, f"{name}'s help keeps its docstring's indentation"
 
 
 def test_the_listed_json_keys_are_the_commands_output() -> None:

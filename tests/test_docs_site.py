@@ -4,11 +4,14 @@ true now, in pages a reader can finish."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,11 +99,10 @@ def test_the_site_builds_strictly(built_site: Path) -> None:
     assert "fit_temperature" in (site / "python-api.html").read_text()
 
 
-@pytest.mark.slow
-def test_the_site_reads_in_a_real_browser_from_the_file_system(built_site: Path) -> None:
-    """Headless Chromium opens the built site from disk (as ``use_directory_urls: false`` promises):
-    the home page shows the navigation, the two loops and the dashboard, follows a link to the tutorial, asks
-    for nothing but files of the site, and logs no error."""
+@contextlib.contextmanager
+def _chromium_page(site: Path, outside: list[str], errors: list[str]) -> Iterator[Any]:
+    """A headless Chromium page that may read ``site``'s files and nothing else (every other
+    request recorded in ``outside`` and aborted), its console errors recorded in ``errors``."""
     from tests.integration.conftest import require_tool
 
     require_tool(Path(CHROMIUM).is_file(), f"chromium is not installed at {CHROMIUM}; `make test` installs it as "
@@ -110,17 +112,14 @@ def test_the_site_reads_in_a_real_browser_from_the_file_system(built_site: Path)
     except ImportError:
         require_tool(False, "the Python package playwright is missing: pip install -c constraints.txt '.[test]'")
         raise
-    outside: list[str] = []
-    errors: list[str] = []
 
     def only_the_site(route: Route, request: Request) -> None:
-        if request.url.startswith(("data:", built_site.as_uri())):
+        if request.url.startswith(("data:", site.as_uri())):
             route.continue_()
         else:
             outside.append(request.url)
             route.abort()
 
-    HOME_SCREENSHOT.parent.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                              args=["--no-sandbox", "--disable-background-networking",
@@ -131,20 +130,32 @@ def test_the_site_reads_in_a_real_browser_from_the_file_system(built_site: Path)
             page = context.new_page()
             page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto((built_site / "index.html").as_uri(), wait_until="load")
-            assert "Thermostat" in page.title()
-            navigation = page.locator("nav.md-nav--primary").inner_text()
-            for entry in ("Tutorial", "How-to guides", "Reference", "Explanation"):
-                assert entry in navigation, entry
-            assert "Where to go" in page.locator("article").inner_text()
-            for picture in ("img/loops.svg", "img/dashboard.png"):  # both pictures load and are drawn
-                width = page.locator(f'article img[src="{picture}"]').evaluate("image => image.naturalWidth")
-                assert width > 0, picture
-            page.screenshot(path=str(HOME_SCREENSHOT))
-            page.locator("nav.md-nav--primary a", has_text="Tutorial").first.click()
-            page.wait_for_load_state("load")
-            assert page.url.endswith("tutorial.html"), page.url
+            yield page
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_the_site_reads_in_a_real_browser_from_the_file_system(built_site: Path) -> None:
+    """Headless Chromium opens the built site from disk (as ``use_directory_urls: false`` promises):
+    the home page shows the navigation, the two loops and the dashboard, follows a link to the
+    tutorial, asks for nothing but files of the site, and logs no error."""
+    outside: list[str] = []
+    errors: list[str] = []
+    HOME_SCREENSHOT.parent.mkdir(exist_ok=True)
+    with _chromium_page(built_site, outside, errors) as page:
+        page.goto((built_site / "index.html").as_uri(), wait_until="load")
+        assert "Thermostat" in page.title()
+        navigation = page.locator("nav.md-nav--primary").inner_text()
+        for entry in ("Tutorial", "How-to guides", "Reference", "Explanation"):
+            assert entry in navigation, entry
+        assert "Where to go" in page.locator("article").inner_text()
+        for picture in ("img/loops.svg", "img/dashboard.png"):  # both pictures load and are drawn
+            width = page.locator(f'article img[src="{picture}"]').evaluate("image => image.naturalWidth")
+            assert width > 0, picture
+        page.screenshot(path=str(HOME_SCREENSHOT))
+        page.locator("nav.md-nav--primary a", has_text="Tutorial").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("tutorial.html"), page.url
     assert not outside, f"the site asked for something outside itself: {outside}"
     assert not errors, errors

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 import click
 import sqlalchemy as sa
 
-from flows.cli.click_run import fail, run_click
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 

@@ -21,8 +21,7 @@ from pathlib import Path
 import click
 from pydantic import TypeAdapter, ValidationError
 
-from flows.cli.click_run import fail, run_click
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 
 __all__ = ["command", "main"]

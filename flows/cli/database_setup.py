@@ -50,9 +50,9 @@ import json
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import click
@@ -409,7 +409,6 @@ input (an option, a missing password, a reserved name, the driver not installed)
 on stderr; 3 the database failed (unreachable, a permission refused, a database owned by
 another role, an existing privileged role)."""
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _PASSWORD_VARIABLES = {"mlflow": "MLFLOW_DB_PASSWORD", "thermostat": "THERMOSTAT_DB_PASSWORD"}
 
 
@@ -422,32 +421,31 @@ def _report(result: DatabaseSetup) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _password_and_database(key: str, purpose: str) -> Callable[[_F], _F]:
-    variable = _PASSWORD_VARIABLES[key]
-    password = click.option(f"--{key}-password", envvar=variable, metavar="PASSWORD",
-                            help=f"password of role {key} (default: ${variable})")
-    database = click.option(f"--{key}-database", default=key, metavar="NAME",
-                            help=f"name of {purpose}'s database and of its role (default {key})")
-    return lambda function: password(database(function))
-
-
 @click.command(help=_DESCRIPTION, epilog=_EPILOG)
 @click.option("--admin-url", required=True, metavar="URL",
               help="administrator's connection, e.g. postgresql://postgres@HOST:5432/postgres")
-@_password_and_database("mlflow", "MLflow's backend store")
-@_password_and_database("thermostat", "the prediction log")
+@click.option("--mlflow-password", envvar="MLFLOW_DB_PASSWORD", metavar="PASSWORD",
+              help="password of role mlflow (default: $MLFLOW_DB_PASSWORD)")
+@click.option("--mlflow-database", default="mlflow", metavar="NAME",
+              help="name of MLflow's backend store's database and of its role (default mlflow)")
+@click.option("--thermostat-password", envvar="THERMOSTAT_DB_PASSWORD", metavar="PASSWORD",
+              help="password of role thermostat (default: $THERMOSTAT_DB_PASSWORD)")
+@click.option("--thermostat-database", default="thermostat", metavar="NAME",
+              help="name of the prediction log's database and of its role (default thermostat)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
-def command(admin_url: str, as_json: bool, **given: str | None) -> int:
+def command(admin_url: str, mlflow_password: str | None, mlflow_database: str,
+            thermostat_password: str | None, thermostat_database: str, as_json: bool) -> int:
     """Create the roles and databases; return the exit status (see the module docstring)."""
     specs, flags = [], {}
-    for key, purpose, variable in (("mlflow", "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
-                                   ("thermostat", "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL")):
-        password = given[f"{key}_password"]
+    for key, password, database, purpose, variable in (
+        ("mlflow", mlflow_password, mlflow_database, "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
+        ("thermostat", thermostat_password, thermostat_database, "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL"),
+    ):
         if not password:
             return fail(EXIT_BAD_INPUT, f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
                                         "environment, which keeps it off the command line)")
         try:
-            specs.append(DatabaseSpec(str(given[f"{key}_database"]), password, purpose, variable))
+            specs.append(DatabaseSpec(database, password, purpose, variable))
             flags[specs[-1].name] = f"--{key}-database"
         except ValueError as error:
             return fail(EXIT_BAD_INPUT, f"--{key}-database: {error}")

@@ -10,14 +10,12 @@ refuses its arguments before loading the numeric core, MLflow or Prefect.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
 import click
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "fail", "parse_arguments",
-           "refuse", "run_click"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "fail", "refuse", "run_click"]
 
 EXIT_OK = 0
 """The command ran and its result passed its check."""
@@ -27,17 +25,6 @@ EXIT_BAD_INPUT = 2
 """Bad input: the message names the file, column, row or flag; nothing printed or written."""
 EXIT_COMPUTATION_FAILED = 3
 """The computation itself failed."""
-
-
-def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
-    """``argv`` as ``parser`` reads it, or the exit status where argparse exits instead.
-
-    argparse has then printed the help (status 0) or the usage error (:data:`EXIT_BAD_INPUT`).
-    """
-    try:
-        return parser.parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
-        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
 
 
 def run_click(command: click.Command, argv: Sequence[str] | None, prog: str) -> int:
@@ -65,7 +52,7 @@ def run_click(command: click.Command, argv: Sequence[str] | None, prog: str) -> 
 
 
 def refuse(prog: str, status: int, message: str) -> int:
-    """Print ``PROG: error: MESSAGE`` on stderr, as argparse words a refusal, and return ``status``."""
+    """Print ``PROG: error: MESSAGE`` on stderr and return ``status``."""
     print(f"{prog}: error: {message}", file=sys.stderr)
     return status
 

@@ -64,9 +64,9 @@ def _aware_time(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise click.BadParameter(f"{text!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from exc
+        raise ValueError(f"{text!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from exc
     if moment.tzinfo is None:
-        raise click.BadParameter(f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00")
+        raise ValueError(f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00")
     return moment
 
 

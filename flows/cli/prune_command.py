@@ -54,7 +54,7 @@ def _duration(text: str) -> timedelta:
     try:
         return TypeAdapter(timedelta).validate_python(text)
     except ValidationError as error:
-        raise click.BadParameter(f"{text!r} is not an ISO 8601 duration (e.g. P90D)") from error
+        raise ValueError(f"{text!r} is not an ISO 8601 duration (e.g. P90D)") from error
 
 
 @click.command(help=_DESCRIPTION, epilog=_EPILOG)

@@ -13,7 +13,6 @@ Starlette, uvicorn and the standard library only: importing it loads neither MLf
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import ipaddress
 import logging
@@ -162,8 +161,7 @@ def host_name(text: str) -> str:
     """``--allow-host``'s argument type: a host name, lower-case, no final dot."""
     name = text.strip().lower().rstrip(".")
     if not _HOST_NAME.fullmatch(name) or len(name) > 253:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name (letters, digits, dashes and dots, e.g. "
-                                         "dashboard.internal)")
+        raise ValueError(f"{text!r} is not a host name (letters, digits, dashes and dots, e.g. dashboard.internal)")
     return name
 
 

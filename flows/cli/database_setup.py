@@ -43,12 +43,10 @@ permission refused, a database owned by another role, an existing privileged rol
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import hmac
 import json
-import os
 import re
 import sys
 import unicodedata
@@ -57,13 +55,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
+import click
+
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "main", "setup_databases"]
+__all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "command", "main", "setup_databases"]
 
 # A role or database name this command creates: a plain, unquoted PostgreSQL identifier.
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -384,6 +384,7 @@ _DESCRIPTION = """\
 Create the PostgreSQL databases and login roles a production deployment needs, through an
 administrator's connection (a superuser, or a role with CREATEROLE and CREATEDB):
 
+\b
   mlflow      MLflow's backend store (MLFLOW_BACKEND_STORE_URI, which mlflow server reads),
               owned by role mlflow
   thermostat  the prediction log and the registration lock (THERMOSTAT_PREDICTION_LOG_URL),
@@ -411,20 +412,6 @@ another role, an existing privileged role)."""
 _PASSWORD_VARIABLES = {"mlflow": "MLFLOW_DB_PASSWORD", "thermostat": "THERMOSTAT_DB_PASSWORD"}
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--admin-url", required=True, metavar="URL",
-                        help="administrator's connection, e.g. postgresql://postgres@db.internal:5432/postgres")
-    for key, purpose in (("mlflow", "MLflow's backend store"), ("thermostat", "the prediction log")):
-        parser.add_argument(f"--{key}-password", metavar="PASSWORD",
-                            help=f"password of role {key} (default: ${_PASSWORD_VARIABLES[key]})")
-        parser.add_argument(f"--{key}-database", default=key, metavar="NAME",
-                            help=f"name of {purpose}'s database and of its role (default {key})")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    return parser
-
-
 def _report(result: DatabaseSetup) -> str:
     width = max(len(step.subject) for step in result.steps)
     lines = [f"{step.subject:<{width}}  {step.action:<9}  {step.detail}" for step in result.steps]
@@ -434,40 +421,55 @@ def _report(result: DatabaseSetup) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db") -> int:
-    """Run ``thermostat setup-db`` and return its exit status (see the module docstring)."""
-    args = parse_arguments(_parser(prog), argv)
-    if isinstance(args, int):
-        return args
+@click.command(help=_DESCRIPTION, epilog=_EPILOG)
+@click.option("--admin-url", required=True, metavar="URL",
+              help="administrator's connection, e.g. postgresql://postgres@HOST:5432/postgres")
+@click.option("--mlflow-password", envvar="MLFLOW_DB_PASSWORD", metavar="PASSWORD",
+              help="password of role mlflow (default: $MLFLOW_DB_PASSWORD)")
+@click.option("--mlflow-database", default="mlflow", metavar="NAME",
+              help="name of MLflow's backend store's database and of its role (default mlflow)")
+@click.option("--thermostat-password", envvar="THERMOSTAT_DB_PASSWORD", metavar="PASSWORD",
+              help="password of role thermostat (default: $THERMOSTAT_DB_PASSWORD)")
+@click.option("--thermostat-database", default="thermostat", metavar="NAME",
+              help="name of the prediction log's database and of its role (default thermostat)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
+def command(admin_url: str, mlflow_password: str | None, mlflow_database: str,
+            thermostat_password: str | None, thermostat_database: str, as_json: bool) -> int:
+    """Create the roles and databases; return the exit status (see the module docstring)."""
     specs, flags = [], {}
-    for key, purpose, variable in (("mlflow", "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
-                                   ("thermostat", "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL")):
-        password = getattr(args, f"{key}_password") or os.environ.get(_PASSWORD_VARIABLES[key], "")
+    for key, password, database, purpose, variable in (
+        ("mlflow", mlflow_password, mlflow_database, "MLflow's backend store", "MLFLOW_BACKEND_STORE_URI"),
+        ("thermostat", thermostat_password, thermostat_database, "the prediction log", "THERMOSTAT_PREDICTION_LOG_URL"),
+    ):
         if not password:
-            return refuse(prog, EXIT_BAD_INPUT,
-                          f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
-                          "environment, which keeps it off the command line)")
+            return fail(EXIT_BAD_INPUT, f"--{key}-password is required (or set {_PASSWORD_VARIABLES[key]} in the "
+                                        "environment, which keeps it off the command line)")
         try:
-            specs.append(DatabaseSpec(getattr(args, f"{key}_database"), password, purpose, variable))
+            specs.append(DatabaseSpec(database, password, purpose, variable))
             flags[specs[-1].name] = f"--{key}-database"
         except ValueError as error:
-            return refuse(prog, EXIT_BAD_INPUT, f"--{key}-database: {error}")
+            return fail(EXIT_BAD_INPUT, f"--{key}-database: {error}")
     if specs[0].name == specs[1].name:
-        return refuse(prog, EXIT_BAD_INPUT, f"--mlflow-database and --thermostat-database are both {specs[0].name!r}; "
-                                            "MLflow's store and the prediction log need a database each")
+        return fail(EXIT_BAD_INPUT, f"--mlflow-database and --thermostat-database are both {specs[0].name!r}; "
+                                    "MLflow's store and the prediction log need a database each")
     try:
-        result = setup_databases(args.admin_url, specs)
+        result = setup_databases(admin_url, specs)
     except ImportError as error:
-        return refuse(prog, EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); it comes with the "
-                                            "'postgresql' extra: pip install 'thermostat[postgresql]'")
+        return fail(EXIT_BAD_INPUT, f"the PostgreSQL driver is not installed ({error}); it comes with the "
+                                    "'postgresql' extra: pip install 'thermostat[postgresql]'")
     except ValueError as error:
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     except PrivilegedRoleError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
+        return fail(EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
     except SetupError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, str(error))
-    print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))
+        return fail(EXIT_COMPUTATION_FAILED, str(error))
+    print(json.dumps(result.to_dict(), indent=2) if as_json else _report(result))
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db") -> int:
+    """Run ``thermostat setup-db`` and return its exit status (see the module docstring)."""
+    return run_click(command, argv, prog)
 
 
 if __name__ == "__main__":

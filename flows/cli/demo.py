@@ -38,20 +38,22 @@ started by hand. Delete the state folder to start over.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import tempfile
 import time
 import traceback
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
 import numpy as np
 from numpy.typing import NDArray
 
+from flows.exit_status import run_click
 from flows.orchestration.local_only import stay_local
 
 # MLflow, Prefect, scikit-learn and the flows are imported where they are used, once the
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DemoCheckpoint",
     "DigitsSplit",
+    "command",
     "digits_split",
     "digits_traffic",
     "main",
@@ -263,19 +266,20 @@ def _writes_to_terminal(handler: logging.Handler) -> bool:
     return isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
 
 
-def main(argv: list[str] | None = None) -> int:
+@click.command(help="The main job on scikit-learn's bundled digits, with nothing running: two checkpoints registered "
+                    "calibrated, then the monitor story (drift, refit, label shift) in-process.")
+@click.option("--state-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="state folder (default: THERMOSTAT_STATE_DIR or ./.thermostat)")
+def command(state_dir: Path | None) -> int:
     """Run the demo; returns the process exit code.
 
     The terminal gets the story; the flow logs go to ``demo.log`` in the state folder. Nothing
     leaves the machine (:func:`flows.orchestration.local_only.stay_local`).
     """
     stay_local()
-    parser = argparse.ArgumentParser(prog="thermostat demo", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--state-dir", type=Path, help="state folder (default: THERMOSTAT_STATE_DIR or ./.thermostat)")
-    args = parser.parse_args(argv)
     from flows.settings import ThermostatSettings
 
-    settings = ThermostatSettings() if args.state_dir is None else ThermostatSettings(state_dir=args.state_dir)
+    settings = ThermostatSettings() if state_dir is None else ThermostatSettings(state_dir=state_dir)
     # The demo attaches labels in-process, committed before each check: no settle time needed for
     # the sequential rule to see them (production waits THERMOSTAT_LABEL_SETTLE_TIME, 5 min).
     settings = settings.model_copy(update={"label_settle_time": timedelta(0)})
@@ -287,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("thermostat.demo").error("the demo failed:\n%s", traceback.format_exc())
         print(f"\nThe demo failed: {type(error).__name__}: {error}\nThe full traceback is in {log_path}")
         return 1
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat demo") -> int:
+    """Run ``thermostat demo`` and return its exit status (see :func:`command`)."""
+    return run_click(command, argv, prog)
 
 
 def _run(settings: ThermostatSettings, log_path: Path) -> int:

@@ -10,7 +10,6 @@ settings, a version never logged, an unreadable manifest), the message on stderr
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -18,16 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
 import sqlalchemy as sa
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
 if TYPE_CHECKING:
     from monitoring import ExportResult
 
-__all__ = ["main"]
+__all__ = ["command", "main"]
 
 _DESCRIPTION = """\
 Write the labelled rows of one model version from the prediction log
@@ -35,6 +35,7 @@ Write the labelled rows of one model version from the prediction log
 Parquet, one file per UTC day of serving time, so that the monitor and the refit can read
 the history from any machine:
 
+\b
   DIR/model=NAME/version=V/date=YYYY-MM-DD/part-0.parquet
   DIR/model=NAME/version=V/_manifest.json
 
@@ -63,22 +64,10 @@ def _aware_time(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from exc
+        raise ValueError(f"{text!r} is not an ISO 8601 time (e.g. 2026-03-01T00:00:00Z)") from exc
     if moment.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00")
+        raise ValueError(f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00")
     return moment
-
-
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--model", required=True, metavar="NAME", help="registered model name")
-    parser.add_argument("--version", required=True, metavar="V", help="model version, as logged")
-    parser.add_argument("--out", required=True, metavar="DIR", help="root folder of the export (created if missing)")
-    parser.add_argument("--until", type=_aware_time, metavar="ISO8601",
-                        help="export rows served before this time, with a timezone (default: now)")  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    return parser
 
 
 def _report(result: ExportResult) -> str:
@@ -94,47 +83,56 @@ def _report(result: ExportResult) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") -> int:
-    """Run ``thermostat export`` and return its exit status (see the module docstring)."""
-    args = parse_arguments(_parser(prog), argv)
-    if isinstance(args, int):
-        return args
-    out = Path(args.out)
+@click.command(help=_DESCRIPTION, epilog=_EPILOG)
+@click.option("--model", required=True, metavar="NAME", help="registered model name")
+@click.option("--version", required=True, metavar="V", help="model version, as logged")
+@click.option("--out", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="root folder of the export (created if missing)")
+@click.option("--until", type=_aware_time, metavar="ISO8601",
+              help="export rows served before this time, with a timezone (default: now)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
+def command(model: str, version: str, out: Path, until: datetime | None, as_json: bool) -> int:
+    """Export one version's labelled rows; return the exit status (see the module docstring)."""
     if out.exists() and not out.is_dir():
-        return refuse(prog, EXIT_BAD_INPUT, f"--out {out} is not a folder")
+        return fail(EXIT_BAD_INPUT, f"--out {out} is not a folder")
     try:
         url = ThermostatSettings().resolved_prediction_log_url()
     except ValueError as error:  # the settings (pydantic's ValidationError is one)
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     shown = mask_url(url)
     from monitoring import PredictionLog, export_prediction_log  # after parsing: --help loads no SQL layer
 
     try:
         log = PredictionLog.existing(url)  # a SQLite file that is not there is not created
     except (sa.exc.ArgumentError, ImportError) as error:  # a malformed URL, an unknown dialect or driver
-        return refuse(prog, EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
+        return fail(EXIT_BAD_INPUT, f"the prediction log URL {shown} cannot be used: {error}")
     except FileNotFoundError:
-        return refuse(prog, EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
+        return fail(EXIT_BAD_INPUT, f"there is no prediction log at {shown}: the file does not exist "
                                             "(set THERMOSTAT_PREDICTION_LOG_URL or THERMOSTAT_STATE_DIR)")  # fmt: skip
     try:
         missing = log.missing_tables()
         if missing:
-            return refuse(prog, EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
-        result = export_prediction_log(log, args.model, args.version, out, until=args.until)
+            return fail(EXIT_BAD_INPUT, f"{shown} holds no prediction log (no table {', '.join(missing)})")
+        result = export_prediction_log(log, model, version, out, until=until)
     except LookupError:
-        return refuse(prog, EXIT_BAD_INPUT,
-                      f"no prediction of model {args.model!r} version {args.version!r} was ever logged "
+        return fail(EXIT_BAD_INPUT,
+                      f"no prediction of model {model!r} version {version!r} was ever logged "
                       f"in the prediction log at {shown}; check --model and --version")  # fmt: skip
     except ValueError as error:  # a name the log refuses, an unreadable manifest
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     except sa.exc.SQLAlchemyError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, f"the prediction log at {shown} could not be read: {error}")
+        return fail(EXIT_COMPUTATION_FAILED, f"the prediction log at {shown} could not be read: {error}")
     except OSError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, f"the export could not be written under --out {out}: {error}")
+        return fail(EXIT_COMPUTATION_FAILED, f"the export could not be written under --out {out}: {error}")
     finally:
         log.dispose()
-    print(json.dumps(result.to_dict(), indent=2) if args.json else _report(result))
+    print(json.dumps(result.to_dict(), indent=2) if as_json else _report(result))
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") -> int:
+    """Run ``thermostat export`` and return its exit status (see the module docstring)."""
+    return run_click(command, argv, prog)
 
 
 if __name__ == "__main__":

@@ -16,19 +16,20 @@ database failed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, parse_arguments, refuse
+import click
+
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 
 if TYPE_CHECKING:
     from monitoring import LabelAttachReport, LabelRows, PredictionLog, PredictionRows, RowRefusal
 
-__all__ = ["labels_main", "log_main"]
+__all__ = ["labels_command", "labels_main", "log_command", "log_main"]
 
 _SHOWN: Final = 10
 _FORMATS: Final = "CSV (.csv), Parquet (.parquet) or JSON Lines (.jsonl, .ndjson)"
@@ -37,11 +38,11 @@ _EXIT: Final = ("exit status: 0 every row is in the log; 1 the good rows were wr
                 "with a refused row), the message on stderr; 3 the database failed.")
 
 
-def _settings_url(prog: str) -> str | int:
+def _settings_url() -> str | int:
     try:
         return ThermostatSettings().resolved_prediction_log_url()
     except ValueError as error:  # pydantic's ValidationError is one
-        return refuse(prog, EXIT_BAD_INPUT, f"the THERMOSTAT_* settings are invalid: {error}")
+        return fail(EXIT_BAD_INPUT, f"the THERMOSTAT_* settings are invalid: {error}")
 
 
 def _listing(refused: Sequence[RowRefusal]) -> list[str]:
@@ -52,43 +53,36 @@ def _listing(refused: Sequence[RowRefusal]) -> list[str]:
     return lines
 
 
-def _finish(prog: str, text: str, payload: dict[str, Any], as_json: bool, complete: bool, what: str) -> int:
+def _finish(text: str, payload: dict[str, Any], as_json: bool, complete: bool, what: str) -> int:
     print(json.dumps(payload, indent=2) if as_json else text, flush=True)
     if complete:
         return EXIT_OK
-    print(f"{prog}: warning: {what}", file=sys.stderr)
+    print(f"{click.get_current_context().command_path}: warning: {what}", file=sys.stderr)
     return EXIT_DID_NOT_PASS
 
 
 # --------------------------------------------------------------------------- thermostat log
 
 
-def _log_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"Log served predictions from FILE ({_FORMATS}) into the prediction log "
-                    "(THERMOSTAT_PREDICTION_LOG_URL). Columns: request_id (or id), logit_0 .. logit_{K-1} (the raw "
-                    "logits), model_name, model_version, temperature (each may instead be given below), optionally "
-                    "group, served_at (ISO 8601 with a timezone), label; JSON Lines: one row object a line, logits "
-                    "a list. A bad row is refused alone; a row already logged is reported unchanged.",
-        epilog="--json keys: file, received, written, unchanged, refused [{index, request_id, reason}].\n\n" + _EXIT,
-    )
-    parser.add_argument("file", metavar="FILE", help="the predictions")
-    parser.add_argument("--model", metavar="NAME", help="model name of the rows without a model_name")
-    parser.add_argument("--version", metavar="V", help="model version of the rows without a model_version")
-    parser.add_argument("--temperature", type=float, metavar="T", help="the T in force, for the rows without one")
-    parser.add_argument("--group", metavar="G", help="group of the rows without one")
-    parser.add_argument("--atomic", action="store_true", help="all or nothing: a refused row writes nothing (exit 2)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    return parser
-
-
-def log_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat log") -> int:
-    """Run ``thermostat log`` and return its exit status (see the module docstring)."""
-    args = parse_arguments(_log_parser(prog), argv)
-    if isinstance(args, int):
-        return args
-    url = _settings_url(prog)
+@click.command(
+    help=f"Log served predictions from FILE ({_FORMATS}) into the prediction log (THERMOSTAT_PREDICTION_LOG_URL). "
+         "Columns: request_id (or id), logit_0 .. logit_{K-1} (the raw logits), model_name, model_version, "
+         "temperature (each may instead be given below), optionally group, served_at (ISO 8601 with a timezone), "
+         "label; JSON Lines: one row object a line, logits a list. A bad row is refused alone; a row already logged "
+         "is reported unchanged.",
+    epilog="--json keys: file, received, written, unchanged, refused [{index, request_id, reason}].\n\n" + _EXIT,
+)
+@click.argument("file", metavar="FILE")
+@click.option("--model", metavar="NAME", help="model name of the rows without a model_name")
+@click.option("--version", metavar="V", help="model version of the rows without a model_version")
+@click.option("--temperature", type=float, metavar="T", help="the T in force, for the rows without one")
+@click.option("--group", metavar="G", help="group of the rows without one")
+@click.option("--atomic", is_flag=True, help="all or nothing: a refused row writes nothing (exit 2)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
+def log_command(file: str, model: str | None, version: str | None, temperature: float | None,
+                group: str | None, atomic: bool, as_json: bool) -> int:
+    """Log FILE's predictions; return the exit status (see the module docstring)."""
+    url = _settings_url()
     if isinstance(url, int):
         return url
     import sqlalchemy as sa
@@ -96,36 +90,40 @@ def log_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat log")
     from flows.ingest.payloads import IngestAnswer
     from monitoring import IngestFileError, open_prediction_log, read_prediction_file
 
-    defaults = {name: value for name, value in (("model_name", args.model), ("model_version", args.version),
-                                                ("temperature", args.temperature), ("group", args.group))
-                if value is not None}
+    given = (("model_name", model), ("model_version", version), ("temperature", temperature), ("group", group))
+    defaults: dict[str, object] = {name: value for name, value in given if value is not None}
     try:
-        chunks: Iterable[PredictionRows] = read_prediction_file(args.file)
-        if args.atomic:
+        chunks: Iterable[PredictionRows] = read_prediction_file(file)
+        if atomic:
             chunks = [_joined(list(chunks))]
         log = open_prediction_log(url)
     except IngestFileError as error:
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     except (sa.exc.SQLAlchemyError, ImportError) as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, _database_failed(url, error))
+        return fail(EXIT_COMPUTATION_FAILED, _database_failed(url, error))
     try:
-        report = _log_chunks(log, chunks, defaults, atomic=args.atomic)
+        report = _log_chunks(log, chunks, defaults, atomic=atomic)
     except IngestFileError as error:  # a chunk further in (its rows before it are written)
-        return refuse(prog, EXIT_BAD_INPUT, f"{error} (the rows before it were written)")
+        return fail(EXIT_BAD_INPUT, f"{error} (the rows before it were written)")
     except sa.exc.SQLAlchemyError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, _database_failed(url, error))
+        return fail(EXIT_COMPUTATION_FAILED, _database_failed(url, error))
     finally:
         log.dispose()
-    if args.atomic and report.refused:
+    if atomic and report.refused:
         first = next((r for r in report.refused if not r.reason.startswith("not written")), report.refused[0])
-        return refuse(prog, EXIT_BAD_INPUT, f"{args.file}: row {first.index}: {first.reason}; nothing of its "
+        return fail(EXIT_BAD_INPUT, f"{file}: row {first.index}: {first.reason}; nothing of its "
                                             f"{report.received:,} rows was written (--atomic)")
-    text = "\n".join([f"{args.file}: {report.received:,} rows: {report.written:,} written, {report.unchanged:,} "
+    text = "\n".join([f"{file}: {report.received:,} rows: {report.written:,} written, {report.unchanged:,} "
                       f"already logged (unchanged), {len(report.refused):,} refused",
                       *(_listing(report.refused) if report.refused else [])])
-    payload = {"file": args.file, **IngestAnswer.of(report).model_dump()}
-    return _finish(prog, text, payload, args.json, report.complete,
+    payload = {"file": file, **IngestAnswer.of(report).model_dump()}
+    return _finish(text, payload, as_json, report.complete,
                    f"{len(report.refused):,} of {report.received:,} rows were refused; the others were written")
+
+
+def log_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat log") -> int:
+    """Run ``thermostat log`` and return its exit status (see the module docstring)."""
+    return run_click(log_command, argv, prog)
 
 
 def _joined(chunks: list[PredictionRows]) -> PredictionRows:
@@ -171,30 +169,25 @@ def _database_failed(url: str, error: BaseException) -> str:
 # --------------------------------------------------------------------------- thermostat labels attach
 
 
-def _labels_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Late labels into the prediction log.")
-    commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    attach = commands.add_parser(
-        "attach", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"Attach the labels of FILE ({_FORMATS}; columns request_id (or id) and label, others "
-                    "ignored) to the predictions logged under those request ids (THERMOSTAT_PREDICTION_LOG_URL). "
-                    "Labels are write-once: a different label for a labelled request is a conflict, kept as it was; "
-                    "the same label again is unchanged. A bad row is refused alone.",
-        epilog="--json keys: file, received, attached, unchanged, conflicts [{request_id, existing_label, "
-               "new_label}], unknown [request ids], refused [{index, request_id, reason}].\n\n" + _EXIT,
-    )
-    attach.add_argument("file", metavar="FILE", help="the labels")
-    attach.add_argument("--atomic", action="store_true", help="all or nothing: a refused row writes nothing (exit 2)")
-    attach.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    return parser
+@click.group(help="Late labels into the prediction log.")
+def labels_command() -> None:
+    """``thermostat labels``: its one subcommand, ``attach``."""
 
 
-def labels_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat labels") -> int:
-    """Run ``thermostat labels attach`` and return its exit status (see the module docstring)."""
-    args = parse_arguments(_labels_parser(prog), argv)
-    if isinstance(args, int):
-        return args
-    url = _settings_url(prog)
+@labels_command.command(
+    "attach", short_help="attach late labels from FILE to the logged predictions",
+    help=f"Attach the labels of FILE ({_FORMATS}; columns request_id (or id) and label, others ignored) to the "
+         "predictions logged under those request ids (THERMOSTAT_PREDICTION_LOG_URL). Labels are write-once: a "
+         "different label for a labelled request is a conflict, kept as it was; the same label again is unchanged. "
+         "A bad row is refused alone.",
+    epilog="--json keys: file, received, attached, unchanged, conflicts [{request_id, existing_label, new_label}], "
+           "unknown [request ids], refused [{index, request_id, reason}].\n\n" + _EXIT,
+)
+@click.argument("file", metavar="FILE")
+@click.option("--atomic", is_flag=True, help="all or nothing: a refused row writes nothing (exit 2)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
+def _attach_command(file: str, atomic: bool, as_json: bool) -> int:
+    url = _settings_url()
     if isinstance(url, int):
         return url
     import sqlalchemy as sa
@@ -203,32 +196,37 @@ def labels_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat la
     from monitoring import IngestFileError, open_prediction_log, read_label_file
 
     try:
-        chunks: list[LabelRows] | Iterable[LabelRows] = read_label_file(args.file)
-        if args.atomic:
+        chunks: list[LabelRows] | Iterable[LabelRows] = read_label_file(file)
+        if atomic:
             chunks = [_joined_labels(list(chunks))]
         log = open_prediction_log(url, must_exist=True)
     except IngestFileError as error:
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     except FileNotFoundError as error:  # no SQLite log there: nothing could be attached
-        return refuse(prog, EXIT_BAD_INPUT, str(error))
+        return fail(EXIT_BAD_INPUT, str(error))
     except (sa.exc.SQLAlchemyError, ImportError) as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, _database_failed(url, error))
+        return fail(EXIT_COMPUTATION_FAILED, _database_failed(url, error))
     try:
-        report, refused = _attach_chunks(log, chunks, atomic=args.atomic)
+        report, refused = _attach_chunks(log, chunks, atomic=atomic)
     except IngestFileError as error:
-        return refuse(prog, EXIT_BAD_INPUT, f"{error} (the rows before it were attached)")
+        return fail(EXIT_BAD_INPUT, f"{error} (the rows before it were attached)")
     except ValueError as error:  # --atomic and a refused row
-        return refuse(prog, EXIT_BAD_INPUT, f"{args.file}: {error} (--atomic)")
+        return fail(EXIT_BAD_INPUT, f"{file}: {error} (--atomic)")
     except sa.exc.SQLAlchemyError as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, _database_failed(url, error))
+        return fail(EXIT_COMPUTATION_FAILED, _database_failed(url, error))
     finally:
         log.dispose()
     answer = LabelAnswer.of(report, refused)
-    text = "\n".join(_label_lines(args.file, answer))
+    text = "\n".join(_label_lines(file, answer))
     missing = len(answer.conflicts) + len(answer.unknown) + len(answer.refused)
-    return _finish(prog, text, {"file": args.file, **answer.model_dump()}, args.json, missing == 0,
+    return _finish(text, {"file": file, **answer.model_dump()}, as_json, missing == 0,
                    f"{missing:,} of {answer.received:,} labels are not in the log as the file says (conflicting, "
                    "unknown or refused); the others were attached")
+
+
+def labels_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat labels") -> int:
+    """Run ``thermostat labels attach`` and return its exit status (see the module docstring)."""
+    return run_click(labels_command, argv, prog)
 
 
 def _joined_labels(chunks: list[LabelRows]) -> LabelRows:

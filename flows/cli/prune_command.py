@@ -12,19 +12,19 @@ failed (an archive it cannot merge into is named; run it again to finish what wa
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import click
 from pydantic import TypeAdapter, ValidationError
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 
-__all__ = ["main"]
+__all__ = ["command", "main"]
 
 _DESCRIPTION = """\
 Remove what the monitor and the refit no longer read: the prediction-log rows served, and
@@ -54,60 +54,51 @@ def _duration(text: str) -> timedelta:
     try:
         return TypeAdapter(timedelta).validate_python(text)
     except ValidationError as error:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 duration (e.g. P90D)") from error
+        raise ValueError(f"{text!r} is not an ISO 8601 duration (e.g. P90D)") from error
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=_DESCRIPTION, epilog=_EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--retention", type=_duration, metavar="ISO8601",
-                        help="keep this much (default: THERMOSTAT_RETENTION)")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--archive", metavar="DIR", help="the export's folder (default: THERMOSTAT_EXPORT_PATH)")
-    where.add_argument("--no-archive", action="store_true", help="delete the old labelled rows without archiving them")
-    parser.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat prune") -> int:
-    """Run ``thermostat prune`` and return its exit status (see the module docstring)."""
+@click.command(help=_DESCRIPTION, epilog=_EPILOG)
+@click.option("--retention", type=_duration, metavar="ISO8601", help="keep this much (default: THERMOSTAT_RETENTION)")
+@click.option("--archive", metavar="DIR", help="the export's folder (default: THERMOSTAT_EXPORT_PATH)")
+@click.option("--no-archive", is_flag=True, help="delete the old labelled rows without archiving them")
+@click.option("--dry-run", is_flag=True, help="say what would be removed; remove nothing")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of the report")
+def command(retention: timedelta | None, archive: str | None, no_archive: bool, dry_run: bool, as_json: bool) -> int:
+    """Prune what is older than the retention; return the exit status (see the module docstring)."""
+    if archive and no_archive:
+        raise click.UsageError("--archive and --no-archive cannot be given together")
     try:
-        args = _parser(prog).parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error (argparse printed it)
-        return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
-
-    def fail(status: int, message: str) -> int:
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return status
-
-    try:
-        settings = ThermostatSettings(**({} if args.retention is None else {"retention": args.retention}))
+        settings = ThermostatSettings() if retention is None else ThermostatSettings(retention=retention)
     except ValidationError as error:  # the settings, or a retention not longer than the monitor's window
         reasons = "; ".join(str(problem["msg"]).removeprefix("Value error, ") for problem in error.errors())
-        return fail(EXIT_BAD_INPUT, reasons if args.retention is None else f"--retention: {reasons}")
+        return fail(EXIT_BAD_INPUT, reasons if retention is None else f"--retention: {reasons}")
     if settings.retention is None:
         return fail(EXIT_BAD_INPUT, "no retention: give --retention (e.g. P90D) or set THERMOSTAT_RETENTION")
-    archive = None if args.no_archive else Path(args.archive) if args.archive else settings.export_path
-    if archive is None and not args.no_archive:
+    folder = None if no_archive else Path(archive) if archive else settings.export_path
+    if folder is None and not no_archive:
         return fail(EXIT_BAD_INPUT, "no archive for the labelled rows: give --archive DIR or set THERMOSTAT_EXPORT_PATH "
                                     "(the export's folder), or --no-archive to delete them without one")
-    if archive is not None and archive.exists() and not archive.is_dir():
-        return fail(EXIT_BAD_INPUT, f"--archive {archive} is not a folder")
+    if folder is not None and folder.exists() and not folder.is_dir():
+        return fail(EXIT_BAD_INPUT, f"--archive {folder} is not a folder")
     import sqlalchemy as sa  # after parsing: --help loads no SQL layer, MLflow or Prefect
     from mlflow.exceptions import MlflowException
 
     from flows.pipelines.retention import prune_stored_data
 
     try:
-        report = prune_stored_data(settings, archive=archive, now=datetime.now(UTC), dry_run=args.dry_run)
+        report = prune_stored_data(settings, archive=folder, now=datetime.now(UTC), dry_run=dry_run)
     except FileNotFoundError as error:  # the SQLite log does not exist
         return fail(EXIT_BAD_INPUT, str(error))
     except (sa.exc.SQLAlchemyError, MlflowException, OSError, ValueError, RuntimeError) as error:
         # ValueError: an archive it cannot merge into (an unreadable manifest or day file), named.
         return fail(EXIT_COMPUTATION_FAILED, f"the prune stopped: {type(error).__name__}: {settings.redacted(str(error))}")
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.sentence())
+    print(json.dumps(report.to_dict(), indent=2) if as_json else report.sentence())
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat prune") -> int:
+    """Run ``thermostat prune`` and return its exit status (see the module docstring)."""
+    return run_click(command, argv, prog)
 
 
 if __name__ == "__main__":

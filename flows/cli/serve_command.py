@@ -22,7 +22,6 @@ or the server exited by itself (its own status on stderr).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
@@ -33,17 +32,18 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
+import click
+
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, refuse, run_click
 
 if TYPE_CHECKING:
     from flows.orchestration.rollout import RefittedWatch
     from flows.records.events import RefittedEvent
     from flows.registry.adapter import MlflowRegistry
 
-__all__ = ["main", "split_arguments"]
+__all__ = ["command", "main"]
 
 _EPILOG = """\
 The server is `mlflow models serve -m models:/NAME/VERSION --env-manager local -h HOST -p PORT`
@@ -55,38 +55,17 @@ exit status: 0 stopped (SIGINT, SIGTERM); 2 bad input (the model or the alias do
 3 MLflow could not be read at start, or the server exited by itself."""
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, usage=f"{prog} MODEL [--alias A] [--host H] [--port P] [--check-every S] [--grace S] [-- ARGS]",
-        description="Serve the version MODEL@ALIAS points at with `mlflow models serve`, and restart it "
-        "on the new version when the alias moves (at once on a refitted event).", epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", metavar="MODEL", help="the registered model")
-    parser.add_argument("--alias", default="champion", help="the alias to follow (default champion)")
-    parser.add_argument("--host", default="127.0.0.1", help="the server's address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="the server's port (default 8080)")
-    parser.add_argument("--check-every", type=float, default=60.0, metavar="SECONDS",
-                        help="read the alias at least this often (default 60)")
-    parser.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
-                        help="how long a stopped server may take to exit before it is killed (default 30)")
-    return parser
+@dataclass(frozen=True)
+class _Options:
+    """What the command was given: the model, its alias, where to serve, and ``mlflow models serve``'s own."""
 
-
-def split_arguments(given: list[str]) -> tuple[list[str], list[str]]:
-    """The command's own arguments and those after the first ``--``, which are ``mlflow models
-    serve``'s (argparse would read their options as the command's).
-
-    Examples
-    --------
-    >>> split_arguments(["tickets", "--port", "8081", "--", "--workers", "2"])
-    (['tickets', '--port', '8081'], ['--workers', '2'])
-    >>> split_arguments(["tickets"])
-    (['tickets'], [])
-    """
-    if "--" not in given:
-        return given, []
-    cut = given.index("--")
-    return given[:cut], given[cut + 1:]
+    model: str
+    alias: str
+    host: str
+    port: int
+    check_every: float
+    grace: float
+    serve_arguments: tuple[str, ...]
 
 
 @dataclass
@@ -97,7 +76,7 @@ class _Server:
     process: subprocess.Popen[bytes]
 
     @classmethod
-    def start(cls, model: str, version: str, args: argparse.Namespace, env: dict[str, str]) -> _Server:
+    def start(cls, model: str, version: str, args: _Options, env: dict[str, str]) -> _Server:
         command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", f"models:/{model}/{version}",
                    "--env-manager", "local", "-h", args.host, "-p", str(args.port), *args.serve_arguments]
         return cls(version, subprocess.Popen(command, env=env, start_new_session=True))
@@ -131,13 +110,23 @@ def _say(prog: str, text: str) -> None:
     print(f"{prog}: {time.strftime('%Y-%m-%dT%H:%M:%S%z')} {text}", file=sys.stderr, flush=True)
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat serve") -> int:
-    """Run ``thermostat serve`` and return its exit status (see the module docstring)."""
-    ours, extra = split_arguments(list(sys.argv[1:] if argv is None else argv))
-    args = parse_arguments(_parser(prog), ours)
-    if isinstance(args, int):
-        return args
-    args.serve_arguments = extra
+@click.command(
+    help="Serve the version MODEL@ALIAS points at with `mlflow models serve`, and restart it on the new version "
+         "when the alias moves (at once on a refitted event).", epilog=_EPILOG)
+@click.argument("model", metavar="MODEL")
+@click.argument("serve_arguments", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS]")
+@click.option("--alias", default="champion", metavar="ALIAS", help="the alias to follow (default champion)")
+@click.option("--host", default="127.0.0.1", metavar="HOST", help="the server's address (default 127.0.0.1)")
+@click.option("--port", type=int, default=8080, metavar="PORT", help="the server's port (default 8080)")
+@click.option("--check-every", type=float, default=60.0, metavar="SECONDS",
+              help="read the alias at least this often (default 60)")
+@click.option("--grace", type=float, default=30.0, metavar="SECONDS",
+              help="how long a stopped server may take to exit before it is killed (default 30)")
+def command(model: str, serve_arguments: tuple[str, ...], alias: str, host: str, port: int, check_every: float,
+            grace: float) -> int:
+    """Serve MODEL@ALIAS until stopped; return the exit status (see the module docstring)."""
+    args = _Options(model, alias, host, port, check_every, grace, serve_arguments)
+    prog = click.get_current_context().command_path
     from mlflow.exceptions import MlflowException  # after parsing: --help loads neither MLflow nor Prefect
 
     from flows.registry.adapter import MlflowRegistry
@@ -148,16 +137,21 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat serve") -
     try:
         version = registry.aliases(args.model).get(args.alias)
     except MlflowException as error:
-        return refuse(prog, EXIT_COMPUTATION_FAILED, f"the registry could not be read: {settings.redacted(str(error))}")
+        return fail(EXIT_COMPUTATION_FAILED, f"the registry could not be read: {settings.redacted(str(error))}")
     if version is None:
-        return refuse(prog, EXIT_BAD_INPUT, f"{args.model}@{args.alias} does not exist (no such model, or no such "
-                                            "alias): register a version first")
+        return fail(EXIT_BAD_INPUT, f"{args.model}@{args.alias} does not exist (no such model, or no such alias): "
+                                    "register a version first")
     env = os.environ | {"MLFLOW_TRACKING_URI": registry.tracking_uri, "MLFLOW_REGISTRY_URI": registry.registry_uri,
                         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return asyncio.run(_supervise(prog, args, registry, version, env, settings.redacted))
 
 
-async def _supervise(prog: str, args: argparse.Namespace, registry: MlflowRegistry, version: str,
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat serve") -> int:
+    """Run ``thermostat serve`` and return its exit status (see the module docstring)."""
+    return run_click(command, argv, prog)
+
+
+async def _supervise(prog: str, args: _Options, registry: MlflowRegistry, version: str,
                      env: dict[str, str], redacted: Callable[[str], str]) -> int:
     """Serve ``version``; on a refitted event, and every ``--check-every`` seconds, read the alias and
     restart the server on the version it points at when that changed."""
@@ -198,7 +192,7 @@ async def _supervise(prog: str, args: argparse.Namespace, registry: MlflowRegist
     return EXIT_OK
 
 
-async def _watch(prog: str, stack: AsyncExitStack, args: argparse.Namespace) -> RefittedWatch | None:
+async def _watch(prog: str, stack: AsyncExitStack, args: _Options) -> RefittedWatch | None:
     """The refitted events of the alias, or None (said) when the Prefect server's stream cannot be joined."""
     from flows.orchestration.rollout import RefittedWatch
 

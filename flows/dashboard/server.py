@@ -23,7 +23,6 @@ settings' credentials.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -34,6 +33,7 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
+import click
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -43,6 +43,7 @@ from starlette.routing import Route
 from flows.dashboard.data import DashboardState, gather, missing_store
 from flows.dashboard.metrics import CONTENT_TYPE, exposition
 from flows.dashboard.page import render_page
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail, run_click
 from flows.orchestration.local_only import stay_local
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
@@ -58,11 +59,10 @@ from flows.web import (
 from monitoring import mask_url, redact_credentials
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_REFRESH_SECONDS", "REQUEST_TIMEOUT_SECONDS", "HostAllowList",
-           "StateCache", "create_app", "host_allowed", "main"]
+           "StateCache", "command", "create_app", "host_allowed", "main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 MAX_REFRESH_SECONDS: Final = 86400.0
 """The longest ``--refresh``: a day (a longer one would show a stale state for longer than anyone waits)."""
 _logger = logging.getLogger(__name__)
@@ -170,53 +170,42 @@ def _refresh_seconds(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 < value <= MAX_REFRESH_SECONDS:  # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, more than 0 and at most "
-                                         f"{MAX_REFRESH_SECONDS:g} (a day); got {text!r}")
+        raise ValueError(f"must be a number of seconds, more than 0 and at most {MAX_REFRESH_SECONDS:g} (a day); "
+                         f"got {text!r}")
     return value
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard") -> int:
+@click.command(help="Serve the calibration dashboard (page, /api/models, /api/alerts, /metrics) over the MLflow "
+                    "store and prediction log named by the THERMOSTAT_* settings. Read-only.")
+@click.option("--host", default=DEFAULT_HOST, metavar="HOST",
+              help=f"address to listen on (default {DEFAULT_HOST}: this machine only; the page has no login, so "
+                   "expose it only behind your own access control)")
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, metavar="PORT",
+              help=f"port (default {DEFAULT_PORT})")
+@click.option("--refresh", type=_refresh_seconds, default="10", metavar="SECONDS",
+              help=f"re-read the store at most this often (default 10; more than 0, at most {MAX_REFRESH_SECONDS:g})")
+@click.option("--allow-host", type=host_name, multiple=True, metavar="NAME",
+              help="also answer requests addressed to this host name (this machine's, or a reverse proxy's, as in "
+                   "the browser's address bar); localhost, IP addresses and --host are always answered, any other "
+                   "name gets 421 (DNS rebinding). Repeatable.")
+def command(host: str, port: int, refresh: float, allow_host: tuple[str, ...]) -> int:
     """Serve the dashboard until interrupted; returns the exit status (2: nothing to read)."""
     stay_local()
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Serve the calibration dashboard (page, /api/models, /api/alerts, /metrics) over "
-        "the MLflow store and prediction log named by the THERMOSTAT_* settings. Read-only.",
-    )
-    parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; the page has no "
-                             "login, so expose it only behind your own access control)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    parser.add_argument("--refresh", type=_refresh_seconds, default=10.0, metavar="SECONDS",
-                        help=f"re-read the store at most this often (default 10; more than 0, at most "
-                             f"{MAX_REFRESH_SECONDS:g})")
-    parser.add_argument("--allow-host", type=host_name, action="append", default=[], metavar="NAME",
-                        help="also answer requests addressed to this host name (this machine's, or a reverse "
-                             "proxy's, as in the browser's address bar); localhost, IP addresses and --host are "
-                             "always answered, any other name gets 421 (DNS rebinding). Repeatable.")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    if not 0 < args.port < 65536:
-        print(f"{prog}: error: --port must be in 1..65535; got {args.port}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     try:
         settings = ThermostatSettings()
     except ValueError as error:
-        print(f"{prog}: error: the THERMOSTAT_* settings are invalid: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(EXIT_BAD_INPUT, f"the THERMOSTAT_* settings are invalid: {error}")
     problem = missing_store(settings)
     if problem is not None:
-        print(f"{prog}: error: {problem}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(EXIT_BAD_INPUT, problem)
     import uvicorn
 
-    app = create_app(settings, refresh_seconds=args.refresh, allowed_hosts=[*args.allow_host, args.host])
-    if not is_loopback(args.host):
-        print(f"{prog}: warning: listening on {args.host}, beyond this machine; the dashboard has no login",
-              file=sys.stderr)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"Thermostat dashboard on http://{shown}:{args.port}/ (metrics on /metrics), reading MLflow "
+    app = create_app(settings, refresh_seconds=refresh, allowed_hosts=[*allow_host, host])
+    if not is_loopback(host):
+        print(f"{click.get_current_context().command_path}: warning: listening on {host}, beyond this machine; the "
+              "dashboard has no login", file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"Thermostat dashboard on http://{shown}:{port}/ (metrics on /metrics), reading MLflow "
           f"{mask_url(settings.resolved_tracking_uri())} and the prediction log "
           f"{mask_url(settings.resolved_prediction_log_url())}; Ctrl-C stops it", flush=True)
     # Every log line — uvicorn's, MLflow's, a failed read's traceback — goes through one handler that
@@ -225,6 +214,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard
     handler.setFormatter(RedactingFormatter((settings.resolved_tracking_uri(), settings.resolved_registry_uri(),
                                               settings.resolved_prediction_log_url())))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", log_config=None,
+    uvicorn.run(app, host=host, port=port, log_level="warning", log_config=None,
                 http=RequestTimeoutProtocol, timeout_keep_alive=5)
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard") -> int:
+    """Serve the dashboard until interrupted; returns the exit status (2: nothing to read)."""
+    return run_click(command, argv, prog)

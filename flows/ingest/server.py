@@ -31,7 +31,6 @@ another host name than those given are answered 421 (:class:`flows.web.HostAllow
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hmac
 import json
@@ -43,6 +42,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+import click
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -50,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, parse_arguments, refuse
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail, run_click
 from flows.ingest.kserve import EventError, rows_from_cloudevent
 from flows.ingest.metrics import CONTENT_TYPE, IngestMetrics
 from flows.ingest.payloads import (
@@ -68,7 +68,7 @@ from flows.settings import ThermostatSettings
 from flows.web import HostAllowList, RedactingFormatter, RequestTimeoutProtocol, host_name, is_loopback
 from monitoring import IngestQueue, IngestReport, PredictionBatch, PredictionLog, mask_url, redact_credentials
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "main"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command", "create_app", "main"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8766
@@ -317,42 +317,32 @@ def create_app(settings: ThermostatSettings, *, allowed_hosts: Sequence[str] = (
     )
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Serve the ingestion API: served predictions (JSON rows, KServe's CloudEvents) and late labels "
-                    "(JSON, CSV) into the prediction log (THERMOSTAT_PREDICTION_LOG_URL). A bad row is refused "
-                    "alone; idempotent by request id; 429 with Retry-After when the writer is behind.",
-        epilog="routes: POST /v1/predictions, /v1/labels, /v1/cloudevents; GET /metrics, /healthz, /openapi.json.\n"
-               "settings: THERMOSTAT_INGEST_TOKENS (bearer tokens; without them, loopback only), "
-               "THERMOSTAT_INGEST_MAX_BODY_BYTES,\nTHERMOSTAT_INGEST_MAX_ROWS, THERMOSTAT_INGEST_MAX_PENDING_ROWS, "
-               "THERMOSTAT_INGEST_WRITE_TIMEOUT_SECONDS.\n\nexit status: 0 stopped; 2 bad input (an option, the "
-               "settings, no token on a non-loopback address).",
-    )
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}; another "
-                        "address needs THERMOSTAT_INGEST_TOKENS)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    parser.add_argument("--allow-host", type=host_name, action="append", default=[], metavar="NAME",
-                        help="also answer requests addressed to this host name (a reverse proxy's, a Kubernetes "
-                             "service's); localhost, IP addresses and --host are always answered. Repeatable.")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat ingest") -> int:
+@click.command(
+    help="Serve the ingestion API: served predictions (JSON rows, KServe's CloudEvents) and late labels (JSON, CSV) "
+         "into the prediction log (THERMOSTAT_PREDICTION_LOG_URL). A bad row is refused alone; idempotent by request "
+         "id; 429 with Retry-After when the writer is behind.",
+    epilog="routes: POST /v1/predictions, /v1/labels, /v1/cloudevents; GET /metrics, /healthz, /openapi.json.\n\n"
+           "settings: THERMOSTAT_INGEST_TOKENS (bearer tokens; without them, loopback only), "
+           "THERMOSTAT_INGEST_MAX_BODY_BYTES, THERMOSTAT_INGEST_MAX_ROWS, THERMOSTAT_INGEST_MAX_PENDING_ROWS, "
+           "THERMOSTAT_INGEST_WRITE_TIMEOUT_SECONDS.\n\nexit status: 0 stopped; 2 bad input (an option, the "
+           "settings, no token on a non-loopback address).",
+)
+@click.option("--host", default=DEFAULT_HOST, metavar="HOST",
+              help=f"address to listen on (default {DEFAULT_HOST}; another address needs THERMOSTAT_INGEST_TOKENS)")
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, metavar="PORT",
+              help=f"port (default {DEFAULT_PORT})")
+@click.option("--allow-host", type=host_name, multiple=True, metavar="NAME",
+              help="also answer requests addressed to this host name (a reverse proxy's, a Kubernetes service's); "
+                   "localhost, IP addresses and --host are always answered. Repeatable.")
+def command(host: str, port: int, allow_host: tuple[str, ...]) -> int:
     """Serve the ingestion service until interrupted; the exit status (2: bad options or settings)."""
-    args = parse_arguments(_parser(prog), argv)
-    if isinstance(args, int):
-        return args
-    if not 0 < args.port < 65536:
-        return refuse(prog, EXIT_BAD_INPUT, f"--port must be in 1..65535; got {args.port}")
     try:
         settings = ThermostatSettings()
     except ValueError as error:
-        return refuse(prog, EXIT_BAD_INPUT, f"the THERMOSTAT_* settings are invalid: {error}")
-    if not settings.ingest_tokens and not is_loopback(args.host):
-        return refuse(prog, EXIT_BAD_INPUT, f"--host {args.host} is beyond this machine and no bearer token is set: "
-                                            "set THERMOSTAT_INGEST_TOKENS (e.g. `openssl rand -hex 32`), or listen on "
-                                            "127.0.0.1")
+        return fail(EXIT_BAD_INPUT, f"the THERMOSTAT_* settings are invalid: {error}")
+    if not settings.ingest_tokens and not is_loopback(host):
+        return fail(EXIT_BAD_INPUT, f"--host {host} is beyond this machine and no bearer token is set: set "
+                                    "THERMOSTAT_INGEST_TOKENS (e.g. `openssl rand -hex 32`), or listen on 127.0.0.1")
     if settings.prediction_log_url is None:
         settings.state_dir.mkdir(parents=True, exist_ok=True)
     import uvicorn
@@ -361,11 +351,16 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat ingest") 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter((settings.resolved_prediction_log_url(),), tokens))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"Thermostat ingestion service on http://{shown}:{args.port}/ (OpenAPI on /openapi.json), writing to "
+    shown = f"[{host}]" if ":" in host else host
+    print(f"Thermostat ingestion service on http://{shown}:{port}/ (OpenAPI on /openapi.json), writing to "
           f"{mask_url(settings.resolved_prediction_log_url())}; "
           f"{'bearer tokens required' if tokens else 'no token: loopback only'}; Ctrl-C stops it", flush=True)
-    app = create_app(settings, allowed_hosts=[*args.allow_host, args.host])
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", log_config=None, access_log=False,
+    app = create_app(settings, allowed_hosts=[*allow_host, host])
+    uvicorn.run(app, host=host, port=port, log_level="warning", log_config=None, access_log=False,
                 http=RequestTimeoutProtocol, timeout_keep_alive=5)
     return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat ingest") -> int:
+    """Serve the ingestion service until interrupted; the exit status (2: bad options or settings)."""
+    return run_click(command, argv, prog)

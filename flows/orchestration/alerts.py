@@ -83,7 +83,6 @@ the automations by name and updates them, so it can run at every deploy.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -94,6 +93,7 @@ from typing import Any, Final, Literal, cast
 from urllib.parse import urlsplit
 from uuid import UUID
 
+import click
 import httpx
 from prefect.blocks.notifications import CustomWebhookNotificationBlock
 from prefect.client.orchestration import SyncPrefectClient, get_client
@@ -102,7 +102,7 @@ from prefect.events.schemas.automations import AutomationCore, EventTrigger, Pos
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, parse_arguments, refuse
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.records.situations import FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, SITUATIONS, Raiser, Situation
 from monitoring import mask_url, redact_credentials
 
@@ -116,6 +116,7 @@ __all__ = [
     "AlertsServerError",
     "InstallResult",
     "InstalledAutomation",
+    "command",
     "install_alerts",
     "main",
     "webhook_block",
@@ -688,6 +689,7 @@ _DESCRIPTION = """\
 Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eleven automations that
 send a notification, one per model version, on
 
+\b
   thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
   thermostat.calibration.label-shift        the class mix moved (priors, prior test); no temperature refit
   thermostat.calibration.refit_failed       the refused step, reason and escalation
@@ -698,11 +700,13 @@ send a notification, one per model version, on
 
 or one per run of the refit flow that ends without refit_failed, on
 
+\b
   prefect.flow-run.Crashed                  the refit's process or infrastructure died
   prefect.flow-run.Failed                   the refit raised (e.g. the checkpoint could not be fetched)
 
 or one per run of the monitor or monitor-fleet flow that ends without a verdict, on
 
+\b
   prefect.flow-run.Failed                   the check failed (any cause: no prediction log, MLflow down, ...)
   prefect.flow-run.Crashed                  the check's process or infrastructure died
 
@@ -720,40 +724,37 @@ not set or unreadable), the message on stderr names the flag or variable; 3 the 
 cannot be reached or refused a request. PREFECT_API_URL is shown with its credentials masked."""
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Alerts through Prefect automations and notification "
-                                     "blocks.")
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    install = actions.add_parser("install", help="create or update the notification block and the alert automations",
-                                 description=_DESCRIPTION, epilog=_EPILOG,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = install.add_mutually_exclusive_group(required=True)
-    target.add_argument("--webhook-url", metavar="URL", help="POST the alerts as JSON to this http(s) URL")
-    target.add_argument("--block", metavar="[TYPE/]NAME",
-                        help="send the alerts through this saved notification block (any notification type)")
-    install.add_argument("--block-name", default=DEFAULT_BLOCK_NAME, metavar="NAME",
-                         help=f"with --webhook-url: the name of the custom-webhook block, lower-case letters, digits "
-                              f"and dashes (default {DEFAULT_BLOCK_NAME})")
-    install.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser
+@click.group(help="Alerts through Prefect automations and notification blocks.")
+def command() -> None:
+    """``thermostat alerts``: its one subcommand, ``install``."""
+
+
+@command.command("install", help=_DESCRIPTION, epilog=_EPILOG,
+                 short_help="create or update the notification block and the alert automations")
+@click.option("--webhook-url", metavar="URL", help="POST the alerts as JSON to this http(s) URL")
+@click.option("--block", metavar="[TYPE/]NAME",
+              help="send the alerts through this saved notification block (any notification type)")
+@click.option("--block-name", default=DEFAULT_BLOCK_NAME, metavar="NAME",
+              help=f"with --webhook-url: the name of the custom-webhook block, lower-case letters, digits and dashes "
+                   f"(default {DEFAULT_BLOCK_NAME})")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def _install_command(webhook_url: str | None, block: str | None, block_name: str, as_json: bool) -> int:
+    if block is not None and block_name != DEFAULT_BLOCK_NAME:
+        return fail(EXIT_BAD_INPUT, "--block-name names the webhook block --webhook-url saves; "
+                    "with --block give the existing block's name to --block")
+    try:  # exactly one of --webhook-url and --block: install_alerts says so (exit 2) before any request
+        result = install_alerts(webhook_url=webhook_url, block=block, block_name=block_name)
+    except AlertsConfigurationError as error:
+        return fail(EXIT_BAD_INPUT, str(error))
+    except AlertsServerError as error:
+        return fail(EXIT_COMPUTATION_FAILED, str(error))
+    print(json.dumps(result.to_dict(), indent=2) if as_json else result.text())
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat alerts") -> int:
     """Run ``thermostat alerts install ...`` and return its exit status (see ``--help``)."""
-    args = parse_arguments(_parser(prog), argv)
-    if isinstance(args, int):
-        return args
-    if args.block is not None and args.block_name != DEFAULT_BLOCK_NAME:
-        return refuse(f"{prog} install", EXIT_BAD_INPUT, "--block-name names the webhook block --webhook-url saves; "
-                      "with --block give the existing block's name to --block")
-    try:
-        result = install_alerts(webhook_url=args.webhook_url, block=args.block, block_name=args.block_name)
-    except AlertsConfigurationError as error:
-        return refuse(f"{prog} install", EXIT_BAD_INPUT, str(error))
-    except AlertsServerError as error:
-        return refuse(f"{prog} install", EXIT_COMPUTATION_FAILED, str(error))
-    print(json.dumps(result.to_dict(), indent=2) if args.json else result.text())
-    return EXIT_OK
+    return run_click(command, argv, prog)
 
 
 if __name__ == "__main__":

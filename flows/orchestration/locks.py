@@ -50,7 +50,6 @@ Inspect or clear a model's lock::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import socket
@@ -65,11 +64,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
+import click
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from flows.exit_status import parse_arguments
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -81,6 +81,7 @@ __all__ = [
     "MissingLockStoreError",
     "ModelLease",
     "clear_lock",
+    "command",
     "main",
     "model_lock",
     "model_lock_name",
@@ -529,6 +530,54 @@ def clear_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | No
         engine.dispose()
 
 
+@click.group(help="Inspect or clear a model's registration lock (clear it only when its holder is dead).")
+def command() -> None:
+    """``thermostat lock show|clear MODEL [--json]``, with the worker's ``THERMOSTAT_*`` settings."""
+
+
+def _show_or_clear(action: str, model_name: str, as_json: bool) -> int:
+    """0; 2 on bad settings or when they name no lock database (nothing is created); 3 when it cannot be read."""
+    import json
+
+    try:
+        settings = ThermostatSettings()
+        url = settings.resolved_prediction_log_url()
+    except ValueError as error:  # pydantic's ValidationError is one
+        return fail(EXIT_BAD_INPUT, str(error))
+    try:
+        holder = (show_lock if action == "show" else clear_lock)(model_name, settings)
+    except (ValueError, MissingLockStoreError) as error:  # the URL or the name; no such store
+        return fail(EXIT_BAD_INPUT, str(error))
+    except (sa.exc.SQLAlchemyError, OSError) as error:
+        return fail(EXIT_COMPUTATION_FAILED, f"the lock table at {mask_url(url)} could not be read: {error}")
+    if as_json:
+        print(json.dumps({"action": action, "model_name": model_name,
+                          "holder": None if holder is None else holder.to_dict()}))
+    elif holder is None:
+        print(f"{model_lock_name(model_name)} is free")
+    else:
+        print(("cleared: " if action == "clear" else "") + holder.summary)
+    return EXIT_OK
+
+
+_MODEL = click.argument("model_name", metavar="MODEL")
+_JSON = click.option("--json", "as_json", is_flag=True, help="print one JSON object: action, model_name, holder")
+
+
+@command.command("show", help="Who holds MODEL's lock now, and is it alive (creates nothing).")
+@_MODEL
+@_JSON
+def _show(model_name: str, as_json: bool) -> int:
+    return _show_or_clear("show", model_name, as_json)
+
+
+@command.command("clear", help="Remove MODEL's lock: only when its holder is known to be dead.")
+@_MODEL
+@_JSON
+def _clear(model_name: str, as_json: bool) -> int:
+    return _show_or_clear("clear", model_name, as_json)
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.orchestration.locks") -> int:
     """``python -m flows.orchestration.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
 
@@ -536,39 +585,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.orch
     bad arguments or settings, or when they name no lock database (nothing is created); 3 when
     the database cannot be read (the message on stderr).
     """
-    import json
-
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Inspect or clear a model's registration lock (clear it only when its holder is dead)."
-    )
-    parser.add_argument("action", choices=["show", "clear"])
-    parser.add_argument("model_name", metavar="MODEL")
-    parser.add_argument("--json", action="store_true", help="print one JSON object: action, model_name, holder")
-    args = parse_arguments(parser, argv)
-    if isinstance(args, int):
-        return args
-    try:
-        settings = ThermostatSettings()
-        url = settings.resolved_prediction_log_url()
-    except ValueError as error:  # pydantic's ValidationError is one
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
-    try:
-        holder = (show_lock if args.action == "show" else clear_lock)(args.model_name, settings)
-    except (ValueError, MissingLockStoreError) as error:  # the URL or the name; no such store
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
-    except (sa.exc.SQLAlchemyError, OSError) as error:
-        print(f"{prog}: error: the lock table at {mask_url(url)} could not be read: {error}", file=sys.stderr)
-        return 3
-    if args.json:
-        print(json.dumps({"action": args.action, "model_name": args.model_name,
-                          "holder": None if holder is None else holder.to_dict()}))
-    elif holder is None:
-        print(f"{model_lock_name(args.model_name)} is free")
-    else:
-        print(("cleared: " if args.action == "clear" else "") + holder.summary)
-    return 0
+    return run_click(command, argv, prog)
 
 
 if __name__ == "__main__":

@@ -489,7 +489,7 @@ def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.Cap
     assert "--webhook-url" in capsys.readouterr().err
     assert main(["install", "--block", "ops", "--block-name", "other"]) == 2
     assert "--block-name" in capsys.readouterr().err
-    assert main(["install"]) == 2  # one of --webhook-url and --block is required (argparse)
+    assert main(["install"]) == 2  # one of --webhook-url and --block is required
     capsys.readouterr()
     with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
         assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 3

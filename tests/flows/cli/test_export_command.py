@@ -96,11 +96,11 @@ def test_a_database_failure_exits_3_with_the_password_masked(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--model", "m", "--version", "1"], "the following arguments are required: --out"),
+        (["--model", "m", "--version", "1"], "Missing option '--out'"),
         (["--model", "m", "--version", "1", "--out", "x", "--until", "2026-03-01T00:00"],
-         "argument --until: '2026-03-01T00:00' has no timezone"),
+         "'--until': '2026-03-01T00:00' has no timezone"),
         (["--model", "m", "--version", "1", "--out", "x", "--until", "yesterday"],
-         "argument --until: 'yesterday' is not an ISO 8601 time"),
+         "'--until': 'yesterday' is not an ISO 8601 time"),
     ],
 )
 def test_bad_options_are_bad_input(

@@ -53,7 +53,7 @@ def test_one_bad_label_in_a_file_of_thousands_costs_only_itself(state: Predictio
     assert "  row 22 (request id 't-2'): the label must be an integer class index; got str 'x'" in out
     assert "  row 23 (request id 't-3'): the row has 1 field(s); the header has 3" in out
     assert "'t-19': label 1 conflicts with 0 (labels are write-once: not changed)" in out and "'t-99'" in out
-    assert err.startswith("thermostat labels: warning: 5 of 24 labels are not in the log as the file says")
+    assert err.startswith("thermostat labels attach: warning: 5 of 24 labels are not in the log as the file says")
     assert len(_labels(state)) == 19 and "t-4" not in _labels(state) and _labels(state)["t-19"] == 0
 
     # The same file again: nothing new; JSON as the ingestion service answers.

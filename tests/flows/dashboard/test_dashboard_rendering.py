@@ -255,7 +255,7 @@ def test_refresh_must_be_a_sane_number_of_seconds(refresh: str, tmp_path: Path, 
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(tmp_path / "nothing-here"))
     assert main(["dashboard", f"--refresh={refresh}"]) == 2
     err = capsys.readouterr().err
-    assert "argument --refresh: must be a number of seconds, more than 0 and at most 86400" in err
+    assert "'--refresh': must be a number of seconds, more than 0 and at most 86400" in err
     assert "Traceback" not in err
 
 
@@ -264,7 +264,7 @@ def test_allow_host_takes_host_names_only(name: str, capsys: pytest.CaptureFixtu
     from flows.cli.main import main
 
     assert main(["dashboard", f"--allow-host={name}"]) == 2
-    assert "argument --allow-host: " in capsys.readouterr().err
+    assert "'--allow-host': " in capsys.readouterr().err
 
 
 def test_invisible_characters_in_names_are_spelled_out_in_the_page_and_its_charts() -> None:

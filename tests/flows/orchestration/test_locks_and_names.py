@@ -131,7 +131,7 @@ def test_showing_or_clearing_a_lock_creates_no_database_and_names_the_missing_on
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(state))
     assert locks.main([action, "m"], prog="thermostat lock") == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"thermostat lock: error: no lock database at sqlite:///{state / 'predictions.db'}"), err
+    assert err.startswith(f"thermostat lock {action}: error: no lock database at sqlite:///{state / 'predictions.db'}"), err
     assert "THERMOSTAT_PREDICTION_LOG_URL" in err and "Traceback" not in err
     assert not state.exists()
     # A database without the lock table (a prediction log no registration used): named, not changed.
@@ -140,7 +140,7 @@ def test_showing_or_clearing_a_lock_creates_no_database_and_names_the_missing_on
         connection.execute(sa.text("CREATE TABLE other (x INTEGER)"))
     assert locks.main([action, "m"], prog="thermostat lock") == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"thermostat lock: error: no lock table thermostat_locks in sqlite:///{state / 'predictions.db'}"), err
+    assert err.startswith(f"thermostat lock {action}: error: no lock table thermostat_locks in sqlite:///{state / 'predictions.db'}"), err
     assert sa.inspect(sa.create_engine(f"sqlite:///{state / 'predictions.db'}")).get_table_names() == ["other"]
 
 

@@ -47,13 +47,11 @@ Guo, Pleiss, Sun, Weinberger. "On Calibration of Modern Neural Networks". ICML 2
 from __future__ import annotations
 
 import importlib
-import sys
-from collections.abc import Callable
+from typing import cast
 
 import click
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
-from flows.orchestration.local_only import stay_local
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, run_click
 
 __all__ = ["COMMANDS", "EXIT_BAD_INPUT", "EXIT_COMPUTATION_FAILED", "EXIT_DID_NOT_PASS", "EXIT_OK", "main"]
 
@@ -79,30 +77,30 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "drift": (f"{_ANALYSIS}:drift", "the drift decision: WINDOW (labelled traffic) against REFERENCE (the rows T was "
               "fitted on), both read at T"),
     "diagnose": (f"{_ANALYSIS}:diagnose", "which shift WINDOW shows against REFERENCE, both read at T"),
-    "demo": ("flows.cli.main:demo", "run the end-to-end demo (flows.cli.demo); arguments pass through"),
-    "lock": ("flows.orchestration.locks:main",
+    "demo": ("flows.cli.demo:command", "run the end-to-end demo on bundled data, nothing running beforehand: demo [--state-dir DIR]"),
+    "lock": ("flows.orchestration.locks:command",
              "show or clear a model's registration lock: lock show|clear MODEL [--json]"),
-    "export": ("flows.cli.export_command:main", "write a version's prediction log to Parquet, one file per UTC day "
+    "export": ("flows.cli.export_command:command", "write a version's prediction log to Parquet, one file per UTC day "
                "(idempotent, resumable): export --model NAME --version V --out DIR [--until ISO8601] [--json]"),
-    "prune": ("flows.cli.prune_command:main", "remove prediction-log rows and monitor check runs older than the "
+    "prune": ("flows.cli.prune_command:command", "remove prediction-log rows and monitor check runs older than the "
               "retention, the labelled rows archived to the export first: prune [--retention P90D] [--archive DIR | "
               "--no-archive] [--dry-run] [--json]"),
-    "dashboard": ("flows.dashboard:main", "serve the calibration dashboard, its JSON API and Prometheus /metrics "
+    "dashboard": ("flows.dashboard.server:command", "serve the calibration dashboard, its JSON API and Prometheus /metrics "
                   "(read-only): dashboard [--host 127.0.0.1] [--port 8765]"),
-    "serve": ("flows.cli.serve_command:main", "serve the version MODEL@ALIAS points at with `mlflow models serve`, "
+    "serve": ("flows.cli.serve_command:command", "serve the version MODEL@ALIAS points at with `mlflow models serve`, "
               "restarted on the new version when the alias moves (at once on a refitted event): serve MODEL [--alias "
               "champion] [--host H] [--port P]"),
-    "alerts": ("flows.orchestration.alerts:main", "install the alert automations (drift, refused refit, insufficient "
+    "alerts": ("flows.orchestration.alerts:command", "install the alert automations (drift, refused refit, insufficient "
                "data) and their notification block on the Prefect server: alerts install --webhook-url URL | --block "
                "NAME [--json]"),
-    "setup-db": ("flows.cli.database_setup:main", "create the PostgreSQL databases and roles of a deployment (mlflow, "
+    "setup-db": ("flows.cli.database_setup:command", "create the PostgreSQL databases and roles of a deployment (mlflow, "
                  "thermostat; idempotent): setup-db --admin-url URL [--mlflow-password P] [--thermostat-password P] "
                  "[--json]"),
-    "ingest": ("flows.ingest:main", "serve the ingestion API: predictions (JSON rows, KServe CloudEvents) and labels "
+    "ingest": ("flows.ingest.server:command", "serve the ingestion API: predictions (JSON rows, KServe CloudEvents) and labels "
                "(JSON, CSV) into the prediction log, a bad row refused alone: ingest [--host 127.0.0.1] [--port 8766]"),
-    "log": ("flows.cli.ingest_commands:log_main", "log served predictions from a file (CSV, Parquet, JSON Lines) into "
+    "log": ("flows.cli.ingest_commands:log_command", "log served predictions from a file (CSV, Parquet, JSON Lines) into "
             "the prediction log: log FILE [--model NAME --version V --temperature T] [--atomic] [--json]"),
-    "labels": ("flows.cli.ingest_commands:labels_main", "attach late labels from a file (CSV, Parquet, JSON Lines; "
+    "labels": ("flows.cli.ingest_commands:labels_command", "attach late labels from a file (CSV, Parquet, JSON Lines; "
                "request_id, label): labels attach FILE [--atomic] [--json]"),
 }
 
@@ -117,51 +115,24 @@ class _LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attribute = COMMANDS[cmd_name][0].split(":")
-        found = getattr(importlib.import_module(module), attribute)
-        if isinstance(found, click.Command):
-            return found
-        return _PassedOn(cmd_name, lambda argv: int(found(argv, prog=f"thermostat {cmd_name}")))
+        try:
+            found = getattr(importlib.import_module(module), attribute)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            raise _Unavailable(f"the {cmd_name} command is not available: {module} is missing from this "
+                               "installation") from None
+        return cast(click.Command, found)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):  # from the table: no command's module is imported
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
 
-class _PassedOn(click.Command):
-    """TRANSITIONAL: a tool whose module still parses its own arguments (argparse), handed them as
-    given (``--help`` and ``--`` included: ``serve`` passes what follows ``--`` to MLflow). The
-    table names the tool's ``module:command`` once it has one."""
+class _Unavailable(click.ClickException):
+    """A command whose module this installation lacks: bad input (exit 2), not a crash."""
 
-    def __init__(self, name: str, run: Callable[[list[str]], int]) -> None:
-        super().__init__(name, add_help_option=False)
-        self._run = run
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ctx.args = list(args)
-        return []
-
-    def invoke(self, ctx: click.Context) -> int:
-        return self._run(ctx.args)
-
-
-def _demo(argv: list[str]) -> int:
-    """Hand over to ``flows.cli.demo.main``, imported only when asked for (it pulls MLflow and Prefect)."""
-    stay_local()  # before MLflow and Prefect are imported: nothing may leave the machine
-    try:
-        module = importlib.import_module("flows.cli.demo")
-    except ModuleNotFoundError as exc:
-        if exc.name != "flows.cli.demo":
-            raise
-        print("thermostat: error: the demo is not available: flows/cli/demo.py is missing from this installation",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        return int(module.main(argv))
-    except SystemExit as exc:  # the demo's own argparse: --help, usage errors
-        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
-
-
-demo = _PassedOn("demo", _demo)
+    exit_code = EXIT_BAD_INPUT
 
 
 @click.group(cls=_LazyGroup, no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]},
@@ -192,14 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     2
     """
     try:
-        return int(_root.main(list(sys.argv[1:] if argv is None else argv), "thermostat", standalone_mode=False))
-    except click.UsageError as exc:  # a usage error or an option's bad value (click.BadParameter)
-        if exc.ctx is not None:
-            print(exc.ctx.get_usage(), file=sys.stderr)
-        print(f"thermostat: error: {exc.format_message()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except click.ClickException as exc:
-        print(f"thermostat: error: {exc.format_message()}", file=sys.stderr)
-        return exc.exit_code
-    except click.Abort:  # interrupted (Ctrl-C)
+        return run_click(_root, argv, "thermostat")
+    except KeyboardInterrupt:  # Ctrl-C in a command that runs until stopped (serve, dashboard, ingest)
         return 130

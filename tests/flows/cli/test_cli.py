@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 import numpy as np
+import click
 import pytest
 
 from calibration import ScoredSet, json_safe, write_scored_set
@@ -327,54 +328,36 @@ def test_json_safe_turns_nan_and_infinity_into_null() -> None:
 # --------------------------------------------------------------------------- demo dispatch
 
 
-def test_demo_is_handed_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-    fake = types.ModuleType("flows.cli.demo")
-
-    def fake_main(argv: list[str]) -> int:
-        calls.append(argv)
-        return 0
-
-    fake.main = fake_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flows.cli.demo", fake)
-    assert main(["demo", "--fast", "--json"]) == 0
-    assert calls == [["--fast", "--json"]]
-
-    def exits(argv: list[str]) -> int:
-        raise SystemExit(2)  # what the demo's own argparse does on a usage error
-
-    fake.main = exits  # type: ignore[attr-defined]
-    assert main(["demo", "--bogus"]) == 2
-
-    def interrupted(argv: list[str]) -> int:
-        raise KeyboardInterrupt  # Ctrl-C in a command that runs until stopped
-
-    fake.main = interrupted  # type: ignore[attr-defined]
-    assert main(["demo"]) == 130
-
-
-def test_a_tool_is_handed_its_arguments_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[list[str], str]] = []
+def test_a_command_of_the_table_is_imported_when_run_and_handed_its_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[str, ...]] = []
     tool = types.ModuleType("a_tool")
 
-    def tool_main(argv: list[str], *, prog: str) -> int:
-        calls.append((argv, prog))
+    @click.command()
+    @click.argument("model")
+    @click.option("--port", type=int)
+    @click.argument("rest", nargs=-1)
+    def command(model: str, port: int, rest: tuple[str, ...]) -> int:
+        calls.append((model, str(port), *rest))
+        if model == "stop":
+            raise KeyboardInterrupt  # Ctrl-C in a command that runs until stopped
         return 3
 
-    tool.main = tool_main  # type: ignore[attr-defined]
+    tool.command = command  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "a_tool", tool)
-    monkeypatch.setitem(COMMANDS, "a-tool", ("a_tool:main", "a tool"))
-    argv = ["MODEL", "--port", "1", "-x", "--", "--workers", "2", "--help"]
-    assert main(["a-tool", *argv]) == 3  # its status, its options unknown to the root, `--` kept
-    assert main(["a-tool", "--help"]) == 3
-    assert calls == [(argv, "thermostat a-tool"), (["--help"], "thermostat a-tool")]
+    monkeypatch.setitem(COMMANDS, "a-tool", ("a_tool:command", "a tool"))
+    assert main(["a-tool", "MODEL", "--port", "1", "--", "--workers", "2"]) == 3  # its status; `--` reaches it
+    assert calls == [("MODEL", "1", "--workers", "2")]
+    assert main(["a-tool", "stop"]) == 130
+    assert main(["a-tool", "--help"]) == 0
 
 
 def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "flows.cli.demo", None)  # the import system now reports it missing
     code, out, err = run(capsys, "demo")
     assert (code, out) == (2, "")
-    assert "the demo is not available" in err
+    assert "the demo command is not available: flows.cli.demo is missing from this installation" in err
 
 
 # --------------------------------------------------------------------------- the installed console script

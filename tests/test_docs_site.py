@@ -4,11 +4,14 @@ true now, in pages a reader can finish."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,16 +67,28 @@ def test_the_settings_reference_names_every_variable_the_code_reads() -> None:
     assert not missing, f"read by the code, missing from the settings reference (docsite/reference.py): {missing}"
 
 
-@pytest.mark.slow
-def test_the_site_builds_strictly(tmp_path: Path) -> None:
+CHROMIUM = "/usr/bin/chromium"
+# The site's home page as Chromium shows it (git-ignored, like the dashboard's screenshots).
+HOME_SCREENSHOT = ROOT / "tests" / "artifacts" / "site-home-1280x800.png"
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mkdocs build --strict`` into a fresh folder, with nothing of this user's (an empty HOME)."""
     pytest.importorskip("mkdocs", reason="the docs extra is missing: pip install -c constraints.txt -e '.[docs]'")
+    root = tmp_path_factory.mktemp("docs")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(root / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(tmp_path)})
+                          env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(root)})
     print(f"mkdocs build --strict: {time.perf_counter() - started:.1f} s")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    site = tmp_path / "site"
+    return root / "site"
+
+
+@pytest.mark.slow
+def test_the_site_builds_strictly(built_site: Path) -> None:
+    site = built_site
     for page in ("index.html", "tutorial.html", "cli-reference.html", "settings.html", "events.html",
                  "python-api.html", "changelog.html"):
         assert (site / page).is_file(), page
@@ -82,3 +97,65 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "thermostat.calibration.drift" in (site / "events.html").read_text()
     assert "THERMOSTAT_MONITOR_WINDOW" in (site / "settings.html").read_text()
     assert "fit_temperature" in (site / "python-api.html").read_text()
+
+
+@contextlib.contextmanager
+def _chromium_page(site: Path, outside: list[str], errors: list[str]) -> Iterator[Any]:
+    """A headless Chromium page that may read ``site``'s files and nothing else (every other
+    request recorded in ``outside`` and aborted), its console errors recorded in ``errors``."""
+    from tests.integration.conftest import require_tool
+
+    require_tool(Path(CHROMIUM).is_file(), f"chromium is not installed at {CHROMIUM}; `make test` installs it as "
+                                           "root (.ci/browser-and-prometheus.sh); otherwise: sudo apt-get install chromium")
+    try:
+        from playwright.sync_api import Request, Route, sync_playwright
+    except ImportError:
+        require_tool(False, "the Python package playwright is missing: pip install -c constraints.txt '.[test]'")
+        raise
+
+    def only_the_site(route: Route, request: Request) -> None:
+        if request.url.startswith(("data:", site.as_uri())):
+            route.continue_()
+        else:
+            outside.append(request.url)
+            route.abort()
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-background-networking",
+                                                   "--disable-component-update"])
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 800})
+            context.route("**/*", only_the_site)
+            page = context.new_page()
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_the_site_reads_in_a_real_browser_from_the_file_system(built_site: Path) -> None:
+    """Headless Chromium opens the built site from disk (as ``use_directory_urls: false`` promises):
+    the home page shows the navigation, the two loops and the dashboard, follows a link to the
+    tutorial, asks for nothing but files of the site, and logs no error."""
+    outside: list[str] = []
+    errors: list[str] = []
+    HOME_SCREENSHOT.parent.mkdir(exist_ok=True)
+    with _chromium_page(built_site, outside, errors) as page:
+        page.goto((built_site / "index.html").as_uri(), wait_until="load")
+        assert "Thermostat" in page.title()
+        navigation = page.locator("nav.md-nav--primary").inner_text()
+        for entry in ("Tutorial", "How-to guides", "Reference", "Explanation"):
+            assert entry in navigation, entry
+        assert "Where to go" in page.locator("article").inner_text()
+        for picture in ("img/loops.svg", "img/dashboard.png"):  # both pictures load and are drawn
+            width = page.locator(f'article img[src="{picture}"]').evaluate("image => image.naturalWidth")
+            assert width > 0, picture
+        page.screenshot(path=str(HOME_SCREENSHOT))
+        page.locator("nav.md-nav--primary a", has_text="Tutorial").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("tutorial.html"), page.url
+    assert not outside, f"the site asked for something outside itself: {outside}"
+    assert not errors, errors

@@ -158,6 +158,8 @@ def train_checkpoint(
     import mlflow.sklearn
     from mlflow.models import infer_signature
 
+    from flows.records.evidence import RunEvidence
+
     if reuse:
         run = registry.finished_run_tagged(FINETUNE_EXPERIMENT, "thermostat.demo_checkpoint", name)
         if run is not None:
@@ -169,7 +171,8 @@ def train_checkpoint(
     train_steps = int(np.max(getattr(final, "n_iter_", 0)))
     run_id = registry.start_run(f"fine-tune {name}", {"thermostat.demo_checkpoint": name},
                                 experiment_name=FINETUNE_EXPERIMENT)
-    registry.log_params(run_id, {"estimator": repr(estimator), "train_steps": train_steps, "n_train": len(y_train)})
+    registry.log_evidence(run_id, RunEvidence(params={"estimator": repr(estimator), "train_steps": train_steps,
+                                                      "n_train": len(y_train)}))
     signature = infer_signature(x_train[:5], estimator.predict_log_proba(x_train[:5]))
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "checkpoint"

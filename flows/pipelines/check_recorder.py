@@ -37,6 +37,7 @@ from flows.orchestration.runtime import current_flow_run_id
 from flows.pipelines.monitor_rules import MonitorStep, PlannedEvent, monitor_step
 from flows.pipelines.tasks import io_task, step_task
 from flows.records.events import DRIFT_EVENT, LABEL_SHIFT_EVENT, CheckContext
+from flows.records.evidence import RunEvidence
 from flows.records.runs import CheckFailure, CheckRecord, model_slug
 from flows.records.versions import LAST_DRIFT_EVENT_TAG, MonitorState, RegisteredVersion
 from flows.registry.adapter import MlflowRegistry
@@ -216,8 +217,7 @@ def close_left_running(registry: MlflowRegistry, versions: Sequence[RegisteredVe
         failure = CheckFailure(error=f"the check was left RUNNING by flow run {check.prefect_flow_run_id or 'unknown'}: "
                                      "its process died or MLflow became unreachable before it could close the run; "
                                      "closed by a later check")
-        registry.set_run_tags(run_id, failure.to_tags())
-        registry.end_run(run_id, failed=True)
+        registry.end_run(run_id, failed=True, tags=failure.to_tags())
         get_run_logger().warning("%s check run %s closed FAILED: %s", version.context, run_id, failure.error)
     return len(left)
 
@@ -232,21 +232,24 @@ def open_check_run(registry: MlflowRegistry, check: CheckRecord, settings: Therm
 @io_task(name="record-check")
 def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, version: RegisteredVersion,
                  check: CheckRecord, settings: ThermostatSettings) -> None:
-    """Metrics at the window's end, the diagram, the report and the group keys on the check's
-    run, then its verdict (``check``, decided), and the run closed ``FINISHED``: each write is
-    safe to repeat."""
-    aliases = ",".join(version.aliases)
-    registry.log_metrics(run_id, CheckRecord.metrics_of(report, version.temperature), timestamp=report.checked_at)
-    title = f"{version.model_name} v{version.version} @{aliases} T={version.temperature:.4g}: {report.verdict}"
-    registry.log_figure(run_id, reliability_figure(report.reliability, title=title), "plots/reliability.png")
-    registry.log_text(run_id, drift_markdown(report), "check/report.md")
-    registry.log_json(run_id, drift_payload(report), "check/report.json")
-    if report.groups:
-        registry.log_json(run_id, {g.group: group_metric_key(g.group) for g in report.groups}, _GROUP_KEYS_FILE)
-    registry.set_run_tags(run_id, check.verdict_tags())
-    registry.end_run(run_id)
+    """The check's evidence on its run (:func:`check_evidence`), then its verdict (``check``,
+    decided) as the run is closed ``FINISHED``: each write is safe to repeat."""
+    registry.log_evidence(run_id, check_evidence(report, version))
+    registry.end_run(run_id, tags=check.verdict_tags())
     get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
                           settings.monitoring_experiment_name)
+
+
+def check_evidence(report: DriftReport, version: RegisteredVersion) -> RunEvidence:
+    """What a check's run records beside its tags: the metrics stamped with the window's end, the
+    reliability diagram, the report (markdown and JSON) and, with groups, every group's metric key."""
+    title = (f"{version.model_name} v{version.version} @{','.join(version.aliases)} T={version.temperature:.4g}: "
+             f"{report.verdict}")
+    groups = {_GROUP_KEYS_FILE: {g.group: group_metric_key(g.group) for g in report.groups}} if report.groups else {}
+    return RunEvidence(metrics=CheckRecord.metrics_of(report, version.temperature), metrics_at=report.checked_at,
+                       figures={"plots/reliability.png": reliability_figure(report.reliability, title=title)},
+                       texts={"check/report.md": drift_markdown(report)},
+                       documents={"check/report.json": drift_payload(report), **groups})
 
 
 def record_failure(
@@ -260,8 +263,7 @@ def record_failure(
     logger = get_run_logger()
     try:
         run_id = run_id or _start_check_run(registry, _opening(version, start, end, settings), settings)
-        registry.set_run_tags(run_id, failure.to_tags())
-        registry.end_run(run_id, failed=True)
+        registry.end_run(run_id, failed=True, tags=failure.to_tags())
     except Exception as unrecorded:  # noqa: BLE001 - reported, and the check's own error is raised
         logger.error("%s the failed check could not be recorded in MLflow (%s); the check failed with %s",
                      version.context, settings.redacted(f"{type(unrecorded).__name__}: {unrecorded}"), failure.error)
@@ -286,8 +288,7 @@ def remember_state(registry: MlflowRegistry, version: RegisteredVersion, before:
                    after: MonitorState) -> None:
     """Write the tags that change the version's monitor state from ``before`` to ``after``."""
     tags = after.changed_tags(before)
-    for key, value in tags.items():
-        registry.set_version_tag(version.model_name, version.version, key, value)
+    registry.set_version_tags(version.model_name, version.version, tags)
     if LAST_DRIFT_EVENT_TAG in tags:
         get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG,
                               tags[LAST_DRIFT_EVENT_TAG])

@@ -69,6 +69,7 @@ from prefect.artifacts import create_markdown_artifact
 from calibration import json_safe
 from flows.registry.checkpoint import CheckpointFiles
 from flows.records.events import RefitFailedEvent, RefittedEvent
+from flows.records.evidence import RunEvidence
 from flows.records.outcomes import FlowSummary, interval_text
 from flows.orchestration.outcomes import finish
 from flows.orchestration.events import emit, version_resource
@@ -412,8 +413,8 @@ def record_refusal(registry: MlflowRegistry, outcome: RefitOutcome, payload: dic
     run_id = registry.start_run(f"refit {outcome.model_name} v{outcome.parent_version} @{outcome.alias}: "
                                 f"{outcome.status}", record.to_tags(), experiment_name=settings.monitoring_experiment_name)
     try:
-        registry.log_metrics(run_id, dict(record.metrics))
-        registry.log_json(run_id, json_safe(payload), "refit/outcome.json")
+        registry.log_evidence(run_id, RunEvidence(metrics=record.metrics,
+                                                  documents={"refit/outcome.json": json_safe(payload)}))
         registry.end_run(run_id)
     except BaseException:
         registry.end_run(run_id, failed=True)

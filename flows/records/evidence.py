@@ -4,7 +4,7 @@ A pipeline builds a :class:`RunEvidence` from its results (no I/O), and the MLfl
 writes it in one call (:meth:`flows.registry.adapter.MlflowRegistry.log_evidence`): the params
 and metrics in one batch, every artifact in one upload. Artifacts are keyed by their path in
 the run (``evidence/gate_sweep.csv``); a figure is stored as a PNG, a table as a CSV without
-its index, a document as indented JSON with sorted keys.
+its index, a document as indented JSON with sorted keys, a text as it is (UTF-8).
 
 >>> evidence = RunEvidence(params={"n_bins": 15}, metrics={"temperature": 1.4},
 ...                        documents={"evidence/split_ids.json": {"calibration_ids": ["a", "b"]}})
@@ -39,7 +39,7 @@ class RunEvidence:
         Numeric results; a value that is undefined is left out by the builder, never logged as 0.
     metrics_at : datetime, optional
         The time the metrics describe (e.g. a checked window's end); default: when written.
-    figures, tables, documents : mapping of artifact path to Figure, DataFrame, JSON value
+    figures, tables, documents, texts : mapping of artifact path to Figure, DataFrame, JSON value, str
         The artifacts, by their path in the run.
     """
 
@@ -49,9 +49,10 @@ class RunEvidence:
     figures: Mapping[str, Figure] = field(default_factory=dict)
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     documents: Mapping[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        paths = [*self.figures, *self.tables, *self.documents]
+        paths = [*self.figures, *self.tables, *self.documents, *self.texts]
         repeated = sorted({path for path in paths if paths.count(path) > 1})
         if repeated:
             raise ValueError(f"artifact paths {repeated} are given twice; every artifact needs its own path")
@@ -62,4 +63,4 @@ class RunEvidence:
     @property
     def artifact_paths(self) -> tuple[str, ...]:
         """Every artifact's path, sorted."""
-        return tuple(sorted([*self.figures, *self.tables, *self.documents]))
+        return tuple(sorted([*self.figures, *self.tables, *self.documents, *self.texts]))

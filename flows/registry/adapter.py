@@ -27,6 +27,7 @@ a task's failure, a flow run's state message, the alert that quotes it.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -428,8 +429,11 @@ class MlflowRegistry:
         experiment = self._run_experiments.get(run_id) or str(self._client.get_run(run_id).info.experiment_id)
         return f"{ui_url.rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
 
-    def end_run(self, run_id: str, *, failed: bool = False) -> None:
-        """Close the run FINISHED (or FAILED); repeating it is harmless, so it is retried in place."""
+    def end_run(self, run_id: str, *, failed: bool = False, tags: Mapping[str, str] | None = None) -> None:
+        """Close the run FINISHED (or FAILED), its last ``tags`` (a verdict, a failure) written
+        first; repeating either is harmless, so each is retried in place."""
+        if tags:
+            self.set_run_tags(run_id, tags)
         status = RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED)
         self._write(lambda: self._client.set_terminated(run_id, status=status), what=f"closing run {run_id} {status}")
 
@@ -500,17 +504,6 @@ class MlflowRegistry:
             raise
         return True
 
-    def log_params(self, run_id: str, params: dict[str, Any]) -> None:
-        entries = [Param(key, str(value)) for key, value in params.items()]
-        self._write(lambda: self._client.log_batch(run_id, params=entries), what=f"logging params to run {run_id}")
-
-    def log_metrics(self, run_id: str, metrics: dict[str, float], *, timestamp: datetime | None = None) -> None:
-        """Log metrics at step 0, stamped ``timestamp`` (default now): a check's window end, so
-        charts over time place each value at the time it describes."""
-        stamp = int(time.time() * 1000) if timestamp is None else _millis(timestamp)
-        entries = [Metric(key, float(value), stamp, 0) for key, value in metrics.items()]
-        self._write(lambda: self._client.log_batch(run_id, metrics=entries), what=f"logging metrics to run {run_id}")
-
     def set_run_tags(self, run_id: str, tags: Mapping[str, str]) -> bool:
         """Tag an existing run, finished or not (e.g. the check a refit answers, with that refit).
 
@@ -536,16 +529,6 @@ class MlflowRegistry:
             what=f"searching runs of {experiment_name}",
         )
         return next((_stored_run(run) for run in found if run.data.tags.get(tag) == value), None)
-
-    # An artifact upload overwrites the same path: repeating it is harmless.
-    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
-        self._write(lambda: self._client.log_text(run_id, text, artifact_file), what=f"uploading {artifact_file}")
-
-    def log_json(self, run_id: str, payload: dict[str, Any], artifact_file: str) -> None:
-        self.log_text(run_id, json.dumps(payload, indent=2, sort_keys=True), artifact_file)
-
-    def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
-        self._write(lambda: self._client.log_figure(run_id, figure, artifact_file), what=f"uploading {artifact_file}")
 
     def log_run_files(self, run_id: str, folder: Path, artifact_path: str | None) -> None:
         """Upload ``folder``'s files under ``artifact_path`` (None: at the run's artifact root)."""
@@ -573,6 +556,8 @@ class MlflowRegistry:
                 frame.to_csv(_artifact_file(folder, path), index=False)
             for path, document in evidence.documents.items():
                 _artifact_file(folder, path).write_text(json.dumps(document, indent=2, sort_keys=True))
+            for path, text in evidence.texts.items():
+                _artifact_file(folder, path).write_text(text, encoding="utf-8")
             self.log_run_files(run_id, folder, None)
 
     # The calibrated model ---------------------------------------------------------------
@@ -642,7 +627,7 @@ class MlflowRegistry:
 
     def mark_complete(self, name: str, version: str) -> None:
         """The last write of a registration: from now on the version answers idempotency look-ups."""
-        self.set_version_tag(name, version, REGISTRATION_TAG, REGISTRATION_COMPLETE)
+        self.set_version_tags(name, version, {REGISTRATION_TAG: REGISTRATION_COMPLETE})
 
     def delete_version(self, name: str, version: str) -> bool:
         """Delete a version; False when it was already gone (a repeated delete is harmless)."""
@@ -703,11 +688,12 @@ class MlflowRegistry:
         return _stored_version(retry_transient(lambda: self._client.get_model_version(name, version),
                                                what=f"reading {name} version {version}"))
 
-    def set_version_tag(self, name: str, version: str, key: str, value: str) -> None:
-        """Registration state and monitoring metadata on a version (never its T, threshold or
-        evidence: those are immutable)."""
-        self._write(lambda: self._client.set_model_version_tag(name, version, key, value),
-                    what=f"tagging {name} version {version} {key}={value}")
+    def set_version_tags(self, name: str, version: str, tags: Mapping[str, str]) -> None:
+        """Registration state and monitoring metadata on a version, in the order given (never its
+        T, threshold or evidence: those are immutable)."""
+        for key, value in tags.items():
+            self._write(functools.partial(self._client.set_model_version_tag, name, version, key, value),
+                        what=f"tagging {name} version {version} {key}={value}")
 
     def set_alias(self, name: str, alias: str, version: str) -> None:
         self._write(lambda: self._client.set_registered_model_alias(name, alias, version),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flows.dashboard.data import gather
+from flows.records.evidence import RunEvidence
 from flows.registry.adapter import MlflowRegistry
 from flows.records.runs import PREFECT_FLOW_RUN_TAG, RefitRecord
 from flows.settings import ThermostatSettings
@@ -35,13 +36,14 @@ def _check(registry: MlflowRegistry, settings: ThermostatSettings, version: str,
         "thermostat.window_end": end.isoformat(), "thermostat.refit_recommended": str(verdict == "drift").lower(),
         "temperature": "2.5", PREFECT_FLOW_RUN_TAG: f"flow-{minutes}",
     }, experiment_name=settings.monitoring_experiment_name, start_time=end)
-    registry.log_metrics(run_id, {"ece": ece, "nll": 0.4, "p_value": 0.002, "n": 900.0,
-                                  "drift": float(verdict == "drift"), "baseline_ece": 0.04, "ece_excess": ece - 0.04,
-                                  "ece.group.north": ece * 1.1, "temperature": 2.5}, timestamp=end)
     bins = [{"lower": m / 4, "upper": (m + 1) / 4, "count": 10 * m, "mean_confidence": m / 4 + 0.1,
              "accuracy": m / 4, "gap": -0.1, "sparse": m == 1} for m in range(4)]
-    registry.log_json(run_id, {"n": 900, "ece": ece, "n_bins": 4, "scheme": "equal-width", "reliability": bins},
-                      "check/report.json")
+    registry.log_evidence(run_id, RunEvidence(
+        metrics={"ece": ece, "nll": 0.4, "p_value": 0.002, "n": 900.0, "drift": float(verdict == "drift"),
+                 "baseline_ece": 0.04, "ece_excess": ece - 0.04, "ece.group.north": ece * 1.1, "temperature": 2.5},
+        metrics_at=end,
+        documents={"check/report.json": {"n": 900, "ece": ece, "n_bins": 4, "scheme": "equal-width",
+                                         "reliability": bins}}))
     registry.end_run(run_id)
     return run_id
 
@@ -66,7 +68,7 @@ def test_gather_reads_versions_checks_refusals_and_traffic(tmp_path: Path) -> No
                           new_version=None, window_start=T0.isoformat(), window_end=T0.isoformat(),
                           prefect_flow_run_id="flow-refit", metrics={"ece_after": 0.15})
     refit_run = registry.start_run("refit", refusal.to_tags(), experiment_name=settings.monitoring_experiment_name)
-    registry.log_metrics(refit_run, dict(refusal.metrics))
+    registry.log_evidence(refit_run, RunEvidence(metrics=refusal.metrics))
     registry.end_run(refit_run)
     with PredictionLog(settings.resolved_prediction_log_url()) as log:
         log.create()

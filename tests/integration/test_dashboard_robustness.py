@@ -28,6 +28,7 @@ import pytest
 from mlflow import MlflowClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from flows.records.evidence import RunEvidence
 from flows.registry.adapter import MlflowRegistry
 from flows.records.runs import RefitRecord
 from flows.settings import ThermostatSettings
@@ -58,10 +59,9 @@ def _check(registry: MlflowRegistry, settings: ThermostatSettings, model: str, v
         "thermostat.model_name": model, "thermostat.model_version": version, "thermostat.aliases": alias,
         "thermostat.verdict": "ok", "thermostat.window_end": window_end,
     }, experiment_name=settings.monitoring_experiment_name, start_time=start)
-    registry.log_metrics(run_id, {"ece": 0.05, "nll": 0.4, "p_value": 0.5, "n": 900.0, "baseline_ece": 0.04},
-                         timestamp=start)
-    if report is not None:
-        registry.log_text(run_id, report, "check/report.json")
+    registry.log_evidence(run_id, RunEvidence(
+        metrics={"ece": 0.05, "nll": 0.4, "p_value": 0.5, "n": 900.0, "baseline_ece": 0.04}, metrics_at=start,
+        texts={} if report is None else {"check/report.json": report}))
     registry.end_run(run_id)
     return run_id
 

@@ -185,7 +185,7 @@ def decisions(
             summary = summarise_arrays(window, window_labels, temperature=reference.temperature, start=T0, end=T0,
                                        groups=groups)
             before = before_decision(summary, baseline_ece=reference.binned_ece, seed=w)
-            after = decide_drift(summary, DriftReference.of(reference.ece, ece_interval=reference.ece_interval, temperature_stats=reference.stats), replace(policy, seed=w))
+            after = decide_drift(summary, DriftReference.of(reference.ece, ece_interval=reference.ece_interval, temperature_stats=reference.stats), policy.replace(seed=w))
             yield cell, before, after.tests_fired, after.verdict
 
 

@@ -235,7 +235,7 @@ def check(reference: Reference, window: NDArray[np.float64], labels: NDArray[np.
     query = store.query()
     against = CheckReference(reference.drift, priors=reference.priors, profile=reference.profile,
                              accuracy_floor=0.5 * reference.accuracy)
-    outcome = check_version(store, query, against, CheckState(), replace(DEFAULT_POLICY, seed=seed), query.end,
+    outcome = check_version(store, query, against, CheckState(), DEFAULT_POLICY.replace(seed=seed), query.end,
                             stream=store)
     report, scan = outcome.report, outcome.scan
     if report is None or report.diagnosis is None or report.prior_test is None or scan is None \
@@ -628,7 +628,7 @@ def reweighting_bias(files: list[str], windows: int, seed: int) -> str:
             store = WindowInMemory(window, y, temperature=reference.temperature)
             estimate = found.prior_test.estimate
             true = estimate.reference_priors * np.bincount(labels, weights=condition.weights, minlength=k) / frequencies
-            policy = replace(DEFAULT_POLICY, seed=w)
+            policy = DEFAULT_POLICY.replace(seed=w)
             mix = labelled_mix(np.bincount(y, minlength=k), reference.priors, estimate)
             for key, priors in (("em", estimate.priors), ("mix", mix), ("true", true / true.sum()),
                                 ("deployed", estimate.reference_priors)):

@@ -1,10 +1,10 @@
 """One declared rule for a number: the interval it must lie in.
 
-Every scalar argument and setting of Thermostat (a level, a margin, a count, a timeout) is
-checked by an :class:`Interval` declared once beside its default, instead of a hand-written
-check per caller: the same rule gives the same words wherever the value comes from (a Python
-argument, a ``THERMOSTAT_*`` setting, a command-line flag, whose name the caller passes).
-Stdlib only, so the command line can declare its flags without loading the numeric core.
+A scalar argument of the numeric core and of the monitor (a level, a margin, a count, a
+timeout) is checked by an :class:`Interval` declared once beside its default, instead of a
+hand-written check per caller: the same rule gives the same words wherever the value comes from
+(a Python argument or a command-line flag, whose name the caller passes). The settings and the
+drift policy declare theirs as pydantic constraints. Stdlib only.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from datetime import timedelta
 
 __all__ = ["Interval"]
 
@@ -104,12 +103,3 @@ class Interval:
             self._refuse(value, name)
         assert isinstance(value, numbers.Integral)  # refused above otherwise
         return int(value)
-
-    def check_duration(self, value: object, *, name: str) -> timedelta:
-        """A :class:`datetime.timedelta` whose seconds lie in the interval, or the refusal."""
-        if not isinstance(value, timedelta):
-            raise TypeError(f"{name} must be a duration (timedelta, ISO 8601 such as PT6H) {self} seconds; "
-                            f"got {value!r}")
-        if value.total_seconds() not in self:
-            raise ValueError(f"{name} must be {self} seconds{f' ({self.hint})' if self.hint else ''}; got {value}")
-        return value

@@ -15,20 +15,22 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import (
     BeforeValidator,
     Field,
     PrivateAttr,
     SecretStr,
+    ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     create_model,
     field_serializer,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from calibration import (
     DEFAULT_BOOTSTRAP_RESAMPLES,
@@ -61,21 +63,20 @@ MIN_TOKEN_LENGTH = 16
 # Fields that hold a URL, which may carry credentials (masked in the settings' JSON form).
 _URL_FIELDS = ("tracking_uri", "registry_uri", "artifact_location", "prediction_log_url", "mlflow_ui_url",
                "prefect_ui_url")
+# The drift section's settings, each a DriftPolicy field under another name.
+_POLICY_FIELDS: Final = {knob.setting: name for name, knob, _ in policy_knobs()}
 
 
 def _names(value: Any) -> Any:
-    # THERMOSTAT_DRIFT_TESTS=temperature,ece: a comma-separated list from the environment.
+    # THERMOSTAT_INGEST_TOKENS=a,b: a comma-separated list from the environment.
     return tuple(part.strip() for part in value.split(",") if part.strip()) if isinstance(value, str) else value
 
 
 def _drift_section() -> type[BaseSettings]:
-    """The settings of the drift section, one per :class:`monitoring.DriftPolicy` field: its setting's
-    name, type, default and description come from the policy, which declares them once."""
-    fields: dict[str, Any] = {}
-    for _, knob, default in policy_knobs():
-        kind: Any = (Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)] if knob.kind == "names"
-                     else type(default))
-        fields[knob.setting] = (kind, Field(default=default, description=knob.help))
+    """The drift section: the fields of :class:`monitoring.DriftPolicy` themselves (type, default,
+    rule, description), each under its setting's name."""
+    fields: dict[str, Any] = {setting: (DriftPolicy.model_fields[name].annotation, DriftPolicy.model_fields[name])
+                              for setting, name in _POLICY_FIELDS.items()}
     return create_model("DriftSection", __base__=BaseSettings, **fields)
 
 
@@ -98,8 +99,10 @@ class ThermostatSettings(_DriftSection):
     'sqlite:////tmp/thermostat-doc/mlflow.db'
     """
 
-    # hide_input_in_errors: a refusal never echoes the other values, which may hold credentials.
-    model_config = SettingsConfigDict(env_prefix="THERMOSTAT_", frozen=True, extra="forbid", hide_input_in_errors=True)
+    # hide_input_in_errors: a refusal never echoes the other values, which may hold credentials; a list
+    # reads comma-separated (THERMOSTAT_DRIFT_TESTS=temperature,ece), not decoded as JSON.
+    model_config = SettingsConfigDict(env_prefix="THERMOSTAT_", frozen=True, extra="forbid", hide_input_in_errors=True,
+                                      enable_decoding=False)
     _drift: DriftPolicy = PrivateAttr()
 
     # Where things live.
@@ -241,7 +244,7 @@ class ThermostatSettings(_DriftSection):
     )
 
     # The ingestion service (`thermostat ingest`): predictions and labels over HTTP.
-    ingest_tokens: Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_names)] = Field(
+    ingest_tokens: Annotated[tuple[SecretStr, ...], BeforeValidator(_names)] = Field(
         default=(),
         description="bearer tokens the ingestion service accepts (comma-separated, each at least "
         f"{MIN_TOKEN_LENGTH} characters); none: it serves loopback only, without a token. Masked in every "
@@ -287,10 +290,19 @@ class ThermostatSettings(_DriftSection):
         "drifted data (0: none; then the next drift event after the cool-down starts a new refit)",
     )
 
+    @field_validator(*_POLICY_FIELDS, mode="wrap")
+    @classmethod
+    def _name_the_variable(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as error:  # refused in the policy's words, naming the variable
+            knob = DriftPolicy.knob(_POLICY_FIELDS[str(info.field_name)])
+            raise ValueError(str(knob.refusal(knob.variable, value, error))) from None
+
     @model_validator(mode="after")
     def _build_drift_policy(self) -> ThermostatSettings:
-        values = {name: getattr(self, knob.setting) for name, knob, _ in policy_knobs()}
-        self._drift = DriftPolicy.from_values(values, lambda _, knob: knob.variable)
+        # Each value was read and checked by its policy field above: not a second time.
+        self._drift = DriftPolicy.model_construct(**{name: getattr(self, s) for s, name in _POLICY_FIELDS.items()})
         return self
 
     @property

@@ -682,7 +682,7 @@ def _check_newer_part(
     )
     reference = replace(parent.drift_reference, overall=replace(
         parent.drift_reference.overall, temperature_stats=gated.calibrated.reference))
-    return part, decide_drift(summary, reference, replace(settings.drift, min_window=1))
+    return part, decide_drift(summary, reference, settings.drift.replace(min_window=1))
 
 
 def _verification_reasons(

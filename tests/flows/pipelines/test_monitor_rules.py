@@ -168,7 +168,7 @@ def test_a_version_that_never_logged_counts_toward_the_streak_and_a_backfill_cha
 
 
 def test_the_policy_sets_the_streak_and_the_cool_down() -> None:
-    policy = replace(DEFAULT_POLICY, insufficient_data_streak=2, cooldown=timedelta(minutes=30))
+    policy = DEFAULT_POLICY.replace(insufficient_data_streak=2, cooldown=timedelta(minutes=30))
     assert _events(monitor_step(None, MonitorState(insufficient_streak=1), policy, NOW, live=True,
                                 context=CONTEXT)) == [INSUFFICIENT_DATA_EVENT]
     report = with_stream_checks(_report(), early_warning=_shifted())  # type: ignore[arg-type]
@@ -271,7 +271,7 @@ def test_a_prior_corrected_version_is_left_alone_while_its_correction_fits_and_u
 def test_a_long_run_of_undetermined_checks_is_a_situation_with_its_event() -> None:
     report = _report(2_000, equivalence_margin=0.03)  # 2,000 rows cannot establish 3 %: calibration not established
     assert report.verdict == "undetermined"
-    policy = replace(DEFAULT_POLICY, undetermined_streak=3)
+    policy = DEFAULT_POLICY.replace(undetermined_streak=3)
     quiet = monitor_step(report, MonitorState(undetermined_streak=1), policy, NOW, live=True, context=CONTEXT)
     assert quiet.state.undetermined_streak == 2 and quiet.events == ()
     step = monitor_step(report, MonitorState(undetermined_streak=2), policy, NOW, live=True, context=CONTEXT)

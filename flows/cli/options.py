@@ -10,7 +10,7 @@ parsed, :func:`resolve` fills each option not given from the settings, so
 ``THERMOSTAT_N_BINS=20 thermostat evaluate ...`` bins in 20 as the pipeline does, and with no
 variable set the default is the declared one. The help text shows both (``default 15;
 THERMOSTAT_N_BINS``). Stdlib, click, ``calibration``'s constants and the policy's declarations
-only: parsing loads neither the numeric core nor pydantic.
+(a pydantic model) only: parsing loads neither the numeric core nor pydantic-settings.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def resolve(args: SimpleNamespace, command: str, read_settings: Callable[[], Any
     (default: the environment's ``ThermostatSettings``); a setting the environment gets wrong is
     refused there, naming its variable."""
     if read_settings is None:
-        from flows.settings import ThermostatSettings  # pydantic: only once parsed
+        from flows.settings import ThermostatSettings  # pydantic-settings: only once parsed
 
         read_settings = ThermostatSettings
     args.settings = settings = read_settings()

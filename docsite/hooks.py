@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from docsite.reference import cli_page, events_page, settings_page  # noqa: E402
+from functools import partial  # noqa: E402
+
+from docsite.reference import CLI_PAGES, cli_commands_page, cli_page, events_page, settings_page  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,8 +21,10 @@ def changelog_page() -> str:
     return (ROOT / "CHANGELOG.md").read_text()
 
 
-PAGES = {"cli-reference.md": cli_page, "settings.md": settings_page, "events.md": events_page,
-         "changelog.md": changelog_page}
+PAGES: dict[str, Callable[[], str]] = {
+    "cli-reference.md": cli_page, **{page: partial(cli_commands_page, page) for page in CLI_PAGES},
+    "settings.md": settings_page, "events.md": events_page, "changelog.md": changelog_page,
+}
 
 
 def on_files(files: Any, config: Any) -> Any:

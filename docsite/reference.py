@@ -1,13 +1,14 @@
 """The reference pages the site generates from the code, so that they cannot drift from it.
 
-- :func:`cli_page`: every ``thermostat`` command's ``--help``, from the command line itself;
+- :func:`cli_page` and :func:`cli_commands_page`: ``thermostat --help``, and every command's
+  ``--help`` on a page a group of commands (:data:`CLI_PAGES`), from the command line itself;
 - :func:`settings_page`: every ``THERMOSTAT_*`` setting, from :class:`flows.settings.ThermostatSettings`
   (name, default, description), and the few read outside it (:data:`OUTSIDE_SETTINGS`);
 - :func:`events_page`: every Prefect event, from :data:`flows.records.events.EVENT_PAYLOADS`
   (name, payload type, what it means, every key an automation may read).
 
 Each returns the page's Markdown; :mod:`docsite.hooks` adds them to the site as
-``cli-reference.md``, ``settings.md`` and ``events.md``.
+``cli-reference.md`` (and the pages of :data:`CLI_PAGES`), ``settings.md`` and ``events.md``.
 """
 
 from __future__ import annotations
@@ -146,20 +147,55 @@ def _help(command: list[str]) -> str:
     return out.getvalue() or err.getvalue()
 
 
-def _commands() -> list[str]:
-    from flows.cli.main import COMMANDS
+def _commands() -> list[list[str]]:
+    """Every command, and each subcommand of a command that has them (``lock show``, ``alerts install``)."""
+    import click
 
-    return list(COMMANDS)
+    from flows.cli.main import COMMANDS, _root
+
+    context = click.Context(_root, info_name="thermostat")
+    found: list[list[str]] = []
+    for name in COMMANDS:
+        command = _root.get_command(context, name)
+        found.append([name])
+        if isinstance(command, click.Group):
+            found += [[name, sub] for sub in command.list_commands(context)]
+    return found
+
+
+# The command-line reference, a page a group of commands (each readable in one sitting):
+# file -> (title, the commands' names; None: every command not on another page).
+CLI_PAGES: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "cli-analysis.md": ("Commands: fit to compare", ("fit", "evaluate", "sweep", "qualify", "compare")),
+    "cli-drift.md": ("Commands: drift and diagnose", ("drift", "diagnose")),
+    "cli-operations.md": ("Commands: operations", None),
+}
 
 
 def cli_page() -> str:
-    """The command-line reference: ``thermostat --help`` and every command's ``--help``."""
+    """The command-line reference's first page: ``thermostat --help`` and where each command's is."""
+    listed = [f"- [{title}]({page}): {', '.join(f'`{c[0]}`' for c in _commands_on(page) if len(c) == 1)}"
+              for page, (title, _) in CLI_PAGES.items()]
     sections = ["# Command line", "",
                 "Every `thermostat` command, as its `--help` prints it (generated from the command line at build time).",
                 "Exit status everywhere: 0 ok, 1 a check failed, 2 bad input (nothing written), 3 a computation",
-                "failed.", "", "```text", _help([]).rstrip(), "```", ""]
-    for name in _commands():
-        sections += [f"## `thermostat {name}`", "", "```text", _help([name]).rstrip(), "```", ""]
+                "failed.", "", "```text", _help([]).rstrip(), "```", "", *listed, ""]
+    return GENERATED + "\n".join(sections)
+
+
+def _commands_on(page: str) -> list[list[str]]:
+    names = CLI_PAGES[page][1]
+    elsewhere = {name for _, other in CLI_PAGES.values() if other is not None for name in other}
+    return [c for c in _commands() if (c[0] in names if names is not None else c[0] not in elsewhere)]
+
+
+def cli_commands_page(page: str) -> str:
+    """One page of the command-line reference: each of its commands' (and subcommands') ``--help``."""
+    sections = [f"# {CLI_PAGES[page][0]}", "", "As `thermostat COMMAND --help` prints it; all commands: "
+                "[Command line](cli-reference.md).", ""]
+    for command in _commands_on(page):
+        heading = "##" if len(command) == 1 else "###"
+        sections += [f"{heading} `thermostat {' '.join(command)}`", "", "```text", _help(command).rstrip(), "```", ""]
     return GENERATED + "\n".join(sections)
 
 

@@ -41,6 +41,14 @@ def test_a_user_page_can_be_read_in_one_sitting(page: Path) -> None:
     assert len(page.read_text()) <= limit, f"{page.relative_to(ROOT)}: {len(page.read_text()):,} characters; split it"
 
 
+@pytest.mark.parametrize("page", ["cli-reference.md", "cli-analysis.md", "cli-drift.md", "cli-operations.md",
+                                  "settings.md", "events.md"])
+def test_a_generated_page_can_be_read_in_one_sitting(page: str) -> None:
+    from docsite.hooks import PAGES
+
+    assert len(PAGES[page]()) <= MAX_PAGE_CHARACTERS, page
+
+
 def test_the_readme_shows_the_loops_and_the_dashboard() -> None:
     readme = (ROOT / "README.md").read_text()
     for picture in ("docs/img/loops.svg", "docs/img/dashboard.png"):
@@ -89,8 +97,8 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_the_site_builds_strictly(built_site: Path) -> None:
     site = built_site
-    for page in ("index.html", "tutorial.html", "cli-reference.html", "settings.html", "events.html",
-                 "python-api.html", "changelog.html"):
+    for page in ("index.html", "tutorial.html", "cli-reference.html", "cli-operations.html", "settings.html",
+                 "events.html", "python-api.html", "changelog.html"):
         assert (site / page).is_file(), page
     html = (site / "index.html").read_text()
     assert "fonts.googleapis.com" not in html and "fonts.gstatic.com" not in html

@@ -112,14 +112,11 @@ if _typing.TYPE_CHECKING:
     from .prediction_log import (
         DEFAULT_STATE_DIR,
         MAX_NAME_LENGTH,
-        LabelAttachReport,
-        LabelConflict,
         LabelledFingerprint,
         NewlyLabelled,
         PredictionLog,
         PredictionRecord,
         PredictionRowError,
-        RowRefusal,
         ServedTally,
         default_log_url,
         log_predictions,
@@ -142,7 +139,15 @@ if _typing.TYPE_CHECKING:
     from .retention_limit import MAX_RETENTION
     from .scan import LabelArrivals, WindowScan, scan_window
     from .sequential import SequentialCheck, SequentialState, update_sequential
-    from .store import LabelledChunk, PredictionStore, ServedChunk, StoreScope
+    from .store import (
+        LabelAttachReport,
+        LabelConflict,
+        LabelledChunk,
+        PredictionStore,
+        RowRefusal,
+        ServedChunk,
+        StoreScope,
+    )
     from .timeouts import DEFAULT_SERVING_LOG_TIMEOUT_MS
     from .urls import (
         URL_MASK,
@@ -309,8 +314,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "log_writer": ("LogWriterStats", "PredictionLogWriter"),
     "policy": ("DEFAULT_POLICY", "DriftPolicy", "Knob", "policy_knobs"),
     "prediction_log": (
-        "DEFAULT_STATE_DIR", "MAX_NAME_LENGTH", "LabelAttachReport", "LabelConflict", "LabelledFingerprint",
-        "NewlyLabelled", "PredictionLog", "PredictionRecord", "PredictionRowError", "RowRefusal", "ServedTally",
+        "DEFAULT_STATE_DIR", "MAX_NAME_LENGTH", "LabelledFingerprint", "NewlyLabelled", "PredictionLog",
+        "PredictionRecord", "PredictionRowError", "ServedTally",
         "default_log_url",
         "log_predictions", "open_prediction_log"
     ),
@@ -322,7 +327,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "retention": ("LogPruned", "VersionPruned", "prune_prediction_log", "retention_cutoff"),
     "retention_limit": ("MAX_RETENTION",),
     "scan": ("LabelArrivals", "WindowScan", "scan_window"),
-    "store": ("LabelledChunk", "PredictionStore", "ServedChunk", "StoreScope"),
+    "store": ("LabelAttachReport", "LabelConflict", "LabelledChunk", "PredictionStore", "RowRefusal", "ServedChunk",
+              "StoreScope"),
     "sequential": ("SequentialCheck", "SequentialState", "update_sequential"),
     "change_point": ("WindowChangePoint", "window_change_point"),
     "timeouts": ("DEFAULT_SERVING_LOG_TIMEOUT_MS",),

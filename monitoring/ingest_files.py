@@ -43,7 +43,7 @@ from typing import IO, Any, Final, cast
 
 from calibration import MAX_CLASSES, expansion_refusal, memory_refusal, not_a_regular_file
 
-from .prediction_log import RowRefusal
+from .store import RowRefusal
 
 __all__ = ["IngestFileError", "LabelRows", "PredictionRows", "label_csv_rows", "read_label_file",
            "read_prediction_file"]

@@ -88,7 +88,7 @@ from sqlalchemy.types import TypeDecorator
 from calibration import check_logits, check_temperature, top_label_confidence
 
 from ._validation import as_utc, check_chunk_size, check_window
-from .store import LabelledChunk, ServedChunk, StoreScope
+from .store import LabelAttachReport, LabelConflict, LabelledChunk, RowRefusal, ServedChunk, StoreScope
 from .urls import mask_url
 
 __all__ = [
@@ -267,59 +267,6 @@ class PredictionRecord:
     group: str | None = None
     label: int | None = None
     labelled_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class LabelConflict:
-    """A label that disagrees with the one already attached (not applied)."""
-
-    request_id: str
-    existing_label: int
-    new_label: int
-
-
-@dataclass(frozen=True, slots=True)
-class RowRefusal:
-    """A row of an input that was refused, and why; the input's other rows were not affected.
-
-    ``index`` is the row's position in the input (0-based: in a file, the data rows after the
-    header), ``request_id`` its request id (None when the id itself is unreadable).
-    """
-
-    index: int
-    request_id: str | None
-    reason: str
-
-    def to_dict(self) -> dict[str, object]:
-        """The refusal as JSON-ready data (the ingestion service's and the command line's)."""
-        return {"index": self.index, "request_id": self.request_id, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class LabelAttachReport:
-    """What :meth:`PredictionLog.attach_labels` did with each requested id.
-
-    ``attached`` rows got their label now (as the database reports the rows it updated);
-    ``unchanged`` already had that same label (idempotent re-delivery); ``conflicts`` already
-    had a different label, or were given two different labels in one call, and were left as
-    they were; ``unknown_request_ids`` are not in the log (a label that arrived before its
-    prediction, a wrong id, or a row the retention deleted, even while this call ran); ``refused``
-    rows were not applied because the row itself is bad (a label that is not an integer in
-    [0, K) of its version, an unreadable id). A row labelled by a concurrent call first is
-    unchanged or a conflict, never attached twice. Each id asked is accounted for in one of them.
-    """
-
-    n_requested: int
-    attached: int
-    unchanged: int
-    conflicts: tuple[LabelConflict, ...]
-    unknown_request_ids: tuple[str, ...]
-    refused: tuple[RowRefusal, ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        """True when every requested label is now in the log as requested."""
-        return not self.conflicts and not self.unknown_request_ids and not self.refused
 
 
 @dataclass(frozen=True, slots=True)

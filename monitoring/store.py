@@ -19,8 +19,8 @@ its type: the SQL log (:class:`~monitoring.PredictionLog`) holds everything; its
 times, and is read-only; a window held in memory (:class:`~monitoring.WindowInMemory`: the
 command line's files, the studies) holds its served rows and labels, without label times.
 
-The chunk types every store yields are defined here, in plain numpy: a reader of a store needs
-neither the SQL layer nor pyarrow.
+The chunk types every store yields, and what attaching labels reports, are defined here, in plain
+numpy: a reader of a store needs neither the SQL layer nor pyarrow.
 """
 
 from __future__ import annotations
@@ -28,15 +28,66 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-if TYPE_CHECKING:
-    from .prediction_log import LabelAttachReport
+__all__ = ["LabelAttachReport", "LabelConflict", "LabelledChunk", "PredictionStore", "RowRefusal", "ServedChunk",
+           "StoreScope"]
 
-__all__ = ["LabelledChunk", "PredictionStore", "ServedChunk", "StoreScope"]
+
+@dataclass(frozen=True, slots=True)
+class LabelConflict:
+    """A label that disagrees with the one already attached (not applied)."""
+
+    request_id: str
+    existing_label: int
+    new_label: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowRefusal:
+    """A row of an input that was refused, and why; the input's other rows were not affected.
+
+    ``index`` is the row's position in the input (0-based: in a file, the data rows after the
+    header), ``request_id`` its request id (None when the id itself is unreadable).
+    """
+
+    index: int
+    request_id: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The refusal as JSON-ready data (the ingestion service's and the command line's)."""
+        return {"index": self.index, "request_id": self.request_id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class LabelAttachReport:
+    """What :meth:`PredictionLog.attach_labels` did with each requested id.
+
+    ``attached`` rows got their label now (as the database reports the rows it updated);
+    ``unchanged`` already had that same label (idempotent re-delivery); ``conflicts`` already
+    had a different label, or were given two different labels in one call, and were left as
+    they were; ``unknown_request_ids`` are not in the log (a label that arrived before its
+    prediction, a wrong id, or a row the retention deleted, even while this call ran); ``refused``
+    rows were not applied because the row itself is bad (a label that is not an integer in
+    [0, K) of its version, an unreadable id). A row labelled by a concurrent call first is
+    unchanged or a conflict, never attached twice. Each id asked is accounted for in one of them.
+    """
+
+    n_requested: int
+    attached: int
+    unchanged: int
+    conflicts: tuple[LabelConflict, ...]
+    unknown_request_ids: tuple[str, ...]
+    refused: tuple[RowRefusal, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """True when every requested label is now in the log as requested."""
+        return not self.conflicts and not self.unknown_request_ids and not self.refused
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult, json_safe
 from ._softmax import label_log_probability, softmax, top_label
-from ._stats import ReliabilityTable, equal_width_bin_index, equal_width_edges, summarise_checked
+from ._stats import ReliabilityTable, equal_width_bin_index, summarise_checked
 from ._validation import check_count, check_groups, check_logits, check_n_bins, check_scheme, check_temperature
 
 __all__ = [

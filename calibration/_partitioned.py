@@ -41,7 +41,6 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
 from operator import add
@@ -79,7 +78,7 @@ from ._scored import (
     parquet_columns,
     value_block,
 )
-from ._scores import TopLabelScores, _score_rows
+from ._scores import _score_rows
 from ._stats import CalibrationStats, summarise_checked
 from ._validation import check_bounds, check_count, check_n_bins, check_temperature, text_array
 

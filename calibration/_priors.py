@@ -104,7 +104,7 @@ from ._defaults import MAX_PRIOR_CLASSES
 from ._scored import ScoredSet, checked_data
 from ._serialise import JsonResult
 from ._softmax import log_softmax, softmax
-from ._validation import check_confidence_level, check_count, check_labels, check_logits, check_temperature
+from ._validation import check_confidence_level, check_count, check_logits, check_temperature
 
 __all__ = [
     "PriorEstimate",

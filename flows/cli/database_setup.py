@@ -48,7 +48,6 @@ import hashlib
 import hmac
 import json
 import re
-import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,13 +56,13 @@ from urllib.parse import quote
 
 import click
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "command", "main", "setup_databases"]
+__all__ = ["DatabaseSetup", "DatabaseSpec", "SetupStep", "command", "setup_databases"]
 
 # A role or database name this command creates: a plain, unquoted PostgreSQL identifier.
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -465,12 +464,3 @@ def command(admin_url: str, mlflow_password: str | None, mlflow_database: str,
         return fail(EXIT_COMPUTATION_FAILED, str(error))
     print(json.dumps(result.to_dict(), indent=2) if as_json else _report(result))
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat setup-db") -> int:
-    """Run ``thermostat setup-db`` and return its exit status (see the module docstring)."""
-    return run_click(command, argv, prog)
-
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.cli.database_setup"))

@@ -43,7 +43,6 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,7 +52,6 @@ import click
 import numpy as np
 from numpy.typing import NDArray
 
-from flows.exit_status import run_click
 from flows.orchestration.local_only import stay_local
 
 # MLflow, Prefect, scikit-learn and the flows are imported where they are used, once the
@@ -73,7 +71,6 @@ __all__ = [
     "command",
     "digits_split",
     "digits_traffic",
-    "main",
     "make_estimator",
     "train_checkpoint",
 ]
@@ -291,11 +288,6 @@ def command(state_dir: Path | None) -> int:
         logging.getLogger("thermostat.demo").error("the demo failed:\n%s", traceback.format_exc())
         print(f"\nThe demo failed: {type(error).__name__}: {error}\nThe full traceback is in {log_path}")
         return 1
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat demo") -> int:
-    """Run ``thermostat demo`` and return its exit status (see :func:`command`)."""
-    return run_click(command, argv, prog)
 
 
 def _run(settings: ThermostatSettings, log_path: Path) -> int:

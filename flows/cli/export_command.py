@@ -11,8 +11,6 @@ settings, a version never logged, an unreadable manifest), the message on stderr
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,14 +18,14 @@ from typing import TYPE_CHECKING
 import click
 import sqlalchemy as sa
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
 if TYPE_CHECKING:
     from monitoring import ExportResult
 
-__all__ = ["command", "main"]
+__all__ = ["command"]
 
 _DESCRIPTION = """\
 Write the labelled rows of one model version from the prediction log
@@ -128,12 +126,3 @@ def command(model: str, version: str, out: Path, until: datetime | None, as_json
         log.dispose()
     print(json.dumps(result.to_dict(), indent=2) if as_json else _report(result))
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat export") -> int:
-    """Run ``thermostat export`` and return its exit status (see the module docstring)."""
-    return run_click(command, argv, prog)
-
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.cli.export_command"))

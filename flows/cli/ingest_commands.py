@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, fail
 from flows.settings import ThermostatSettings
 
 if TYPE_CHECKING:
     from monitoring import LabelAttachReport, LabelRows, PredictionLog, PredictionRows, RowRefusal
 
-__all__ = ["labels_command", "labels_main", "log_command", "log_main"]
+__all__ = ["labels_command", "log_command"]
 
 _SHOWN: Final = 10
 _FORMATS: Final = "CSV (.csv), Parquet (.parquet) or JSON Lines (.jsonl, .ndjson)"
@@ -119,11 +119,6 @@ def log_command(file: str, model: str | None, version: str | None, temperature: 
     payload = {"file": file, **IngestAnswer.of(report).model_dump()}
     return _finish(text, payload, as_json, report.complete,
                    f"{len(report.refused):,} of {report.received:,} rows were refused; the others were written")
-
-
-def log_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat log") -> int:
-    """Run ``thermostat log`` and return its exit status (see the module docstring)."""
-    return run_click(log_command, argv, prog)
 
 
 def _joined(chunks: list[PredictionRows]) -> PredictionRows:
@@ -222,11 +217,6 @@ def _attach_command(file: str, atomic: bool, as_json: bool) -> int:
     return _finish(text, {"file": file, **answer.model_dump()}, as_json, missing == 0,
                    f"{missing:,} of {answer.received:,} labels are not in the log as the file says (conflicting, "
                    "unknown or refused); the others were attached")
-
-
-def labels_main(argv: Sequence[str] | None = None, *, prog: str = "thermostat labels") -> int:
-    """Run ``thermostat labels attach`` and return its exit status (see the module docstring)."""
-    return run_click(labels_command, argv, prog)
 
 
 def _joined_labels(chunks: list[LabelRows]) -> LabelRows:

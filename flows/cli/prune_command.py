@@ -13,18 +13,16 @@ failed (an archive it cannot merge into is named; run it again to finish what wa
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import click
 from pydantic import TypeAdapter, ValidationError
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from flows.settings import ThermostatSettings
 
-__all__ = ["command", "main"]
+__all__ = ["command"]
 
 _DESCRIPTION = """\
 Remove what the monitor and the refit no longer read: the prediction-log rows served, and
@@ -94,12 +92,3 @@ def command(retention: timedelta | None, archive: str | None, no_archive: bool, 
         return fail(EXIT_COMPUTATION_FAILED, f"the prune stopped: {type(error).__name__}: {settings.redacted(str(error))}")
     print(json.dumps(report.to_dict(), indent=2) if as_json else report.sentence())
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat prune") -> int:
-    """Run ``thermostat prune`` and return its exit status (see the module docstring)."""
-    return run_click(command, argv, prog)
-
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.cli.prune_command"))

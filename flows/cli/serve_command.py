@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, refuse, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, refuse
 
 if TYPE_CHECKING:
     from flows.orchestration.rollout import RefittedWatch
     from flows.records.events import RefittedEvent
     from flows.registry.adapter import MlflowRegistry
 
-__all__ = ["command", "main"]
+__all__ = ["command"]
 
 _EPILOG = """\
 The server is `mlflow models serve -m models:/NAME/VERSION --env-manager local -h HOST -p PORT`
@@ -144,11 +144,6 @@ def command(model: str, serve_arguments: tuple[str, ...], alias: str, host: str,
     env = os.environ | {"MLFLOW_TRACKING_URI": registry.tracking_uri, "MLFLOW_REGISTRY_URI": registry.registry_uri,
                         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return asyncio.run(_supervise(prog, args, registry, version, env, settings.redacted))
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat serve") -> int:
-    """Run ``thermostat serve`` and return its exit status (see the module docstring)."""
-    return run_click(command, argv, prog)
 
 
 async def _supervise(prog: str, args: _Options, registry: MlflowRegistry, version: str,

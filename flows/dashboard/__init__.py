@@ -17,6 +17,6 @@ Three layers, each a module:
 from __future__ import annotations
 
 from flows.dashboard.data import Alert, DashboardState, gather
-from flows.dashboard.server import create_app, main
+from flows.dashboard.server import create_app
 
-__all__ = ["Alert", "DashboardState", "create_app", "gather", "main"]
+__all__ = ["Alert", "DashboardState", "create_app", "gather"]

@@ -43,7 +43,7 @@ from starlette.routing import Route
 from flows.dashboard.data import DashboardState, gather, missing_store
 from flows.dashboard.metrics import CONTENT_TYPE, exposition
 from flows.dashboard.page import render_page
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail
 from flows.orchestration.local_only import stay_local
 from flows.registry.adapter import MlflowRegistry
 from flows.settings import ThermostatSettings
@@ -59,7 +59,7 @@ from flows.web import (
 from monitoring import mask_url, redact_credentials
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_REFRESH_SECONDS", "REQUEST_TIMEOUT_SECONDS", "HostAllowList",
-           "StateCache", "command", "create_app", "host_allowed", "main"]
+           "StateCache", "command", "create_app", "host_allowed"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -217,8 +217,3 @@ def command(host: str, port: int, refresh: float, allow_host: tuple[str, ...]) -
     uvicorn.run(app, host=host, port=port, log_level="warning", log_config=None,
                 http=RequestTimeoutProtocol, timeout_keep_alive=5)
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat dashboard") -> int:
-    """Serve the dashboard until interrupted; returns the exit status (2: nothing to read)."""
-    return run_click(command, argv, prog)

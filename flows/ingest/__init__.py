@@ -12,6 +12,6 @@ MLflow nor pandas (a boundary test holds it), so it starts in seconds.
 
 from __future__ import annotations
 
-from flows.ingest.server import create_app, main
+from flows.ingest.server import create_app
 
-__all__ = ["create_app", "main"]
+__all__ = ["create_app"]

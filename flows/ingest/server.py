@@ -50,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_OK, fail
 from flows.ingest.kserve import EventError, rows_from_cloudevent
 from flows.ingest.metrics import CONTENT_TYPE, IngestMetrics
 from flows.ingest.payloads import (
@@ -68,7 +68,7 @@ from flows.settings import ThermostatSettings
 from flows.web import HostAllowList, RedactingFormatter, RequestTimeoutProtocol, host_name, is_loopback
 from monitoring import IngestQueue, IngestReport, PredictionBatch, PredictionLog, mask_url, redact_credentials
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command", "create_app", "main"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "command", "create_app"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8766
@@ -359,8 +359,3 @@ def command(host: str, port: int, allow_host: tuple[str, ...]) -> int:
     uvicorn.run(app, host=host, port=port, log_level="warning", log_config=None, access_log=False,
                 http=RequestTimeoutProtocol, timeout_keep_alive=5)
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat ingest") -> int:
-    """Serve the ingestion service until interrupted; the exit status (2: bad options or settings)."""
-    return run_click(command, argv, prog)

@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -102,7 +101,7 @@ from prefect.events.schemas.automations import AutomationCore, EventTrigger, Pos
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from flows.records.situations import FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, SITUATIONS, Raiser, Situation
 from monitoring import mask_url, redact_credentials
 
@@ -118,7 +117,6 @@ __all__ = [
     "InstalledAutomation",
     "command",
     "install_alerts",
-    "main",
     "webhook_block",
 ]
 
@@ -750,12 +748,3 @@ def _install_command(webhook_url: str | None, block: str | None, block_name: str
         return fail(EXIT_COMPUTATION_FAILED, str(error))
     print(json.dumps(result.to_dict(), indent=2) if as_json else result.text())
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "thermostat alerts") -> int:
-    """Run ``thermostat alerts install ...`` and return its exit status (see ``--help``)."""
-    return run_click(command, argv, prog)
-
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m flows.orchestration.alerts"))

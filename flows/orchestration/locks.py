@@ -45,7 +45,7 @@ Inspect or clear a model's lock::
     thermostat lock show digits
     thermostat lock clear digits     # only when its holder is known to be dead
 
-(or ``python -m flows.orchestration.locks ...``; with the same ``THERMOSTAT_*`` settings as the worker).
+(with the same ``THERMOSTAT_*`` settings as the worker).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -69,7 +69,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail, run_click
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -82,7 +82,6 @@ __all__ = [
     "ModelLease",
     "clear_lock",
     "command",
-    "main",
     "model_lock",
     "model_lock_name",
     "show_lock",
@@ -576,17 +575,3 @@ def _show(model_name: str, as_json: bool) -> int:
 @_JSON
 def _clear(model_name: str, as_json: bool) -> int:
     return _show_or_clear("clear", model_name, as_json)
-
-
-def main(argv: Sequence[str] | None = None, *, prog: str = "python -m flows.orchestration.locks") -> int:
-    """``python -m flows.orchestration.locks show|clear MODEL [--json]`` (or ``thermostat lock ...``).
-
-    Reads the ``THERMOSTAT_*`` settings from the environment, like the worker. Returns 0; 2 on
-    bad arguments or settings, or when they name no lock database (nothing is created); 3 when
-    the database cannot be read (the message on stderr).
-    """
-    return run_click(command, argv, prog)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

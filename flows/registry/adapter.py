@@ -43,7 +43,6 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 import mlflow
 import mlflow.artifacts
 import mlflow.pyfunc
-from matplotlib.figure import Figure
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunStatus, RunTag
 from mlflow.entities.model_registry import ModelVersion

@@ -29,7 +29,8 @@ from uuid import UUID
 import numpy as np
 import pytest
 
-from flows.orchestration.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, main
+from flows.cli import main as cli
+from flows.orchestration.alerts import ALERTS, DEFAULT_BLOCK_NAME, FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT
 from flows.records.events import (
     CONFIDENCE_SHIFT_EVENT,
     DRIFT_EVENT,
@@ -483,20 +484,20 @@ def test_the_fleet_failure_and_the_version_not_checked_alerts_name_the_version_a
 def test_bad_options_exit_2_and_an_unreachable_server_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    assert main(["install", "--webhook-url", "ftp://example.com/hook"]) == 2
+    assert cli(["alerts", "install", "--webhook-url", "ftp://example.com/hook"]) == 2
     assert "--webhook-url 'ftp://example.com/hook' is not an http(s) URL" in capsys.readouterr().err
-    assert main(["install", "--webhook-url", "http:///no-host"]) == 2
+    assert cli(["alerts", "install", "--webhook-url", "http:///no-host"]) == 2
     assert "--webhook-url" in capsys.readouterr().err
-    assert main(["install", "--block", "ops", "--block-name", "other"]) == 2
+    assert cli(["alerts", "install", "--block", "ops", "--block-name", "other"]) == 2
     assert "--block-name" in capsys.readouterr().err
-    assert main(["install"]) == 2  # one of --webhook-url and --block is required
+    assert cli(["alerts", "install"]) == 2  # one of --webhook-url and --block is required
     capsys.readouterr()
     with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
-        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 3
+        assert cli(["alerts", "install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 3
     err = capsys.readouterr().err
     assert "the Prefect API at http://127.0.0.1:" in err and "cannot be reached" in err
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
-        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 2
+        assert cli(["alerts", "install", "--webhook-url", "http://127.0.0.1:9/hook"]) == 2
     assert "PREFECT_API_URL is not set" in capsys.readouterr().err
 
 
@@ -507,7 +508,7 @@ def test_a_block_name_prefect_refuses_is_exit_2_naming_the_flag(block_name: str,
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
-        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook", "--block-name", block_name]) == 2
+        assert cli(["alerts", "install", "--webhook-url", "http://127.0.0.1:9/hook", "--block-name", block_name]) == 2
     out, err = capsys.readouterr()
     assert out == "" and f"--block-name {block_name!r}" in err
     assert "lower-case letters, digits and dashes" in err and "Traceback" not in err
@@ -528,7 +529,7 @@ def test_prefect_api_url_credentials_are_never_printed(api_url: str, status: int
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: api_url.format(secret=SECRET, port=free_port())}):
-        assert main(["install", "--webhook-url", "http://127.0.0.1:9/hook"]) == status
+        assert cli(["alerts", "install", "--webhook-url", "http://127.0.0.1:9/hook"]) == status
     out, err = capsys.readouterr()
     assert SECRET not in out + err and "Traceback" not in err
     assert not [piece for piece in ("pa/ss", "Pr3f", "'Zq'") if piece in out + err], err
@@ -581,22 +582,22 @@ def test_install_is_idempotent_and_takes_any_notification_block(
         slack_id = SlackWebhook(url=SecretStr("https://hooks.slack.com/services/T000/B000/XXXX")).save(
             "ops", overwrite=True)
         Secret(value=SecretStr("x")).save("not-a-notifier", overwrite=True)
-        assert main(["install", "--block", "ops", "--json"]) == 0
+        assert cli(["alerts", "install", "--block", "ops", "--json"]) == 0
         result = json.loads(capsys.readouterr().out)
         assert result["block"] == "slack-webhook/ops" and result["block_id"] == str(slack_id)
         assert result["block_status"] == "existing" and result["destination"] is None
         assert [a["removed_duplicates"] for a in result["automations"]] == [1] + [0] * (len(ALERTS) - 1)
-        assert main(["install", "--block", "slack-webhook/ops"]) == 0
+        assert cli(["alerts", "install", "--block", "slack-webhook/ops"]) == 0
         assert "notification block slack-webhook/ops (existing" in capsys.readouterr().out
         with get_client(sync_client=True) as client:
             for alert in ALERTS:
                 [automation] = client.read_automations_by_name(alert.name)
                 assert str(automation.actions[0].block_document_id) == str(slack_id)  # type: ignore[union-attr]
-        assert main(["install", "--block", "no-such-block"]) == 2
+        assert cli(["alerts", "install", "--block", "no-such-block"]) == 2
         assert "--block 'no-such-block': no block of that name" in capsys.readouterr().err
-        assert main(["install", "--block", "slack-webhook/nope"]) == 2
+        assert cli(["alerts", "install", "--block", "slack-webhook/nope"]) == 2
         assert "there is no slack-webhook block named 'nope'" in capsys.readouterr().err
-        assert main(["install", "--block", "not-a-notifier"]) == 2
+        assert cli(["alerts", "install", "--block", "not-a-notifier"]) == 2
         assert "secret/not-a-notifier cannot send notifications" in capsys.readouterr().err
 
 

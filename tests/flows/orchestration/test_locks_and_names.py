@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from flows.cli import main as cli
 from flows.orchestration import locks
 from flows.orchestration.locks import LockLostError, clear_lock, model_lock, model_lock_name, show_lock
 from flows.registry.adapter import filter_literal, retry_transient, validate_model_name
@@ -106,18 +107,18 @@ def test_the_lease_is_renewed_and_a_stolen_lease_is_noticed(settings: Thermostat
             lease.check()
 
 
-def test_the_module_command_shows_and_clears(settings: ThermostatSettings, monkeypatch: pytest.MonkeyPatch,
+def test_the_lock_command_shows_and_clears(settings: ThermostatSettings, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(settings.state_dir))
     with model_lock("other", url=_url(settings), timeout_seconds=5):  # the lock table exists from now on
         pass
-    assert locks.main(["show", "m"]) == 0
+    assert cli(["lock", "show", "m"]) == 0
     assert capsys.readouterr().out.strip() == "thermostat-register-m is free"
     _plant(settings, "m", machine="elsewhere/boot/pid:[1]", pid=7, started="1", expires_in=600)
-    assert locks.main(["show", "m", "--json"]) == 0
+    assert cli(["lock", "show", "m", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["holder"]["pid"] == 7 and shown["holder"]["alive"] is None
-    assert locks.main(["clear", "m"]) == 0
+    assert cli(["lock", "clear", "m"]) == 0
     assert capsys.readouterr().out.startswith("cleared: thermostat-register-m held by planted (pid 7")
     assert show_lock("m", settings) is None
 
@@ -129,7 +130,7 @@ def test_showing_or_clearing_a_lock_creates_no_database_and_names_the_missing_on
     """Issue 19, item 21: ``lock show`` used to create the state folder, the database and its table."""
     state = tmp_path / "state"
     monkeypatch.setenv("THERMOSTAT_STATE_DIR", str(state))
-    assert locks.main([action, "m"], prog="thermostat lock") == 2
+    assert cli(["lock", action, "m"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"thermostat lock {action}: error: no lock database at sqlite:///{state / 'predictions.db'}"), err
     assert "THERMOSTAT_PREDICTION_LOG_URL" in err and "Traceback" not in err
@@ -138,7 +139,7 @@ def test_showing_or_clearing_a_lock_creates_no_database_and_names_the_missing_on
     state.mkdir()
     with sa.create_engine(f"sqlite:///{state / 'predictions.db'}").begin() as connection:
         connection.execute(sa.text("CREATE TABLE other (x INTEGER)"))
-    assert locks.main([action, "m"], prog="thermostat lock") == 2
+    assert cli(["lock", action, "m"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"thermostat lock {action}: error: no lock table thermostat_locks in sqlite:///{state / 'predictions.db'}"), err
     assert sa.inspect(sa.create_engine(f"sqlite:///{state / 'predictions.db'}")).get_table_names() == ["other"]

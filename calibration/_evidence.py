@@ -232,7 +232,6 @@ def paired_bootstrap_nll(
     True
     """
     logits_, labels_ = checked_data(logits, labels)
-    n = logits_.shape[0]
     before = check_temperature(temperature_before, name="temperature_before")
     after = check_temperature(temperature_after, name="temperature_after")
     n_resamples = _check_resamples(n_resamples)

@@ -367,7 +367,7 @@ def _annotation(frame: _Frame, annotation: Annotation, *, row: int) -> str:
 
 
 def _axes(frame: _Frame, y_label: str) -> str:
-    parts = [f'<g class="axes" font-size="10">']
+    parts = ['<g class="axes" font-size="10">']
     for value in _value_ticks(frame.y0, frame.y1):
         y = frame.y(value)
         parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.x_end:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'

@@ -234,8 +234,9 @@ def record_check(registry: MlflowRegistry, run_id: str, report: DriftReport, ver
                  check: CheckRecord, settings: ThermostatSettings) -> None:
     """The check's evidence on its run (:func:`check_evidence`), then its verdict (``check``,
     decided) as the run is closed ``FINISHED``: each write is safe to repeat."""
-    registry.log_evidence(run_id, check_evidence(report, version))
-    registry.end_run(run_id, tags=check.verdict_tags())
+    evidence, verdict = check_evidence(report, version), check.verdict_tags()
+    registry.log_evidence(run_id, evidence)
+    registry.end_run(run_id, tags=verdict)
     get_run_logger().info("%s MLflow run %s in experiment %r", version.context, run_id,
                           settings.monitoring_experiment_name)
 
@@ -284,10 +285,8 @@ def emit_monitor_event(planned: PlannedEvent, version: RegisteredVersion) -> str
 
 
 @io_task(name="remember-monitor-state")
-def remember_state(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
-                   after: MonitorState) -> None:
-    """Write the tags that change the version's monitor state from ``before`` to ``after``."""
-    tags = after.changed_tags(before)
+def remember_state(registry: MlflowRegistry, version: RegisteredVersion, tags: dict[str, str]) -> None:
+    """Write ``tags``, the tags that change the version's monitor state."""
     registry.set_version_tags(version.model_name, version.version, tags)
     if LAST_DRIFT_EVENT_TAG in tags:
         get_run_logger().info("%s cool-down starts: %s = %s", version.context, LAST_DRIFT_EVENT_TAG,
@@ -297,8 +296,9 @@ def remember_state(registry: MlflowRegistry, version: RegisteredVersion, before:
 def _remembered(registry: MlflowRegistry, version: RegisteredVersion, before: MonitorState,
                 after: MonitorState) -> MonitorState:
     """``after``, written to the version (only the tags that change from ``before``)."""
-    if after.changed_tags(before):
-        remember_state(registry, version, before, after)
+    tags = after.changed_tags(before)
+    if tags:
+        remember_state(registry, version, tags)
     return after
 
 

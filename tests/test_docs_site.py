@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What users read; the changelog is where history goes, and is exempt.
-USER_PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+USER_PAGES = sorted([ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").rglob("*.md")])
 # History and bookkeeping that belong in CHANGELOG.md, not in a page that says how things are.
 HISTORY = re.compile(
     r"\bissue #?\d+|\(issues? \d|(?<![\w(])#\d{1,3}\b|\bround \d+\b|\(before[:,]|\bbefore this\b|\bbefore/after table\b"

@@ -353,6 +353,19 @@ def test_a_command_of_the_table_is_imported_when_run_and_handed_its_arguments(
     assert main(["a-tool", "--help"]) == 0
 
 
+def test_serve_hands_what_follows_double_dash_to_mlflow_through_the_root() -> None:
+    """``thermostat serve MODEL [options] -- ARGS``: the root hands ``--`` on, and serve's own options
+    stop there (a ``--port`` after it is mlflow's)."""
+    from flows.cli.main import _root
+
+    argv = ["serve", "m", "--port", "1", "--", "--workers", "2", "--port", "9"]
+    root = _root.make_context("thermostat", argv)
+    serve = _root.get_command(root, "serve")
+    assert serve is not None
+    params = serve.make_context("serve", root.args, parent=root).params
+    assert (params["model"], params["port"], params["serve_arguments"]) == ("m", 1, ("--workers", "2", "--port", "9"))
+
+
 def test_demo_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "flows.cli.demo", None)  # the import system now reports it missing
     code, out, err = run(capsys, "demo")

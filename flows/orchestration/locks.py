@@ -346,6 +346,7 @@ class ModelLease:
     def __init__(self, engine: Engine, name: str, token: str, lease_seconds: float, renewed: _Renewal) -> None:
         self._engine, self.name, self.token, self.lease_seconds = engine, name, token, lease_seconds
         self._state = threading.Lock()  # guards _renewed and _lost, shared with the heartbeat thread
+        self.renewing = threading.Lock()  # held while a renewal writes (a caller may wait for none to be under way)
         self._renewed = renewed
         self._lost: str | None = None  # why the lease was lost; never reset
         self._stop = threading.Event()
@@ -396,7 +397,7 @@ class ModelLease:
                 return
             attempt = _Renewal.now()
             try:
-                with self._engine.begin() as connection:
+                with self.renewing, self._engine.begin() as connection:
                     renewed = connection.execute(
                         sa.update(_locks).where(_locks.c.name == self.name, _locks.c.holder == self.token)
                         .values(expires_at=attempt.wall + self.lease_seconds)

@@ -15,6 +15,8 @@ VM; the lease is not renewed); it goes on where it stopped when the test sends S
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import signal
@@ -36,6 +38,7 @@ def _matches(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
 def _child(spec: dict[str, Any]) -> None:
     from mlflow import MlflowClient
 
+    from flows.orchestration.locks import ModelLease
     from flows.pipelines.post_finetune import post_finetune
     from flows.settings import ThermostatSettings
 
@@ -57,7 +60,13 @@ def _child(spec: dict[str, Any]) -> None:
         paused.append(True)  # once: a rollback may make the same call again
         with open(spec["pause_file"], "w") as handle:
             handle.write(str(os.getpid()))
-        os.kill(os.getpid(), signal.SIGSTOP)
+        # Stopped between two renewals of its lease, not inside one: a process frozen in the middle
+        # of a SQLite write holds the whole lock database (SQLite has one writer), which is another
+        # fault than the pause this child stands for.
+        with contextlib.ExitStack() as idle:
+            for lease in (o for o in gc.get_objects() if isinstance(o, ModelLease)):
+                idle.enter_context(lease.renewing)
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     def halt() -> None:
         if "pause_file" not in spec:

@@ -15,6 +15,7 @@ from calibration import CalibrationStats, TemperatureStats, calibration_error_fr
 from monitoring import (
     DriftPolicy,
     DriftReference,
+    DriftReport,
     WindowSummary,
     decide_drift,
     drift_markdown,

@@ -78,7 +78,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "fitted on), both read at T"),
     "diagnose": (f"{_ANALYSIS}:diagnose", "which shift WINDOW shows against REFERENCE, both read at T"),
     "demo": ("flows.cli.demo:command", "run the end-to-end demo on bundled data, nothing running beforehand: demo [--state-dir DIR]"),
-    "lock": ("flows.orchestration.locks:command",
+    "lock": ("flows.cli.lock_command:command",
              "show or clear a model's registration lock: lock show|clear MODEL [--json]"),
     "export": ("flows.cli.export_command:command", "write a version's prediction log to Parquet, one file per UTC day "
                "(idempotent, resumable): export --model NAME --version V --out DIR [--until ISO8601] [--json]"),

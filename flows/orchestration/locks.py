@@ -40,12 +40,11 @@ nothing more — rollbacks included. What it left is then what a crash would hav
 next holder's recovery finishes or removes it. The window that remains: a write checked just
 before a pause (or a slow network) that lands more than a third of the lease later.
 
-Inspect or clear a model's lock::
+Inspect or clear a model's lock (:mod:`flows.cli.lock_command`, with the same ``THERMOSTAT_*``
+settings as the worker)::
 
     thermostat lock show digits
     thermostat lock clear digits     # only when its holder is known to be dead
-
-(with the same ``THERMOSTAT_*`` settings as the worker).
 """
 
 from __future__ import annotations
@@ -64,12 +63,10 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-import click
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -81,7 +78,6 @@ __all__ = [
     "MissingLockStoreError",
     "ModelLease",
     "clear_lock",
-    "command",
     "model_lock",
     "model_lock_name",
     "show_lock",
@@ -528,51 +524,3 @@ def clear_lock(model_name: str, settings: ThermostatSettings) -> LockHolder | No
         return seen
     finally:
         engine.dispose()
-
-
-@click.group(help="Inspect or clear a model's registration lock (clear it only when its holder is dead).")
-def command() -> None:
-    """``thermostat lock show|clear MODEL [--json]``, with the worker's ``THERMOSTAT_*`` settings."""
-
-
-def _show_or_clear(action: str, model_name: str, as_json: bool) -> int:
-    """0; 2 on bad settings or when they name no lock database (nothing is created); 3 when it cannot be read."""
-    import json
-
-    try:
-        settings = ThermostatSettings()
-        url = settings.resolved_prediction_log_url()
-    except ValueError as error:  # pydantic's ValidationError is one
-        return fail(EXIT_BAD_INPUT, str(error))
-    try:
-        holder = (show_lock if action == "show" else clear_lock)(model_name, settings)
-    except (ValueError, MissingLockStoreError) as error:  # the URL or the name; no such store
-        return fail(EXIT_BAD_INPUT, str(error))
-    except (sa.exc.SQLAlchemyError, OSError) as error:
-        return fail(EXIT_COMPUTATION_FAILED, f"the lock table at {mask_url(url)} could not be read: {error}")
-    if as_json:
-        print(json.dumps({"action": action, "model_name": model_name,
-                          "holder": None if holder is None else holder.to_dict()}))
-    elif holder is None:
-        print(f"{model_lock_name(model_name)} is free")
-    else:
-        print(("cleared: " if action == "clear" else "") + holder.summary)
-    return EXIT_OK
-
-
-_MODEL = click.argument("model_name", metavar="MODEL")
-_JSON = click.option("--json", "as_json", is_flag=True, help="print one JSON object: action, model_name, holder")
-
-
-@command.command("show", help="Who holds MODEL's lock now, and is it alive (creates nothing).")
-@_MODEL
-@_JSON
-def _show(model_name: str, as_json: bool) -> int:
-    return _show_or_clear("show", model_name, as_json)
-
-
-@command.command("clear", help="Remove MODEL's lock: only when its holder is known to be dead.")
-@_MODEL
-@_JSON
-def _clear(model_name: str, as_json: bool) -> int:
-    return _show_or_clear("clear", model_name, as_json)

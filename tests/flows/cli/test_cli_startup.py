@@ -66,6 +66,8 @@ def test_parsing_the_arguments_loads_no_heavy_module(argv: list[str]) -> None:
     assert not packages & set(HEAVY), f"`thermostat {' '.join(argv)}` loaded {sorted(packages & set(HEAVY))}"
     if argv[0] in ("--help", "--version", *CORE_COMMANDS):
         assert "numpy" not in packages, f"`thermostat {' '.join(argv)}` loaded numpy"
+    if argv[:2] == ["lock", "--help"]:  # the lock command's help: not the lease's SQLAlchemy nor the settings
+        assert not packages & {"sqlalchemy", "pydantic_settings"}, sorted(packages & {"sqlalchemy", "pydantic_settings"})
     if argv[0] in ("--help", "--version"):  # the list comes from the table: no command's module is imported
         tables = {target.split(":")[0] for target, _ in COMMANDS.values()} - {"flows.cli.main"}
         assert not modules & tables, f"`thermostat {argv[0]}` imported {sorted(modules & tables)}"

@@ -266,7 +266,7 @@ def _knob_of(info: FieldInfo) -> Knob:
 
 
 _KNOBS: Final = {name: _knob_of(info) for name, info in DriftPolicy.model_fields.items()}
-DEFAULT_POLICY: Final = DriftPolicy(**{name: info.default for name, info in DriftPolicy.model_fields.items()})
+DEFAULT_POLICY: Final = DriftPolicy()
 
 
 def policy_knobs() -> tuple[tuple[str, Knob, Any], ...]:

@@ -36,7 +36,7 @@ from flows.cli.json_keys import JSON_KEYS
 from flows.cli.main import EXIT_TEXT
 from flows.cli.options import COMMAND_OPTIONS, resolve
 from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK
+from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, refuse
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,15 +177,15 @@ class Analysis(click.Command):
             rendered = json.dumps(calibration.json_safe(outcome.payload), allow_nan=False, indent=2) if args.json \
                 else outcome.text
         except (calibration.ScoredSetError, ValueError, TypeError) as exc:
-            return _refused(in_flags(str(exc)), EXIT_BAD_INPUT)
+            return refuse("thermostat", EXIT_BAD_INPUT, in_flags(str(exc)))
         except ConnectionError as exc:  # --dask-address: no scheduler there, or one without workers
-            return _refused(f"--dask-address: {exc}", EXIT_BAD_INPUT)
+            return refuse("thermostat", EXIT_BAD_INPUT, f"--dask-address: {exc}")
         except MemoryError as exc:  # the readers and the core refuse sizes they can tell in advance
-            return _refused(f"the input needs more memory than this machine has ({exc})", EXIT_BAD_INPUT)
+            return refuse("thermostat", EXIT_BAD_INPUT, f"the input needs more memory than this machine has ({exc})")
         except NotImplementedError:
             raise
         except (RuntimeError, ArithmeticError) as exc:
-            return _refused(f"the computation failed: {exc}", EXIT_COMPUTATION_FAILED)
+            return refuse("thermostat", EXIT_COMPUTATION_FAILED, f"the computation failed: {exc}")
         for warning in outcome.warnings:
             print(f"thermostat: warning: {in_flags(warning)}", file=sys.stderr)
         try:
@@ -195,11 +195,6 @@ class Analysis(click.Command):
             # that Python's own flush at exit does not raise again.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return outcome.status
-
-
-def _refused(message: str, status: int) -> int:
-    print(f"thermostat: error: {message}", file=sys.stderr)
-    return status
 
 
 def _read(path: str, args: Args, *, partitioned: bool) -> ScoredSet | PartitionedScoredSet:

@@ -64,8 +64,7 @@ message on stderr names the file, column, row or flag, nothing is printed on std
 and nothing is written; 3 the computation failed."""
 
 _ANALYSIS = "flows.cli.commands"
-#: Every command: name -> ("module:attribute", its one-line help). The attribute is a click
-#: command, or (for now) a tool's own ``main(argv, *, prog) -> int``, handed its arguments as given.
+#: Every command: name -> ("module:attribute", its one-line help); the attribute is its click command.
 COMMANDS: dict[str, tuple[str, str]] = {
     "fit": (f"{_ANALYSIS}:fit", "fit T by minimising mean NLL over log T inside bounds"),
     "evaluate": (f"{_ANALYSIS}:evaluate", "accuracy, NLL, ECE, MCE, Brier and the reliability table at a temperature"),

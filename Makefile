@@ -10,7 +10,7 @@ KERNELS_STAMP := $(VENV)/.compiled-kernels
 
 .PHONY: demo test test-fast typecheck bench dist docs clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt setup.py calibration/_kernels_numba.py calibration/_native.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,distributed,docs]'
@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml constraints.txt
 		uncertainty-calibration
 	touch $(STAMP)
 
-# The numeric kernels, compiled once for this environment (1-3 minutes of one core; numba caches
-# them beside the package) before the tests, so no test waits for them. `make demo` does not wait:
-# its inputs are small (NumPy), and a process that meets a large input compiles in the background.
+# The install above also compiles the numeric kernels ahead of time (setup.py: calibration/_kernels_native,
+# a few seconds). Here numba's own compilation of them (1-3 minutes of one core; numba caches them
+# beside the package), before the tests, which hold both to the same reference: no test waits.
 $(KERNELS_STAMP): $(STAMP)
 	$(BIN)/python -c "import calibration; calibration.compile_kernels()"
 	touch $(KERNELS_STAMP)
@@ -64,9 +64,10 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
-# The wheel, dist/thermostat-VERSION-py3-none-any.whl: every package and its data files, the
-# dependencies declared. Built offline with the venv's pinned setuptools. Install it elsewhere with
-#   pip install -c constraints.txt 'dist/thermostat-0.1.0-py3-none-any.whl[postgresql,distributed]'
+# The wheel, dist/thermostat-VERSION-cp311-cp311-linux_x86_64.whl: every package and its data files, the
+# dependencies declared, the kernels compiled for this machine's CPU. Built offline with the venv's
+# pinned setuptools and numba. Install it on this kind of machine with
+#   pip install -c constraints.txt "$(ls dist/thermostat-*.whl)[postgresql,distributed]"
 dist: $(STAMP)
 	rm -rf build dist/thermostat-*.whl
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .

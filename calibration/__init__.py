@@ -57,6 +57,7 @@ if _typing.TYPE_CHECKING:
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
     from ._interval import Interval
     from ._kernels import compile_kernels
+    from ._native import native_kernels_loaded
     from ._metrics import (
         CalibrationReport,
         GroupBreakdown,
@@ -200,6 +201,7 @@ __all__ = [
     "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
+    "native_kernels_loaded",
     "memory_refusal",
     "minimal_detectable_shift",
     "negative_log_likelihood",
@@ -248,6 +250,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_interval": ("Interval",),
     "_read_through": ("ReadThrough",),
     "_kernels": ("compile_kernels",),
+    "_native": ("native_kernels_loaded",),
     "_metrics": (
         "CalibrationReport", "GroupBreakdown", "GroupCalibration", "accuracy", "brier_score",
         "classwise_calibration_error", "evaluate", "expected_calibration_error", "group_calibration",

@@ -15,8 +15,13 @@ whole, so a fit or an evaluation over partitions is one map and one reduce.
 
 Each dispatches by size and by what runs in this process (:func:`compiled_path`). Below
 :data:`COMPILED_MIN_ELEMENTS` logits the numpy functions (``_reference_*``: chunked, in
-place, the reference the tests hold the compiled kernels to) run. Above it the fused numba
-kernels of :mod:`calibration._kernels_numba` run when they are compiled on this installation
+place, the reference the tests hold the compiled kernels to) run. Above it the fused kernels
+of :mod:`calibration._kernels_numba` run, compiled one of two ways. An installation compiles
+them ahead of time (:mod:`calibration._native`: built by ``setup.py``, loaded in well under a
+millisecond, no numba in the process), and every large input takes those unless numba
+already runs in the process (then its own compiled ones). An installation that could not
+build them (not Linux, no C compiler) falls back on numba's compilation on demand: its
+kernels run when they are compiled on this installation
 (numba caches them on disk, and a marker beside that cache says so) and numba already runs
 in this process, or starting it pays: numba's import and first kernels cost about half a
 second of CPU once per process, about what the compiled passes save over
@@ -49,6 +54,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ._native import native_kernels
 
 if sys.platform != "win32":
     import fcntl
@@ -149,7 +156,7 @@ def nll_expansion_sums(
         # sums, as in the kernels, not as numpy warnings.
         with np.errstate(over="ignore", invalid="ignore"):
             return _reference_nll_expansion_sums(logits, labels, beta, with_nll_at_one=with_nll_at_one)
-    kernels = _compiled()
+    kernels = _compiled_kernels()
     mode, p, q = kernels.NLL_AT_ONE_SKIP, 1, 1
     if with_nll_at_one:
         ratio = exact_ratio(beta)
@@ -164,7 +171,7 @@ def nll_expansion_sums(
     for part, part_labels in _compiled_parts(logits, labels):
         sums += kernel(part, part_labels, float(beta), mode, p, q, MAX_LOGIT_SPREAD, _block_rows(part))
         del part, part_labels  # a copied chunk is freed before the next one is made
-    _mark_compiled(name, logits.dtype)
+    _mark_compiled(kernels, name, logits.dtype)
     return sums
 
 
@@ -184,7 +191,7 @@ def calibration_sums(
     """
     if not _takes_compiled(compiled, "calibration_bin_sums", logits):
         return _reference_calibration_sums(logits, labels, beta, n_bins)
-    kernels = _compiled()
+    kernels = _compiled_kernels()
     interior = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
     count = np.zeros(n_bins, dtype=np.int64)
     confidence_sum = np.zeros(n_bins, dtype=np.float64)
@@ -200,7 +207,7 @@ def calibration_sums(
         variance_sum += sums[3]
         nll_sum += float(sums[4])
         brier_sum += float(sums[5])
-    _mark_compiled("calibration_bin_sums", logits.dtype)
+    _mark_compiled(kernels, "calibration_bin_sums", logits.dtype)
     return count, confidence_sum, correct_count, variance_sum, nll_sum, brier_sum
 
 
@@ -228,7 +235,7 @@ def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX
     name = "first_nonfinite_row" if finite_only else "first_refused_row"
     if logits.dtype not in (np.float32, np.float64) or not _takes_compiled(None, name, logits):
         return _reference_first_refused_row(logits, max_spread)
-    kernels = _compiled()
+    kernels = _compiled_kernels()
     offset = 0
     for part, _ in _compiled_parts(logits, np.zeros(logits.shape[0], dtype=np.intp)):
         row: int = int(kernels.first_nonfinite_row(part, _block_rows(part)) if finite_only
@@ -236,7 +243,7 @@ def first_refused_row(logits: NDArray[np.floating[Any]], max_spread: float = MAX
         if row >= 0:
             return offset + row
         offset += part.shape[0]
-    _mark_compiled(name, logits.dtype)
+    _mark_compiled(kernels, name, logits.dtype)
     return -1
 
 
@@ -312,8 +319,9 @@ def _compiled_parts(
 def compiled_path(kernel: str, n_elements: int, dtype: np.dtype[Any]) -> bool:
     """Does an input of ``n_elements`` logits of ``dtype`` take the compiled ``kernel``?
 
-    Below :data:`COMPILED_MIN_ELEMENTS`: never. From it: when the kernel is compiled for that
-    dtype on this installation (in this process, or marked ready in numba's cache folder by an
+    Below :data:`COMPILED_MIN_ELEMENTS`: never. From it: when the installation holds the
+    kernels compiled ahead of time and numba does not run in this process (:mod:`calibration._native`),
+    or else when the kernel is compiled for that dtype on this installation (in this process, or marked ready in numba's cache folder by an
     earlier run: :func:`compile_kernels`, a background compile, a compiled call) and either
     numba runs in this process already or this process's numpy work on such inputs, this one
     included, reaches :data:`LOAD_MIN_ELEMENTS` logits (then starting numba has paid). A
@@ -322,7 +330,11 @@ def compiled_path(kernel: str, n_elements: int, dtype: np.dtype[Any]) -> bool:
     >>> compiled_path("expansion_sums_serial", 1_000, np.dtype(np.float32))
     False
     """
-    if n_elements < COMPILED_MIN_ELEMENTS or not _compiled_on_installation(kernel, dtype):
+    if n_elements < COMPILED_MIN_ELEMENTS:
+        return False
+    if _COMPILED is None and native_kernels() is not None:
+        return True
+    if not _compiled_on_installation(kernel, dtype):
         return False
     return _COMPILED is not None or _numpy_elements + n_elements >= LOAD_MIN_ELEMENTS
 
@@ -366,10 +378,12 @@ def compile_kernels() -> list[str]:
     """Compile every numeric kernel for float32 and float64 logits, or load them from numba's
     on-disk cache, and mark them ready, so that large inputs can take them.
 
-    Once per installation (1-4 minutes of one core; seconds when already cached): ``make``
-    runs it when it creates the virtual environment, and an image's build step should (see
-    the README). Without it, the first large input starts it in the background
-    (:func:`start_background_compile`). Returns the kernels compiled, as ``name[dtype]``.
+    Once per installation (1-4 minutes of one core; seconds when already cached). An
+    installation that built the kernels ahead of time (:mod:`calibration._native`) needs it only
+    for processes in which numba runs anyway (``make test`` runs it, so that no test waits); one
+    that could not should run it in its image's build step (docs/install.md). Without it, the
+    first large input starts it in the background (:func:`start_background_compile`). Returns
+    the kernels compiled, as ``name[dtype]``.
 
     >>> compile_kernels()  # doctest: +SKIP
     ['first_nonfinite_row[float32]', ...]
@@ -395,7 +409,7 @@ def _compile(dtypes: tuple[np.dtype[Any], ...]) -> list[str]:
         }
         for name in _KERNELS:
             getattr(kernels, name)(*calls[name])
-            _mark_compiled(name, dtype)
+            _mark_compiled(kernels, name, dtype)
             done.append(f"{name}[{dtype.name}]")
     return done
 
@@ -520,9 +534,10 @@ def _marker_folders() -> list[Path]:
     return [Path(__file__).with_name("__pycache__"), user]
 
 
-def _mark_compiled(kernel: str, dtype: np.dtype[Any]) -> None:
+def _mark_compiled(kernels: Any, kernel: str, dtype: np.dtype[Any]) -> None:
+    """Mark a numba kernel compiled on this installation (the native ones need no marker)."""
     key = (kernel, _kernel_dtype(dtype))
-    if key in _READY:
+    if kernels is not _COMPILED or key in _READY:
         return
     _READY.add(key)
     for folder in _marker_folders():
@@ -535,6 +550,17 @@ def _mark_compiled(kernel: str, dtype: np.dtype[Any]) -> None:
 
 
 _COMPILED: ModuleType | None = None
+
+
+def _compiled_kernels() -> Any:
+    """The compiled kernels a call takes: numba's when numba runs in this process, else the
+    ones compiled ahead of time at installation (:mod:`calibration._native`) when there are,
+    else numba's (imported now)."""
+    if _COMPILED is None:
+        native = native_kernels()
+        if native is not None:
+            return native
+    return _compiled()
 
 
 def _compiled() -> ModuleType:

@@ -64,7 +64,9 @@ the reference the tests hold these to, at 1e-12 relative):
   expands at such a ratio: ``_fit._expansion_point``); beyond 5 bits a second exp is cheaper.
 - Two drivers share one block body: ``expansion_sums`` runs the blocks in parallel,
   ``expansion_sums_serial`` on the calling thread (small inputs: no parallel region to
-  wait for); same blocks, same order, the same sums bit for bit.
+  wait for); same blocks, same order, the same sums bit for bit. ``expansion_blocks`` and
+  ``add_blocks`` are the parallel driver's two halves, for the kernels compiled ahead of
+  time, which run shares of the blocks on Python threads (:mod:`calibration._native`).
 
 References
 ----------
@@ -694,6 +696,25 @@ def expansion_sums_serial(logits, labels, beta, mode, p, q, max_spread, block_ro
         _expansion_block(
             logits, labels, start, min(n, start + block_rows), beta, mode, p, q, max_spread, partial[b]
         )
+    return _add_blocks(partial)
+
+
+@njit(fastmath=False, cache=True, error_model="numpy")
+def expansion_blocks(logits, labels, beta, mode, p, q, max_spread, block_rows, first_block, partial):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Blocks ``first_block`` onwards into the rows of ``partial``, one a row: a share of
+    :func:`expansion_sums`'s blocks, for a driver that runs the shares on threads of its own
+    (the kernels compiled ahead of time, :mod:`calibration._native`, which have no parallel
+    region) and then adds the blocks in order with :func:`add_blocks`: the same sums, bit for bit.
+    """
+    n = logits.shape[0]
+    for i in range(partial.shape[0]):
+        start = (first_block + i) * block_rows
+        _expansion_block(logits, labels, start, min(n, start + block_rows), beta, mode, p, q, max_spread, partial[i])
+
+
+@njit(fastmath=False, cache=True)
+def add_blocks(partial):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The blocks' partial sums added in block order (see :func:`expansion_blocks`)."""
     return _add_blocks(partial)
 
 

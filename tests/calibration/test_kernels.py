@@ -29,6 +29,7 @@ from calibration._kernels import (
     nll_expansion_sums,
 )
 from calibration._kernels_numba import BIN_COLUMNS_MAX_CLASSES, COLUMNS_MAX_CLASSES
+from calibration._native import NATIVE_KERNELS_VARIABLE, native_kernels
 
 BOUND_BETAS = (1 / 20.0, 1 / 0.05)  # T at the default bounds
 
@@ -47,8 +48,21 @@ def _assert_sums_close(compiled: NDArray[np.float64], reference: NDArray[np.floa
     np.testing.assert_array_less(np.abs(compiled - reference), 1e-12 * scale + 1e-300)
 
 
+@pytest.fixture(params=["numba", "native"])
+def compiled_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test of a compiled path twice: on numba's kernels (numba running in the process), and
+    on the same kernels compiled ahead of time (numba not running: what ``compiled=True`` takes
+    then). The installation must have built the latter (setup.py; ``make`` installs with it)."""
+    if request.param == "numba":
+        _kernels._compiled()
+    else:
+        assert native_kernels() is not None, "the native kernels were not built: pip install -e . (setup.py)"
+        monkeypatch.setattr(_kernels, "_COMPILED", None)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_expansion_sums_match_the_reference(dtype: Any) -> None:
+def test_expansion_sums_match_the_reference(dtype: Any, compiled_kernels: str) -> None:
     rng = np.random.default_rng(5)
     for k in (2, 3, 10, 100, 1000):
         n = max(3, 60_000 // k) + 1  # not a multiple of the block size
@@ -62,7 +76,7 @@ def test_expansion_sums_match_the_reference(dtype: Any) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_extreme_logits_do_not_overflow(dtype: Any) -> None:
+def test_extreme_logits_do_not_overflow(dtype: Any, compiled_kernels: str) -> None:
     rng = np.random.default_rng(6)
     n, k = 500, 50
     logits = rng.choice([-1e4, -1.0, 0.0, 3.0, 1e4], size=(n, k)).astype(dtype)
@@ -88,7 +102,7 @@ def _assert_calibration_equal(got: tuple[Any, ...], want: tuple[Any, ...]) -> No
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_calibration_sums_match_the_reference(dtype: Any) -> None:
+def test_calibration_sums_match_the_reference(dtype: Any, compiled_kernels: str) -> None:
     rng = np.random.default_rng(7)
     for k in (2, 10, 100, 1000):
         n = max(3, 60_000 // k) + 1
@@ -102,8 +116,10 @@ def test_calibration_sums_match_the_reference(dtype: Any) -> None:
 
 @pytest.fixture
 def fresh_installation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """As in a new process after installing: no kernel known to be compiled (an empty marker
-    folder), numba not started, no numpy work booked, no background compile started."""
+    """As in a new process after an installation that could not build the native kernels: no
+    kernel known to be compiled (an empty marker folder), numba not started, no numpy work
+    booked, no background compile started."""
+    monkeypatch.setattr(_kernels, "native_kernels", lambda: None)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba-cache"))
     monkeypatch.setattr(_kernels, "_READY", set())
     monkeypatch.setattr(_kernels, "_COMPILED", None)
@@ -146,7 +162,7 @@ def test_the_dispatch_takes_numpy_below_the_threshold_and_numba_above_once_compi
     _kernels._compiled()  # numba runs in this process
     used.clear()
     for name in ("expansion_sums_serial", "calibration_bin_sums"):
-        _kernels._mark_compiled(name, np.dtype(np.float32))
+        _kernels._mark_compiled(_kernels._COMPILED, name, np.dtype(np.float32))
     nll_expansion_sums(small, small_labels, 0.5)
     calibration_sums(small, small_labels, 0.5, 15)
     assert used == []
@@ -187,7 +203,7 @@ def test_a_process_starts_numba_once_its_numpy_work_would_have_paid_for_it(
     rng = np.random.default_rng(12)
     logits, labels = _logits(rng, 20_000, 10, np.float32), _labels(rng, 20_000, 10)
     for name in ("expansion_sums_serial", "calibration_bin_sums", "first_nonfinite_row"):
-        _kernels._mark_compiled(name, np.dtype(np.float32))
+        _kernels._mark_compiled(_kernels._COMPILED, name, np.dtype(np.float32))
     used = _spy_on_compiled(monkeypatch)
     started = _spy_on_background_compile(monkeypatch)
     monkeypatch.setattr(_kernels, "LOAD_MIN_ELEMENTS", 5 * logits.size // 2)
@@ -231,6 +247,7 @@ def _fresh_environment(cache: Path, background_compile: bool) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env["NUMBA_CACHE_DIR"] = str(cache)
     env[_kernels.BACKGROUND_COMPILE_VARIABLE] = "1" if background_compile else "0"
+    env[NATIVE_KERNELS_VARIABLE] = "0"
     return env
 
 
@@ -290,7 +307,7 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_sums_over_partitions_add_up_to_the_sums_over_the_whole() -> None:
+def test_sums_over_partitions_add_up_to_the_sums_over_the_whole(compiled_kernels: str) -> None:
     rng = np.random.default_rng(9)
     n, k = 3_001, 64
     logits, labels = _logits(rng, n, k, np.float32), _labels(rng, n, k)
@@ -305,7 +322,7 @@ def test_sums_over_partitions_add_up_to_the_sums_over_the_whole() -> None:
         _assert_calibration_equal(merged_bins, whole_bins)
 
 
-def test_strided_and_float16_inputs_are_read_correctly() -> None:
+def test_strided_and_float16_inputs_are_read_correctly(compiled_kernels: str) -> None:
     rng = np.random.default_rng(10)
     logits = _logits(rng, 4_000, 80, np.float64)
     labels = _labels(rng, 2_000, 80)
@@ -322,7 +339,7 @@ def test_strided_and_float16_inputs_are_read_correctly() -> None:
 @pytest.mark.parametrize(
     "k", [2, COLUMNS_MAX_CLASSES, COLUMNS_MAX_CLASSES + 1, BIN_COLUMNS_MAX_CLASSES, BIN_COLUMNS_MAX_CLASSES + 1]
 )
-def test_both_layouts_match_the_reference_on_either_side_of_the_switch(k: int) -> None:
+def test_both_layouts_match_the_reference_on_either_side_of_the_switch(k: int, compiled_kernels: str) -> None:
     # Rows of up to COLUMNS_MAX_CLASSES (BIN_COLUMNS_MAX_CLASSES for the evaluation) logits are
     # taken 64 at a time, transposed; wider ones one at a time. n is no multiple of 64 or of a block.
     rng = np.random.default_rng(16)
@@ -341,7 +358,7 @@ def test_both_layouts_match_the_reference_on_either_side_of_the_switch(k: int) -
                 _assert_calibration_equal(got, calibration_sums(logits, labels, beta, n_bins, compiled=False))
 
 
-def test_padded_row_buffers_match_the_reference_for_every_padding_length() -> None:
+def test_padded_row_buffers_match_the_reference_for_every_padding_length(compiled_kernels: str) -> None:
     # The row layout pads its buffers to a multiple of 8 with a d whose exp is exactly 0:
     # K = 33..40 gives every padding length (7 down to 0), in the fit's pass and the
     # evaluation's; at an inverse temperature too small for that exp to be 0 (1e-149: the
@@ -374,7 +391,7 @@ def test_ratios() -> None:
     assert exact_ratio(0.123456789) is None
 
 
-def test_first_nonfinite_row_on_both_paths() -> None:
+def test_first_nonfinite_row_on_both_paths(compiled_kernels: str) -> None:
     rng = np.random.default_rng(11)
     for rows in (10, COMPILED_MIN_ELEMENTS // 50 + 7):
         logits = _logits(rng, rows, 50, np.float32)
@@ -420,7 +437,7 @@ def test_the_fit_is_within_1e6_of_the_float64_optimum(dtype: Any) -> None:
         assert fit.nll_before == pytest.approx(exact_before[1] / n, rel=1e-12)
 
 
-def test_ratio_path_matches_the_reference_for_every_bit_count() -> None:
+def test_ratio_path_matches_the_reference_for_every_bit_count(compiled_kernels: str) -> None:
     # beta = p / q with max(p, q) from 1 to 9 bits (256): each specialised powers loop (up to 5
     # bits) and the second exp beyond, in both layouts (7 classes: columns, 67: rows).
     rng = np.random.default_rng(13)
@@ -435,24 +452,28 @@ def test_ratio_path_matches_the_reference_for_every_bit_count() -> None:
             _assert_sums_close(compiled, reference)
 
 
-def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit() -> None:
+def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit_compiled_either_way() -> None:
     # Above PARALLEL_MIN_ELEMENTS the parallel kernel runs, below it the serial one: the
     # blocks and their order are the same, so are the sums (and so the fit).
     rng = np.random.default_rng(14)
     k = 100
     n = _kernels.PARALLEL_MIN_ELEMENTS // k + 501
     logits, labels = _logits(rng, n, k, np.float32), _labels(rng, n, k)
-    kernels = _kernels._compiled()
+    kernels, native = _kernels._compiled(), native_kernels()
+    assert native is not None
     block = _kernels._block_rows(logits)
     for beta, mode, p, q in ((0.40213, 0, 1, 1), (1.0, 1, 1, 1), (9 / 22, 2, 9, 22), (0.7, 3, 1, 1)):
-        parallel = kernels.expansion_sums(logits, labels, beta, mode, p, q, _kernels.MAX_LOGIT_SPREAD, block)
-        serial = kernels.expansion_sums_serial(logits, labels, beta, mode, p, q, _kernels.MAX_LOGIT_SPREAD, block)
-        np.testing.assert_array_equal(parallel, serial)
+        arguments = (labels, beta, mode, p, q, _kernels.MAX_LOGIT_SPREAD, block)
+        parallel = kernels.expansion_sums(logits, *arguments)
+        np.testing.assert_array_equal(parallel, kernels.expansion_sums_serial(logits, *arguments))
+        # The same kernels compiled ahead of time: their blocks on Python threads, then in order.
+        np.testing.assert_array_equal(native.expansion_sums(logits, *arguments), parallel)
+        np.testing.assert_array_equal(native.expansion_sums_serial(logits, *arguments), parallel)
     large = nll_expansion_sums(logits, labels, 9 / 22)
     _assert_sums_close(large, nll_expansion_sums(logits, labels, 9 / 22, compiled=False))
 
 
-def test_any_non_finite_logit_makes_the_expansion_sums_non_finite() -> None:
+def test_any_non_finite_logit_makes_the_expansion_sums_non_finite(compiled_kernels: str) -> None:
     # fit_temperature folds the finiteness check into its passes on this guarantee.
     rng = np.random.default_rng(15)
     n = 300

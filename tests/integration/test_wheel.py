@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("calibration", "monitoring", "flows", "thermostat")
 # Not copied into the build: they are not part of the wheel, and their caches are not sources.
 NOT_SOURCES = (".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".thermostat", ".hypothesis", ".*cache",
-               "tests", "benchmarks", "docs", "docsite", "site")
+               "tests", "benchmarks", "docs", "docsite", "site", "_kernels_native*")
 # A base install goes without these (the `distributed` and `postgresql` extras, the test tools).
 ABSENT = ("dask", "distributed", "prefect_dask", "psycopg", "playwright", "pytest")
 EXAMPLE = ROOT / "tests" / "data" / "real-logits" / "cifar10_lenet5_netcal.npz"  # 10,000 x 10
@@ -174,6 +174,21 @@ def test_the_wheel_holds_every_package_and_its_data_files(installed: Installed) 
     assert sources - names == set(), "in the checkout, missing from the wheel"
     assert {name.split("/")[0] for name in names} == {*PACKAGES, "thermostat-0.1.0.dist-info"}
     assert {f"{package}/py.typed" for package in PACKAGES} <= names and "flows/dashboard/server.py" in names
+    # The kernels compiled ahead of time by the build (setup.py), for this machine's CPU.
+    assert "calibration/_kernels_native.json" in names
+    assert [name for name in names if name.startswith("calibration/_kernels_native.") and name.endswith(".so")]
+    assert installed.wheel.name.startswith("thermostat-0.1.0-cp3") and "linux" in installed.wheel.name
+
+
+def test_the_installed_wheel_fits_on_its_native_kernels_without_numba(installed: Installed) -> None:
+    code = ("import sys, numpy as np; from calibration import fit_temperature, _kernels; "
+            "from calibration._native import native_kernels; rng = np.random.default_rng(0); "
+            "labels = rng.integers(0, 10, 200_000); logits = rng.normal(size=(200_000, 10)) + 3 * np.eye(10)[labels]; "
+            "fit_temperature(logits, labels); "
+            "print(native_kernels() is not None, 'numba' in sys.modules, _kernels._background_started)")
+    done = installed.run("python", "-c", code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "False"]
 
 
 def test_the_environment_is_the_wheel_and_what_it_declares(installed: Installed) -> None:

@@ -1,0 +1,85 @@
+"""The kernels compiled ahead of time (calibration._native): loaded only where they can run,
+taken from a process's first large input, without numba.
+
+Their sums are held to the NumPy reference by tests/calibration/test_kernels.py (every test
+of a compiled path runs on them and on numba's kernels)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration import _native, fit_temperature
+from calibration._kernels import BACKGROUND_COMPILE_VARIABLE
+from calibration._native import NATIVE_KERNELS_VARIABLE, cpu_flags, native_kernels
+
+
+def test_the_installation_built_them_for_this_cpu() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("compiled ahead of time on Linux only")
+    kernels = native_kernels()
+    assert kernels is not None, "calibration._kernels_native is missing: reinstall (pip install -e .) to build it"
+    assert (kernels.NLL_AT_ONE_SKIP, kernels.NLL_AT_ONE_SAME, kernels.NLL_AT_ONE_RATIO, kernels.NLL_AT_ONE_EXP) == (0, 1, 2, 3)
+
+
+def test_a_cpu_without_the_instructions_they_were_built_for_does_not_load_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    flags = cpu_flags()
+    monkeypatch.setattr(_native, "cpu_flags", lambda: flags - {"sse2"})
+    assert native_kernels.__wrapped__() is None
+    monkeypatch.setattr(_native, "cpu_flags", lambda: frozenset())  # not Linux: flags unknown
+    assert native_kernels.__wrapped__() is None
+    monkeypatch.setattr(_native, "cpu_flags", lambda: flags)
+    assert native_kernels.__wrapped__() is not None
+    monkeypatch.setenv(NATIVE_KERNELS_VARIABLE, "0")
+    assert native_kernels.__wrapped__() is None
+
+
+def test_kernels_changed_since_the_build_are_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable installation whose kernels' source was edited runs numba's kernels of the new
+    source until it is reinstalled, never the native ones of the old."""
+    assert native_kernels.__wrapped__() is not None
+    monkeypatch.setattr(_native, "_source_hash", lambda source: "0" * 64)
+    assert native_kernels.__wrapped__() is None
+
+
+def test_cpu_flags_are_read_from_the_first_flags_line() -> None:
+    text = "processor\t: 0\nflags\t\t: fpu sse2 avx2\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu_flags(text) == {"fpu", "sse2", "avx2"}
+    assert cpu_flags("processor : 0\n") == frozenset()
+
+
+_FIRST_LARGE_FIT = """
+import sys
+import numpy as np
+from calibration import _kernels, fit_temperature
+rng = np.random.default_rng(0)
+labels = rng.integers(0, 10, 1_000_000)
+logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
+fit = fit_temperature(logits, labels)
+print(repr(fit.temperature), "numba" in sys.modules, _kernels._background_started)
+"""
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_fresh_process_fits_on_them_without_numba(tmp_path: Path, native: str) -> None:
+    """1M x 10 in a new process with an empty numba cache: the native kernels from the first
+    call, numba never imported, nothing compiled; the same T as the NumPy path to 1e-9."""
+    if native == "1" and native_kernels() is None:
+        pytest.fail("the native kernels were not built")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update({"NUMBA_CACHE_DIR": str(tmp_path / "cache"), BACKGROUND_COMPILE_VARIABLE: "0",
+                NATIVE_KERNELS_VARIABLE: native})
+    done = subprocess.run([sys.executable, "-c", _FIRST_LARGE_FIT], env=env, capture_output=True, text=True,
+                          timeout=600, check=True)
+    temperature, numba_loaded, background = done.stdout.split()
+    assert numba_loaded == "False" and background == "False"
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.nbi"))
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, 1_000_000)
+    logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
+    assert abs(float(temperature) - fit_temperature(logits, labels).temperature) < 1e-9 * float(temperature)

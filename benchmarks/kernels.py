@@ -95,6 +95,7 @@ FIT = "fit_temperature"
 EVALUATION = "evaluation of a scored set: CalibrationStats.from_logits"
 NUMPY_FIT = "fit_temperature, numpy path"
 NATIVE_FIT = "fit_temperature, native kernels (compiled at installation)"
+NATIVE_EVALUATION = "evaluation of a scored set, native kernels"
 NUMPY_EVALUATION = "evaluation of a scored set, numpy path"
 EXP_FLOOR = "a float64 exp a logit, nothing else, in cache (a bound, not a result)"
 # A generic inverse temperature (no ratio of small integers), as the other floors use.
@@ -429,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         (EVALUATION, evaluation_of_a_scored_set, ours),
         ("evaluation of arrays (their check's scan included)", evaluation_of_arrays, ours),
         (NUMPY_FIT, fit, numpy_path),
-        *([(NATIVE_FIT, fit, native_path)] if native_kernels() is not None else []),
+        *([(NATIVE_FIT, fit, native_path), (NATIVE_EVALUATION, evaluation_of_a_scored_set, native_path)]
+          if native_kernels() is not None else []),
         (NUMPY_EVALUATION, evaluation_of_a_scored_set, numpy_path),
     ]
     if args.baseline:
@@ -468,7 +470,9 @@ def main(argv: list[str] | None = None) -> int:
                             f"the compiled fit, evaluation "
                             f"{_medians(times[NUMPY_EVALUATION])[1] / _medians(times[EVALUATION])[1]:.2f}x"
                             + (f"; the native kernels' fit {_medians(times[NATIVE_FIT])[1] / _medians(times[FIT])[1]:.2f}x "
-                               f"(CPU), {_medians(times[NATIVE_FIT])[0] / _medians(times[FIT])[0]:.2f}x (wall)"
+                               f"(CPU), {_medians(times[NATIVE_FIT])[0] / _medians(times[FIT])[0]:.2f}x (wall), evaluation "
+                               f"{_medians(times[NATIVE_EVALUATION])[1] / _medians(times[EVALUATION])[1]:.2f}x (CPU), "
+                               f"{_medians(times[NATIVE_EVALUATION])[0] / _medians(times[EVALUATION])[0]:.2f}x (wall)"
                                if NATIVE_FIT in times else ""))
     print("\n" + "\n".join(verdicts))
     if not args.no_fresh_install and compiled_fit:

@@ -65,8 +65,9 @@ the reference the tests hold these to, at 1e-12 relative):
 - Two drivers share one block body: ``expansion_sums`` runs the blocks in parallel,
   ``expansion_sums_serial`` on the calling thread (small inputs: no parallel region to
   wait for); same blocks, same order, the same sums bit for bit. ``expansion_blocks`` and
-  ``add_blocks`` are the parallel driver's two halves, for the kernels compiled ahead of
-  time, which run shares of the blocks on Python threads (:mod:`calibration._native`).
+  ``add_blocks`` are the parallel driver's two halves (``calibration_bin_blocks`` and
+  ``add_bin_blocks`` the evaluation's), for the kernels compiled ahead of time, which run
+  shares of the blocks on Python threads (:mod:`calibration._native`).
 
 References
 ----------
@@ -846,30 +847,25 @@ def _bin_columns(logits, labels, start, stop, beta, interior, count, correct, co
     return totals
 
 
-@njit(parallel=True, fastmath=False, cache=True)
-def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Per-bin count, confidence sum, correct count, Σ q(1-q); NLL and Brier sums."""
+@njit(fastmath=False, cache=True, inline="always")
+def _bin_block(logits, labels, beta, interior, block_rows, b, count, correct, confidence, variance, scalars):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Block ``b`` into its bins (``count`` … ``variance``, its rows of the per-block arrays) and
+    its NLL and Brier sums (``scalars``)."""
     n, k = logits.shape
-    n_bins = interior.shape[0] + 1
-    n_blocks = (n + block_rows - 1) // block_rows
-    counts = np.zeros((n_blocks, n_bins), dtype=np.int64)
-    corrects = np.zeros((n_blocks, n_bins), dtype=np.int64)
-    confidences = np.zeros((n_blocks, n_bins))
-    variances = np.zeros((n_blocks, n_bins))
-    scalars = np.zeros((n_blocks, 2))
-    for b in prange(n_blocks):
-        start = b * block_rows
-        stop = min(n, start + block_rows)
-        if k <= BIN_COLUMNS_MAX_CLASSES:
-            nll, brier, product, _ = _bin_columns(
-                logits, labels, start, stop, beta, interior, counts[b], corrects[b], confidences[b], variances[b]
-            )
-        else:
-            nll, brier, product, _ = _bin_rows(
-                logits, labels, start, stop, beta, interior, counts[b], corrects[b], confidences[b], variances[b]
-            )
-        scalars[b, 0] = nll + math.log(product)
-        scalars[b, 1] = brier
+    start = b * block_rows
+    stop = min(n, start + block_rows)
+    if k <= BIN_COLUMNS_MAX_CLASSES:
+        nll, brier, product, _ = _bin_columns(logits, labels, start, stop, beta, interior, count, correct, confidence, variance)
+    else:
+        nll, brier, product, _ = _bin_rows(logits, labels, start, stop, beta, interior, count, correct, confidence, variance)
+    scalars[0] = nll + math.log(product)
+    scalars[1] = brier
+
+
+@njit(fastmath=False, cache=True, inline="always")
+def _add_bin_blocks(counts, corrects, confidences, variances, scalars):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The blocks' bins and sums added in block order (the same order whatever ran them)."""
+    n_blocks, n_bins = counts.shape
     count = np.zeros(n_bins, dtype=np.int64)
     correct = np.zeros(n_bins, dtype=np.int64)
     confidence_sum = np.zeros(n_bins)
@@ -885,6 +881,38 @@ def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: i
         nll_sum += scalars[b, 0]
         brier_sum += scalars[b, 1]
     return count, confidence_sum, correct, variance_sum, nll_sum, brier_sum
+
+
+@njit(parallel=True, fastmath=False, cache=True)
+def calibration_bin_sums(logits, labels, beta, interior, block_rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per-bin count, confidence sum, correct count, Σ q(1-q); NLL and Brier sums."""
+    n = logits.shape[0]
+    n_bins = interior.shape[0] + 1
+    n_blocks = (n + block_rows - 1) // block_rows
+    counts = np.zeros((n_blocks, n_bins), dtype=np.int64)
+    corrects = np.zeros((n_blocks, n_bins), dtype=np.int64)
+    confidences = np.zeros((n_blocks, n_bins))
+    variances = np.zeros((n_blocks, n_bins))
+    scalars = np.zeros((n_blocks, 2))
+    for b in prange(n_blocks):
+        _bin_block(logits, labels, beta, interior, block_rows, b, counts[b], corrects[b], confidences[b], variances[b],
+                   scalars[b])
+    return _add_bin_blocks(counts, corrects, confidences, variances, scalars)
+
+
+@njit(fastmath=False, cache=True)
+def calibration_bin_blocks(logits, labels, beta, interior, block_rows, first_block, counts, corrects, confidences, variances, scalars):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Blocks ``first_block`` onwards into the rows of the per-block arrays: a share of
+    :func:`calibration_bin_sums`'s blocks (see :func:`expansion_blocks`)."""
+    for i in range(counts.shape[0]):
+        _bin_block(logits, labels, beta, interior, block_rows, first_block + i, counts[i], corrects[i], confidences[i],
+                   variances[i], scalars[i])
+
+
+@njit(fastmath=False, cache=True)
+def add_bin_blocks(counts, corrects, confidences, variances, scalars):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`calibration_bin_sums`'s per-block results added in block order."""
+    return _add_bin_blocks(counts, corrects, confidences, variances, scalars)
 
 
 # -- Scans for refused rows --------------------------------------------------------------------

@@ -8,13 +8,12 @@ installation also compiles the same functions once, ahead of time, into the exte
 :func:`build`): it imports in a fraction of a millisecond, needs neither numba nor a cache,
 and runs the kernels at the compiled kernels' speed from a process's first call.
 
-- **The fit's pass in parallel, on threads of its own.** Code compiled ahead of time has no
-  parallel region, but its functions release the GIL: the fit's parallel pass runs shares of
-  its blocks on a pool of threads (one per CPU this process may use, or ``NUMBA_NUM_THREADS``),
-  each share's blocks into their own rows, then adds the blocks in order: the same blocks, the
-  same order, the same sums as numba's parallel kernel, bit for bit. The evaluation and the
-  scans run their blocks on the calling thread (the same sums; their CPU is the compiled
-  kernels', their wall time the serial one's).
+- **In parallel, on threads of its own.** Code compiled ahead of time has no parallel region,
+  but its functions release the GIL: the fit's and the evaluation's parallel passes run shares
+  of their blocks on a pool of threads (one per CPU this process may use, or
+  ``NUMBA_NUM_THREADS``), each share's blocks into their own rows, then add the blocks in order:
+  the same blocks, the same order, the same sums as numba's parallel kernels, bit for bit. The
+  scans for refused rows (a plain read) run on the calling thread.
 - **This machine's instructions, this source.** It is compiled for the CPU that builds it
   (LLVM's host target, AVX2 or AVX-512 where present: a generic x86-64 target ran the fit's
   pass 7 times slower). Beside it, ``_kernels_native.json`` holds the CPU flags it was built
@@ -80,7 +79,7 @@ class NativeKernels:
     """The extension module behind the names of :mod:`calibration._kernels_numba`.
 
     Each kernel is exported once per dtype (``expansion_sums_serial_f4`` …); this picks it
-    by the logits' dtype. The parallel kernels' names lead to the same serial code.
+    by the logits' dtype. The parallel kernels' names run their blocks in shares on threads.
     """
 
     def __init__(self, module: ModuleType) -> None:
@@ -97,26 +96,40 @@ class NativeKernels:
     def expansion_sums(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, mode: int,
                        p: int, q: int, max_spread: float, block_rows: int) -> NDArray[np.float64]:
         """numba's parallel ``expansion_sums``: shares of the blocks on the pool's threads."""
-        n_blocks = -(-logits.shape[0] // block_rows)
-        partial = np.zeros((n_blocks, 10))
+        partial = np.zeros((_blocks(logits, block_rows), 10))
         blocks = self._kernel("expansion_blocks", logits)
-        edges = np.linspace(0, n_blocks, min(n_blocks, _threads() * _SHARES_PER_THREAD) + 1).astype(np.int64)
-
-        def share(first: int, stop: int) -> None:
-            blocks(logits, labels, beta, mode, p, q, max_spread, block_rows, first, partial[first:stop])
-
-        for done in [_pool().submit(share, int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]:
-            done.result()
+        _in_shares(partial.shape[0], lambda first, stop: blocks(logits, labels, beta, mode, p, q, max_spread, block_rows,
+                                                                 first, partial[first:stop]))
         return self.module.add_blocks(partial)  # type: ignore[no-any-return]
 
-    def calibration_bin_sums(self, logits: NDArray[np.floating[Any]], *args: Any) -> Any:
-        return self._kernel("calibration_bin_sums", logits)(logits, *args)
+    def calibration_bin_sums(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.intp],
+                             beta: float, interior: NDArray[np.float64], block_rows: int) -> Any:
+        """numba's parallel ``calibration_bin_sums``: shares of the blocks on the pool's threads."""
+        n_blocks, n_bins = _blocks(logits, block_rows), interior.shape[0] + 1
+        counts, corrects = np.zeros((n_blocks, n_bins), dtype=np.int64), np.zeros((n_blocks, n_bins), dtype=np.int64)
+        confidences, variances, scalars = np.zeros((n_blocks, n_bins)), np.zeros((n_blocks, n_bins)), np.zeros((n_blocks, 2))
+        blocks = self._kernel("calibration_bin_blocks", logits)
+        _in_shares(n_blocks, lambda first, stop: blocks(
+            logits, labels, beta, interior, block_rows, first, counts[first:stop], corrects[first:stop],
+            confidences[first:stop], variances[first:stop], scalars[first:stop]))
+        return self.module.add_bin_blocks(counts, corrects, confidences, variances, scalars)
 
     def first_refused_row(self, logits: NDArray[np.floating[Any]], *args: Any) -> int:
         return int(self._kernel("first_refused_row", logits)(logits, *args))
 
     def first_nonfinite_row(self, logits: NDArray[np.floating[Any]], *args: Any) -> int:
         return int(self._kernel("first_nonfinite_row", logits)(logits, *args))
+
+
+def _blocks(logits: NDArray[np.floating[Any]], block_rows: int) -> int:
+    return -(-int(logits.shape[0]) // block_rows)
+
+
+def _in_shares(n_blocks: int, run: Any) -> None:
+    """``run(first, stop)`` over consecutive shares of ``n_blocks`` blocks, on the pool's threads."""
+    edges = np.linspace(0, n_blocks, min(n_blocks, _threads() * _SHARES_PER_THREAD) + 1).astype(np.int64)
+    for done in [_pool().submit(run, int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]:
+        done.result()
 
 
 def _threads() -> int:
@@ -129,12 +142,22 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The threads the fit's pass runs on, started at its first parallel pass."""
+    """The threads the parallel passes run on, started at the first one."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(_threads(), thread_name_prefix="thermostat-kernels")
         return _POOL
+
+
+def _forget_the_pool() -> None:
+    """In a forked child: the parent's threads are not there, so its pool would take work and
+    never run it. The child starts its own at its first parallel pass."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_the_pool)
 
 
 @cache
@@ -200,14 +223,15 @@ def build(kernels: ModuleType, output_dir: Path) -> Path:
     compiler.export("nll_at_one_modes", types.UniTuple(i8, 4)())(_nll_at_one_modes(kernels))
     partial = types.Array(f8, 2, "C")
     compiler.export("add_blocks", bins(partial))(kernels.add_blocks.py_func)
+    per_block = (types.Array(i8, 2, "C"), types.Array(i8, 2, "C"), partial, partial, partial)
+    bin_sums = types.Tuple((types.Array(i8, 1, "C"), bins, types.Array(i8, 1, "C"), bins, f8, f8))
+    compiler.export("add_bin_blocks", bin_sums(*per_block))(kernels.add_bin_blocks.py_func)
     for dtype, code in _DTYPES.items():
         logits = types.Array(getattr(types, dtype), 2, "C")
         exports = {
             "expansion_sums_serial": bins(logits, labels, f8, i8, i8, i8, f8, i8),
             "expansion_blocks": types.none(logits, labels, f8, i8, i8, i8, f8, i8, i8, partial),
-            "calibration_bin_sums": types.Tuple(
-                (types.Array(i8, 1, "C"), bins, types.Array(i8, 1, "C"), bins, f8, f8)
-            )(logits, labels, f8, bins, i8),
+            "calibration_bin_blocks": types.none(logits, labels, f8, bins, i8, i8, *per_block),
             "first_refused_row": i8(logits, f8, i8),
             "first_nonfinite_row": i8(logits, i8),
         }

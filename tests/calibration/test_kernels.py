@@ -469,6 +469,12 @@ def test_serial_and_parallel_kernels_give_the_same_sums_bit_for_bit_compiled_eit
         # The same kernels compiled ahead of time: their blocks on Python threads, then in order.
         np.testing.assert_array_equal(native.expansion_sums(logits, *arguments), parallel)
         np.testing.assert_array_equal(native.expansion_sums_serial(logits, *arguments), parallel)
+    interior = np.linspace(0.0, 1.0, 16)[1:-1]
+    for part, part_labels in ((logits, labels), (logits[:, :10].copy(), labels % 10)):  # both layouts
+        want = kernels.calibration_bin_sums(part, part_labels, 0.7, interior, _kernels._block_rows(part))
+        got = native.calibration_bin_sums(part, part_labels, 0.7, interior, _kernels._block_rows(part))
+        for got_part, want_part in zip(got, want, strict=True):
+            np.testing.assert_array_equal(got_part, want_part)
     large = nll_expansion_sums(logits, labels, 9 / 22)
     _assert_sums_close(large, nll_expansion_sums(logits, labels, 9 / 22, compiled=False))
 

@@ -83,3 +83,25 @@ def test_a_fresh_process_fits_on_them_without_numba(tmp_path: Path, native: str)
     labels = rng.integers(0, 10, 1_000_000)
     logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
     assert abs(float(temperature) - fit_temperature(logits, labels).temperature) < 1e-9 * float(temperature)
+
+
+def test_a_forked_child_runs_the_parallel_passes_on_threads_of_its_own() -> None:
+    """The parent's pool is started; a child forked from it (a process pool, a Dask worker)
+    would wait forever on the parent's threads, which are not in it."""
+    kernels = native_kernels()
+    assert kernels is not None
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 10, 300_000)
+    logits = rng.normal(size=(300_000, 10)) + 3.0 * np.eye(10)[labels]
+    in_parent = fit_temperature(logits, labels).temperature  # starts the parent's pool
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            os.write(write, repr(fit_temperature(logits, labels).temperature).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert float(os.read(read, 100)) == in_parent

@@ -320,9 +320,10 @@ def compiled_path(kernel: str, n_elements: int, dtype: np.dtype[Any]) -> bool:
     """Does an input of ``n_elements`` logits of ``dtype`` take the compiled ``kernel``?
 
     Below :data:`COMPILED_MIN_ELEMENTS`: never. From it: when the installation holds the
-    kernels compiled ahead of time and numba does not run in this process (:mod:`calibration._native`),
-    or else when the kernel is compiled for that dtype on this installation (in this process, or marked ready in numba's cache folder by an
-    earlier run: :func:`compile_kernels`, a background compile, a compiled call) and either
+    kernels compiled ahead of time and numba does not run in this process
+    (:mod:`calibration._native`); or else when the kernel is compiled for that dtype on this
+    installation (in this process, or marked ready in numba's cache folder by an earlier
+    run: :func:`compile_kernels`, a background compile, a compiled call) and either
     numba runs in this process already or this process's numpy work on such inputs, this one
     included, reaches :data:`LOAD_MIN_ELEMENTS` logits (then starting numba has paid). A
     marker that outlives numba's cache only costs one compile more; it never changes a number.

@@ -13,7 +13,7 @@ KERNELS_STAMP := $(VENV)/.compiled-kernels
 $(STAMP): pyproject.toml constraints.txt setup.py calibration/_kernels_numba.py calibration/_native.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,distributed,docs]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt --build-constraint constraints.txt -e '.[test,distributed,docs]'
 	# A test-only peer whose package is named `calibration`, like ours: installed apart, its
 	# one module loaded by path (tests/calibration/test_estimators.py).
 	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt --target $(VENV)/peers/uncertainty-calibration \
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt setup.py calibration/_kernels_numba.py 
 	touch $(STAMP)
 
 # The install above also compiles the numeric kernels ahead of time (setup.py: calibration/_kernels_native,
-# a few seconds). Here numba's own compilation of them (1-3 minutes of one core; numba caches them
+# a few seconds), in pip's build environment with the pinned numba (--build-constraint). Here numba's own compilation of them (1-3 minutes of one core; numba caches them
 # beside the package), before the tests, which hold both to the same reference: no test waits.
 $(KERNELS_STAMP): $(STAMP)
 	$(BIN)/python -c "import calibration; calibration.compile_kernels()"

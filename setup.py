@@ -2,8 +2,8 @@
 
 ``calibration._kernels_native`` is compiled from ``calibration/_kernels_numba.py`` by numba's
 ``pycc`` for the CPU that installs the package (``calibration/_native.py`` says why). It is
-optional: where it cannot be built (not Linux, no C compiler, no numba in the build), the
-installation goes on without it and the kernels compile on demand, as before.
+optional: where it cannot be built (not Linux, no C compiler or Python headers, no numba in the
+build), the installation goes on without it and the kernels compile on demand, as before.
 """
 
 from __future__ import annotations
@@ -35,21 +35,28 @@ class BuildNative(build_ext):
         if ext.name != NATIVE:
             super().build_extension(ext)
             return
-        from distutils.errors import CompileError
+        from setuptools.errors import CompileError
 
         if not sys.platform.startswith("linux"):
             raise CompileError("the kernels are compiled ahead of time on Linux only")
         target = Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("NUMBA_CACHE_DIR", tempfile.mkdtemp(prefix="thermostat-build-"))
-        try:
-            native = _load("_thermostat_build_native", HERE / "calibration" / "_native.py")
-            kernels = _load("_thermostat_build_kernels", HERE / "calibration" / "_kernels_numba.py")
-            built = native.build(kernels, target.parent)
-        except Exception as error:  # noqa: BLE001 - any failure leaves the kernels to compile on demand
-            raise CompileError(f"{NATIVE} not built ({type(error).__name__}: {error})") from error
+        with tempfile.TemporaryDirectory(prefix="thermostat-build-") as cache:
+            os.environ.setdefault("NUMBA_CACHE_DIR", cache)  # numba's cache of the build, not beside the sources
+            try:
+                native = _load("_thermostat_build_native", HERE / "calibration" / "_native.py")
+                kernels = _load("_thermostat_build_kernels", HERE / "calibration" / "_kernels_numba.py")
+                built = native.build(kernels, target.parent)
+            except Exception as error:  # noqa: BLE001 - any failure leaves the kernels to compile on demand
+                raise CompileError(f"{NATIVE} not built ({type(error).__name__}: {error})") from error
         if built.resolve() != target.resolve():
             built.replace(target)
+
+    def get_outputs(self) -> list[str]:
+        """The module's stamp is an output too (what an editable installation maps)."""
+        outputs = super().get_outputs()
+        stamp = Path(self.get_ext_fullpath(NATIVE)).parent / (NATIVE.rpartition(".")[2] + ".json")
+        return [*outputs, str(stamp)] if stamp.exists() else outputs
 
     def copy_extensions_to_source(self) -> None:
         """An editable installation's module is copied into the source tree: its stamp with it."""

@@ -35,9 +35,9 @@ takes that wait out), and a long item is preempted more often than a short one, 
 wall-time ratio counts against it and a CPU-time ratio does not (with ``--threads 1``; with
 two threads, CPU time also counts a waiting thread's spinning).
 
-The rounds also time the fit on **the native kernels** (the same kernels compiled ahead of time
-when the package was installed, ``calibration._native``; serial), as a process takes them
-before numba runs in it.
+The rounds also time the fit and the evaluation on **the native kernels** (the same kernels
+compiled ahead of time when the package was installed, ``calibration._native``; their parallel
+passes on a thread pool), as a process takes them unless numba's kernels are loaded in it.
 
 Then, per dtype, **a fresh installation** (unless ``--no-fresh-install``): an empty numba cache
 (``NUMBA_CACHE_DIR``), and in it, per shape, ``--fresh-fits`` fits in each of five new

@@ -18,8 +18,8 @@ Each dispatches by size and by what runs in this process (:func:`compiled_path`)
 place, the reference the tests hold the compiled kernels to) run. Above it the fused kernels
 of :mod:`calibration._kernels_numba` run, compiled one of two ways. An installation compiles
 them ahead of time (:mod:`calibration._native`: built by ``setup.py``, loaded in well under a
-millisecond, no numba in the process), and every large input takes those unless numba
-already runs in the process (then its own compiled ones). An installation that could not
+millisecond, no numba in the process), and every large input takes those unless numba's
+kernels are loaded in the process (then those). An installation that could not
 build them (not Linux, no C compiler) falls back on numba's compilation on demand: its
 kernels run when they are compiled on this installation
 (numba caches them on disk, and a marker beside that cache says so) and numba already runs
@@ -320,7 +320,7 @@ def compiled_path(kernel: str, n_elements: int, dtype: np.dtype[Any]) -> bool:
     """Does an input of ``n_elements`` logits of ``dtype`` take the compiled ``kernel``?
 
     Below :data:`COMPILED_MIN_ELEMENTS`: never. From it: when the installation holds the
-    kernels compiled ahead of time and numba does not run in this process
+    kernels compiled ahead of time and numba's kernels are not loaded in this process
     (:mod:`calibration._native`); or else when the kernel is compiled for that dtype on this
     installation (in this process, or marked ready in numba's cache folder by an earlier
     run: :func:`compile_kernels`, a background compile, a compiled call) and either
@@ -554,7 +554,7 @@ _COMPILED: ModuleType | None = None
 
 
 def _compiled_kernels() -> Any:
-    """The compiled kernels a call takes: numba's when numba runs in this process, else the
+    """The compiled kernels a call takes: numba's when they are loaded in this process, else the
     ones compiled ahead of time at installation (:mod:`calibration._native`) when there are,
     else numba's (imported now)."""
     if _COMPILED is None:

@@ -17,12 +17,12 @@ and runs the kernels at the compiled kernels' speed from a process's first call.
 - **This machine's instructions, this source.** It is compiled for the CPU that builds it
   (LLVM's host target, AVX2 or AVX-512 where present: a generic x86-64 target ran the fit's
   pass 7 times slower). Beside it, ``_kernels_native.json`` holds the CPU flags it was built
-  on and the hash of the kernels' source it was built from; a machine whose CPU lacks any of
-  those flags (a wheel built elsewhere), or a source changed since (an editable installation
-  not rebuilt), does not load it and keeps the other paths.
+  on and the hash of the source it was built from (the kernels and this file's exports); a
+  machine whose CPU lacks any of those flags (a wheel built elsewhere), or a source changed
+  since (an editable installation not rebuilt), does not load it and keeps the other paths.
 - **Optional.** Linux only (the CPU flags come from ``/proc/cpuinfo``); an installation
-  that could not build it (no C compiler, no numba at build time) runs as before: NumPy,
-  then the numba kernels.
+  that could not build it (no C compiler or Python headers, no numba at build time) runs as
+  before: NumPy, then the numba kernels.
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ MODULE = "_kernels_native"
 #: Set to ``0`` in the environment, a process does not load the native kernels (NumPy, then numba).
 NATIVE_KERNELS_VARIABLE = "THERMOSTAT_NATIVE_KERNELS"
 _STAMP = MODULE + ".json"
+# Flags of /proc/cpuinfo that do not name instructions: a module built in a virtual machine runs
+# on the same CPU without one (x86: the hypervisor, hyper-threading, self-snoop; kernel
+# mitigations and timers).
+_NOT_INSTRUCTIONS = frozenset({"hypervisor", "ht", "ss", "tm", "tm2", "acpi", "nonstop_tsc", "constant_tsc",
+                               "tsc_known_freq", "tsc_deadline_timer", "tsc_adjust", "arat", "rep_good", "nopl",
+                               "xtopology", "cpuid", "pti", "ibrs", "ibpb", "stibp", "ssbd", "md_clear", "flush_l1d",
+                               "arch_capabilities"})
 _DTYPES = {"float32": "f4", "float64": "f8"}
 # Shares of the blocks per thread: small shares, so that a thread slowed by other work takes
 # fewer of them instead of holding the others up (the sums do not depend on it).
@@ -58,10 +65,14 @@ _SHARES_PER_THREAD = 8
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
-    """The CPU flags of this machine (``/proc/cpuinfo``'s first ``flags`` line), empty when unknown.
+    """The instruction-set flags of this machine's CPU (``/proc/cpuinfo``'s first ``flags`` line,
+    ``Features`` on ARM), without those that say how the machine runs rather than what it can
+    execute (``hypervisor`` …); empty when unknown.
 
-    >>> sorted(cpu_flags("processor : 0\\nflags : sse2 avx2 fma\\n"))
+    >>> sorted(cpu_flags("processor : 0\\nflags : sse2 avx2 fma hypervisor\\n"))
     ['avx2', 'fma', 'sse2']
+    >>> sorted(cpu_flags("processor : 0\\nFeatures : fp asimd sve\\n"))
+    ['asimd', 'fp', 'sve']
     """
     if cpuinfo is None:
         try:
@@ -70,8 +81,8 @@ def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
             return frozenset()
     for line in cpuinfo.splitlines():
         name, _, value = line.partition(":")
-        if name.strip() == "flags":
-            return frozenset(value.split())
+        if name.strip() in ("flags", "Features"):
+            return frozenset(value.split()) - _NOT_INSTRUCTIONS
     return frozenset()
 
 
@@ -88,6 +99,11 @@ class NativeKernels:
          self.NLL_AT_ONE_EXP) = module.nll_at_one_modes()
 
     def _kernel(self, name: str, logits: NDArray[np.floating[Any]]) -> Any:
+        # The compiled functions check an array's item size only: what they are given is checked
+        # here (the dispatch hands them C-contiguous float32/float64 pieces).
+        if logits.ndim != 2 or not logits.flags.c_contiguous or logits.dtype.name not in _DTYPES:
+            raise TypeError(f"the native kernels take C-contiguous 2-D float32/float64 logits, not {logits.dtype} "
+                            f"of shape {logits.shape}")
         return getattr(self.module, f"{name}_{_DTYPES[logits.dtype.name]}")
 
     def expansion_sums_serial(self, logits: NDArray[np.floating[Any]], *args: Any) -> NDArray[np.float64]:
@@ -157,7 +173,8 @@ def _forget_the_pool() -> None:
     _POOL, _POOL_LOCK = None, threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_the_pool)
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forget_the_pool)
 
 
 @cache
@@ -169,7 +186,7 @@ def native_kernels() -> NativeKernels | None:
     here = Path(__file__).parent
     try:
         stamp = json.loads((here / _STAMP).read_text())
-        source = _source_hash((here / "_kernels_numba.py").read_bytes())
+        source = _source_hash(here / "_kernels_numba.py", Path(__file__))
     except (OSError, ValueError):
         return None
     built_on = frozenset(stamp.get("cpu_flags", ()))
@@ -196,8 +213,12 @@ def native_kernels_loaded() -> bool:
     return native_kernels() is not None
 
 
-def _source_hash(source: bytes) -> str:
-    return hashlib.sha256(source).hexdigest()
+def _source_hash(*sources: Path) -> str:
+    """The hash of what the module is compiled from: the kernels and this file's exports."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 def build(kernels: ModuleType, output_dir: Path) -> Path:
@@ -237,18 +258,25 @@ def build(kernels: ModuleType, output_dir: Path) -> Path:
         }
         for name, signature in exports.items():
             compiler.export(f"{name}_{code}", signature)(getattr(kernels, name).py_func)
-    with _releasing_the_gil():
+    with _as_numbas_jit_would():
         compiler.compile()
-    stamp = {"source": _source_hash(Path(str(kernels.__file__)).read_bytes()), "cpu_flags": sorted(cpu_flags())}
+    flags = cpu_flags()
+    if not flags:
+        raise RuntimeError("this machine's CPU flags are unknown (no /proc/cpuinfo): the module could not be checked")
+    stamp = {"source": _source_hash(Path(str(kernels.__file__)), Path(__file__)), "cpu_flags": sorted(flags)}
     (output_dir / _STAMP).write_text(json.dumps(stamp) + "\n")
     return Path(str(compiler.output_dir)) / str(compiler.output_file)
 
 
 @contextmanager
-def _releasing_the_gil() -> Iterator[None]:
-    """Every function ``pycc`` exports meanwhile releases the GIL while it runs (the flag of
-    ``@njit(nogil=True)``, which ``pycc`` offers no way to set), so threads run them at once."""
+def _as_numbas_jit_would() -> Iterator[None]:
+    """Two settings of numba's own compiler that ``pycc`` offers no way to set, for what it
+    compiles meanwhile: every exported function releases the GIL while it runs (the flag of
+    ``@njit(nogil=True)``), so threads run them at once; and the code is generated for this
+    CPU's features as LLVM reads them (as numba's JIT does), not for every feature of its model
+    name (a virtual machine may hide some, e.g. AVX-512, whose instructions would then fault)."""
     compiler: Any = importlib.import_module("numba.pycc.compiler")
+    codegen: Any = importlib.import_module("numba.core.codegen").AOTCPUCodegen
     flags: Any = importlib.import_module("numba.core.compiler").Flags
 
     class ReleasingTheGil(flags):  # type: ignore[misc]
@@ -256,12 +284,13 @@ def _releasing_the_gil() -> Iterator[None]:
             super().__init__(*args, **kwargs)
             self.release_gil = True
 
-    original = compiler.Flags
+    original_flags, original_features = compiler.Flags, codegen._customize_tm_features
     compiler.Flags = ReleasingTheGil
+    codegen._customize_tm_features = lambda self: self._get_host_cpu_features()
     try:
         yield
     finally:
-        compiler.Flags = original
+        compiler.Flags, codegen._customize_tm_features = original_flags, original_features
 
 
 def _nll_at_one_modes(kernels: ModuleType) -> Any:

@@ -53,6 +53,7 @@ def compiled_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
     """Each test of a compiled path twice: on numba's kernels (numba running in the process), and
     on the same kernels compiled ahead of time (numba not running: what ``compiled=True`` takes
     then). The installation must have built the latter (setup.py; ``make`` installs with it)."""
+    monkeypatch.setattr(_kernels, "_COMPILED", _kernels._COMPILED)  # the dispatch as it was, after the test
     if request.param == "numba":
         _kernels._compiled()
     else:

@@ -39,17 +39,29 @@ def test_a_cpu_without_the_instructions_they_were_built_for_does_not_load_them(m
     assert native_kernels.__wrapped__() is None
 
 
+def test_they_take_only_what_they_were_compiled_for() -> None:
+    """The compiled functions check an item's size only: a strided view or integers would be read
+    as if they were C-contiguous floats."""
+    kernels = native_kernels()
+    assert kernels is not None
+    logits = np.zeros((10, 8))
+    for wrong in (logits[:, ::2], logits.astype(np.int64), logits.reshape(-1)):
+        with pytest.raises(TypeError, match="C-contiguous 2-D float32/float64"):
+            kernels.first_nonfinite_row(wrong, 4)
+
+
 def test_kernels_changed_since_the_build_are_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """An editable installation whose kernels' source was edited runs numba's kernels of the new
     source until it is reinstalled, never the native ones of the old."""
     assert native_kernels.__wrapped__() is not None
-    monkeypatch.setattr(_native, "_source_hash", lambda source: "0" * 64)
+    monkeypatch.setattr(_native, "_source_hash", lambda *sources: "0" * 64)
     assert native_kernels.__wrapped__() is None
 
 
 def test_cpu_flags_are_read_from_the_first_flags_line() -> None:
-    text = "processor\t: 0\nflags\t\t: fpu sse2 avx2\nprocessor\t: 1\nflags\t\t: fpu\n"
-    assert cpu_flags(text) == {"fpu", "sse2", "avx2"}
+    text = "processor\t: 0\nflags\t\t: fpu sse2 avx2 hypervisor\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu_flags(text) == {"fpu", "sse2", "avx2"}  # "hypervisor" names no instructions
+    assert cpu_flags("processor\t: 0\nFeatures\t: fp asimd evtstrm\n") == {"fp", "asimd", "evtstrm"}  # ARM
     assert cpu_flags("processor : 0\n") == frozenset()
 
 

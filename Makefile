@@ -29,7 +29,7 @@ $(KERNELS_STAMP): $(STAMP)
 
 # torch (CPU build) for the serving tests of a PyTorch checkpoint: `make test` only, never `make demo`.
 $(TORCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[torch]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt --build-constraint constraints.txt -e '.[torch]'
 	touch $(TORCH_STAMP)
 
 demo: $(STAMP)
@@ -98,7 +98,7 @@ bench-monitor: $(STAMP)
 # against log_predictions and a plain COPY of the same rows, on a throwaway PostgreSQL (benchmarks/ingest.py).
 .PHONY: bench-ingest
 bench-ingest: $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[load]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt --build-constraint constraints.txt -e '.[load]'
 	$(BIN)/python -m benchmarks.ingest $(BENCH_ARGS)
 
 # Partitioned sets, local engine vs Dask: generates 20M rows in a temp folder (~1.4 GB).

@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml constraints.txt setup.py calibration/_kernels_numba.py 
 	touch $(STAMP)
 
 # The install above also compiles the numeric kernels ahead of time (setup.py: calibration/_kernels_native,
-# a few seconds), in pip's build environment with the pinned numba (--build-constraint). Here numba's own compilation of them (1-3 minutes of one core; numba caches them
-# beside the package), before the tests, which hold both to the same reference: no test waits.
+# a few seconds), in pip's build environment with the pinned numba (--build-constraint). Here numba's
+# own compilation of them (1-3 minutes of one core; numba caches them beside the package), before
+# the tests, which hold both to the same reference: no test waits.
 $(KERNELS_STAMP): $(STAMP)
 	$(BIN)/python -c "import calibration; calibration.compile_kernels()"
 	touch $(KERNELS_STAMP)

@@ -18,6 +18,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NATIVE = "calibration._kernels_native"
+STAMP = NATIVE.rpartition(".")[2] + ".json"  # beside the module: what it was built from and for (calibration/_native.py)
 HERE = Path(__file__).resolve().parent
 
 
@@ -55,7 +56,7 @@ class BuildNative(build_ext):
     def get_outputs(self) -> list[str]:
         """The module's stamp is an output too (what an editable installation maps)."""
         outputs = super().get_outputs()
-        stamp = Path(self.get_ext_fullpath(NATIVE)).parent / (NATIVE.rpartition(".")[2] + ".json")
+        stamp = Path(self.get_ext_fullpath(NATIVE)).parent / STAMP
         return [*outputs, str(stamp)] if stamp.exists() else outputs
 
     def copy_extensions_to_source(self) -> None:
@@ -63,7 +64,7 @@ class BuildNative(build_ext):
         super().copy_extensions_to_source()
         native = next(ext for ext in self.extensions if ext.name == NATIVE)
         inplace, regular = self._get_inplace_equivalent(self.get_finalized_command("build_py"), native)
-        stamp = Path(regular).parent / (NATIVE.rpartition(".")[2] + ".json")
+        stamp = Path(regular).parent / STAMP
         if stamp.exists():
             self.copy_file(str(stamp), str(Path(inplace).parent / stamp.name), level=self.verbose)
 

@@ -57,7 +57,6 @@ if _typing.TYPE_CHECKING:
     from ._gate import GateChoice, GateSweep, choose_threshold, sweep_thresholds
     from ._interval import Interval
     from ._kernels import compile_kernels
-    from ._native import native_kernels_loaded
     from ._metrics import (
         CalibrationReport,
         GroupBreakdown,
@@ -73,6 +72,7 @@ if _typing.TYPE_CHECKING:
         negative_log_likelihood,
         reliability_table,
     )
+    from ._native import native_kernels_loaded
     from ._partitioned import (
         Partition,
         PartitionedScoredSet,
@@ -201,9 +201,9 @@ __all__ = [
     "log_normal_interval",
     "maximum_calibration_error",
     "mean_confidence",
-    "native_kernels_loaded",
     "memory_refusal",
     "minimal_detectable_shift",
+    "native_kernels_loaded",
     "negative_log_likelihood",
     "nll_difference_partitioned",
     "not_a_regular_file",

@@ -689,14 +689,9 @@ def expansion_sums_serial(logits, labels, beta, mode, p, q, max_spread, block_ro
     For small inputs (a warm-start subsample): no parallel region, so no wait for a second
     thread to be scheduled on a loaded machine.
     """
-    n = logits.shape[0]
-    n_blocks = (n + block_rows - 1) // block_rows
+    n_blocks = (logits.shape[0] + block_rows - 1) // block_rows
     partial = np.zeros((n_blocks, 10))
-    for b in range(n_blocks):
-        start = b * block_rows
-        _expansion_block(
-            logits, labels, start, min(n, start + block_rows), beta, mode, p, q, max_spread, partial[b]
-        )
+    expansion_blocks(logits, labels, beta, mode, p, q, max_spread, block_rows, 0, partial)
     return _add_blocks(partial)
 
 

@@ -89,8 +89,8 @@ def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
 class NativeKernels:
     """The extension module behind the names of :mod:`calibration._kernels_numba`.
 
-    Each kernel is exported once per dtype (``expansion_sums_serial_f4`` …); this picks it
-    by the logits' dtype. The parallel kernels' names run their blocks in shares on threads.
+    Each kernel is exported once per dtype (``expansion_blocks_f4`` …); this picks it by the
+    logits' dtype. The parallel kernels' names run their blocks in shares on threads.
     """
 
     def __init__(self, module: ModuleType) -> None:
@@ -106,17 +106,24 @@ class NativeKernels:
                             f"of shape {logits.shape}")
         return getattr(self.module, f"{name}_{_DTYPES[logits.dtype.name]}")
 
-    def expansion_sums_serial(self, logits: NDArray[np.floating[Any]], *args: Any) -> NDArray[np.float64]:
-        return self._kernel("expansion_sums_serial", logits)(logits, *args)  # type: ignore[no-any-return]
-
     def expansion_sums(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.intp], beta: float, mode: int,
-                       p: int, q: int, max_spread: float, block_rows: int) -> NDArray[np.float64]:
-        """numba's parallel ``expansion_sums``: shares of the blocks on the pool's threads."""
+                       p: int, q: int, max_spread: float, block_rows: int, *, serial: bool = False) -> NDArray[np.float64]:
+        """numba's parallel ``expansion_sums``: shares of the blocks on the pool's threads (``serial``:
+        every block on the calling thread, numba's ``expansion_sums_serial``; the same sums)."""
         partial = np.zeros((_blocks(logits, block_rows), 10))
         blocks = self._kernel("expansion_blocks", logits)
-        _in_shares(partial.shape[0], lambda first, stop: blocks(logits, labels, beta, mode, p, q, max_spread, block_rows,
-                                                                 first, partial[first:stop]))
+
+        def share(first: int, stop: int) -> None:
+            blocks(logits, labels, beta, mode, p, q, max_spread, block_rows, first, partial[first:stop])
+
+        if serial:
+            share(0, partial.shape[0])
+        else:
+            _in_shares(partial.shape[0], share)
         return self.module.add_blocks(partial)  # type: ignore[no-any-return]
+
+    def expansion_sums_serial(self, logits: NDArray[np.floating[Any]], *args: Any) -> NDArray[np.float64]:
+        return self.expansion_sums(logits, *args, serial=True)
 
     def calibration_bin_sums(self, logits: NDArray[np.floating[Any]], labels: NDArray[np.intp],
                              beta: float, interior: NDArray[np.float64], block_rows: int) -> Any:
@@ -250,7 +257,6 @@ def build(kernels: ModuleType, output_dir: Path) -> Path:
     for dtype, code in _DTYPES.items():
         logits = types.Array(getattr(types, dtype), 2, "C")
         exports = {
-            "expansion_sums_serial": bins(logits, labels, f8, i8, i8, i8, f8, i8),
             "expansion_blocks": types.none(logits, labels, f8, i8, i8, i8, f8, i8, i8, partial),
             "calibration_bin_blocks": types.none(logits, labels, f8, bins, i8, i8, *per_block),
             "first_refused_row": i8(logits, f8, i8),
@@ -258,11 +264,11 @@ def build(kernels: ModuleType, output_dir: Path) -> Path:
         }
         for name, signature in exports.items():
             compiler.export(f"{name}_{code}", signature)(getattr(kernels, name).py_func)
-    with _as_numbas_jit_would():
-        compiler.compile()
     flags = cpu_flags()
     if not flags:
         raise RuntimeError("this machine's CPU flags are unknown (no /proc/cpuinfo): the module could not be checked")
+    with _as_numbas_jit_would():
+        compiler.compile()
     stamp = {"source": _source_hash(Path(str(kernels.__file__)), Path(__file__)), "cpu_flags": sorted(flags)}
     (output_dir / _STAMP).write_text(json.dumps(stamp) + "\n")
     return Path(str(compiler.output_dir)) / str(compiler.output_file)

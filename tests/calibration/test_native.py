@@ -1,5 +1,4 @@
-"""The kernels compiled ahead of time (calibration._native): loaded only where they can run,
-taken from a process's first large input, without numba.
+"""The kernels compiled ahead of time (calibration._native): loaded only where they can run.
 
 Their sums are held to the NumPy reference by tests/calibration/test_kernels.py (every test
 of a compiled path runs on them and on numba's kernels)."""
@@ -8,16 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from calibration import _kernels, _native, fit_temperature
-from calibration._kernels import BACKGROUND_COMPILE_VARIABLE
 from calibration._native import NATIVE_KERNELS_VARIABLE, cpu_flags, native_kernels
 
 
@@ -65,38 +61,6 @@ def test_cpu_flags_are_read_from_the_first_flags_line() -> None:
     assert cpu_flags(text) == {"fpu", "sse2", "avx2"}  # "hypervisor" names no instructions
     assert cpu_flags("processor\t: 0\nFeatures\t: fp asimd evtstrm\n") == {"fp", "asimd", "evtstrm"}  # ARM
     assert cpu_flags("processor : 0\n") == frozenset()
-
-
-_FIRST_LARGE_FIT = """
-import sys
-import numpy as np
-from calibration import _kernels, fit_temperature
-rng = np.random.default_rng(0)
-labels = rng.integers(0, 10, 1_000_000)
-logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
-fit = fit_temperature(logits, labels)
-print(repr(fit.temperature), "numba" in sys.modules, _kernels._background_started)
-"""
-
-
-@pytest.mark.parametrize("native", ["1", "0"])
-def test_a_fresh_process_fits_on_them_without_numba(tmp_path: Path, native: str) -> None:
-    """1M x 10 in a new process with an empty numba cache: the native kernels from the first
-    call, numba never imported, nothing compiled; the same T as the NumPy path to 1e-9."""
-    if native == "1" and native_kernels() is None:
-        pytest.fail("the native kernels were not built")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update({"NUMBA_CACHE_DIR": str(tmp_path / "cache"), BACKGROUND_COMPILE_VARIABLE: "0",
-                NATIVE_KERNELS_VARIABLE: native})
-    done = subprocess.run([sys.executable, "-c", _FIRST_LARGE_FIT], env=env, capture_output=True, text=True,
-                          timeout=600, check=True)
-    temperature, numba_loaded, background = done.stdout.split()
-    assert numba_loaded == "False" and background == "False"
-    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.nbi"))
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 10, 1_000_000)
-    logits = (2.0 * (rng.normal(size=(1_000_000, 10)) + 3.0 * np.eye(10)[labels])).astype(np.float32)
-    assert abs(float(temperature) - fit_temperature(logits, labels).temperature) < 1e-9 * float(temperature)
 
 
 def test_a_forked_child_runs_the_parallel_passes_on_threads_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -225,7 +225,7 @@ def events_page() -> str:
     for name, payload in sorted(events.EVENT_PAYLOADS.items()):
         what = " ".join(meaning.get(name, "").split()).replace(":class:", "").replace(":data:", "")
         doc = (inspect.getdoc(payload) or "").split("\n\n")[0]
-        keys = ", ".join(f"`{key}`" for key in sorted(payload.keys()))
+        keys = ", ".join(f"`{key}`" for key in sorted(payload.payload_keys()))
         parts += [f"## `{name}`", "", f"Payload: `flows.records.events.{payload.__name__}`. {what}", "",
                   " ".join(doc.split()).replace(":class:", "").replace(":data:", "").replace(":func:", "")
                   .replace(":meth:", ""), "", f"Keys: {keys}.", ""]

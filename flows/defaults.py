@@ -8,7 +8,10 @@ home.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_DASK_TIMEOUT", "DEFAULT_DASK_WORKERS", "DEFAULT_MIN_ACCURACY", "ENGINES", "MAX_DASK_TIMEOUT"]
+__all__ = [
+    "DEFAULT_ALERT_BLOCK", "DEFAULT_DASK_TIMEOUT", "DEFAULT_DASK_WORKERS", "DEFAULT_MIN_ACCURACY", "ENGINES",
+    "MAX_DASK_TIMEOUT",
+]
 
 ENGINES = ("local", "dask")
 """The values of ``--engine``."""
@@ -27,3 +30,7 @@ MAX_DASK_TIMEOUT = 86_400.0
 DEFAULT_MIN_ACCURACY = 0.5
 """The acceptance floor: a holdout (or recent traffic's) accuracy below it is refused, and
 ``thermostat diagnose`` calls a window below it an accuracy collapse (``--accuracy-floor``)."""
+
+DEFAULT_ALERT_BLOCK = "thermostat-alerts"
+"""The custom-webhook block ``thermostat alerts install --webhook-url`` saves, unless
+``--block-name`` names another."""

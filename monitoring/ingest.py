@@ -95,11 +95,6 @@ class IngestReport:
         """True when every row received is in the log."""
         return not self.refused
 
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (the service's answer, ``thermostat log --json``)."""
-        return {"received": self.received, "written": self.written, "unchanged": self.unchanged,
-                "refused": [refusal.to_dict() for refusal in self.refused]}
-
 
 # --------------------------------------------------------------------------- a batch
 

@@ -58,10 +58,6 @@ class RowRefusal:
     request_id: str | None
     reason: str
 
-    def to_dict(self) -> dict[str, object]:
-        """The refusal as JSON-ready data (the ingestion service's and the command line's)."""
-        return {"index": self.index, "request_id": self.request_id, "reason": self.reason}
-
 
 @dataclass(frozen=True, slots=True)
 class LabelAttachReport:

@@ -32,11 +32,11 @@ import click
 
 import calibration
 import monitoring
-from flows.cli.json_keys import JSON_KEYS
 from flows.cli.main import EXIT_TEXT
 from flows.cli.options import COMMAND_OPTIONS, resolve
 from flows.defaults import DEFAULT_DASK_TIMEOUT, DEFAULT_DASK_WORKERS, ENGINES
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, refuse
+from flows.json_keys import JSON_KEYS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -225,7 +225,7 @@ def analysis(name: str, *, partitioned: bool = False, reads: tuple[str, ...] = (
     scored-set arguments in order, ``reads`` its options that name one too; its options are the
     ``click.option`` decorators below this one, then its setting options
     (:data:`flows.cli.options.COMMAND_OPTIONS`), ``--json`` and ``--max-classes``; its help is the
-    function's docstring, the arguments' and the ``--json`` keys (:data:`flows.cli.json_keys.JSON_KEYS`)."""
+    function's docstring, the arguments' and the ``--json`` keys (:data:`flows.json_keys.JSON_KEYS`)."""
 
     def declare(run: Callable[[Sets, Args], Outcome]) -> Analysis:
         described = "\n\n".join(f"{metavar}: {text}" for metavar, text in arguments.items())

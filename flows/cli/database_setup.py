@@ -55,8 +55,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import click
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
+from flows.json_keys import JSON_KEYS
 from monitoring import encode_credentials, mask_url, redact_credentials
 
 if TYPE_CHECKING:
@@ -121,33 +123,31 @@ class DatabaseSpec:
             raise ValueError(f"the password of role {self.name!r} is empty; choose a non-empty password")
 
 
-@dataclass(frozen=True, slots=True)
-class SetupStep:
+class SetupStep(BaseModel):
     """What one step found and did: ``subject`` (``role mlflow``), ``action``, ``detail``."""
+
+    model_config = ConfigDict(frozen=True)
 
     subject: str
     action: Literal["created", "updated", "unchanged"]
     detail: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"subject": self.subject, "action": self.action, "detail": self.detail}
 
+class DatabaseSetup(BaseModel):
+    """The result of :func:`setup_databases` (``--json``: its ``model_dump``): its steps, each
+    database's URL with the password masked, keyed by where it goes (``url_variable``), and
+    whether anything changed."""
 
-@dataclass(frozen=True, slots=True)
-class DatabaseSetup:
-    """The result of :func:`setup_databases`: its steps, and each database's URL with the
-    password masked, keyed by where it goes (``url_variable``)."""
+    model_config = ConfigDict(frozen=True)
 
     steps: tuple[SetupStep, ...]
     urls: dict[str, str]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def changed(self) -> bool:
         """Whether any step created or updated something."""
         return any(step.action != "unchanged" for step in self.steps)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"changed": self.changed, "steps": [step.to_dict() for step in self.steps], "urls": dict(self.urls)}
 
 
 def setup_databases(admin_url: str, databases: Sequence[DatabaseSpec]) -> DatabaseSetup:
@@ -281,7 +281,7 @@ def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> Set
     verifier = sql.Literal(_verifier(connection, spec).decode())
     if row is None:
         connection.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, verifier))
-        return SetupStep(subject, "created", "LOGIN, password set")
+        return SetupStep(subject=subject, action="created", detail="LOGIN, password set")
     changes = []
     if not row[0]:
         connection.execute(sql.SQL("ALTER ROLE {} LOGIN").format(role))
@@ -291,8 +291,8 @@ def _ensure_role(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> Set
         connection.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(role, verifier))
         changes.append("password set" if same is False else _UNCOMPARED)
     if changes:
-        return SetupStep(subject, "updated", ", ".join(changes))
-    return SetupStep(subject, "unchanged", "exists, LOGIN, same password")
+        return SetupStep(subject=subject, action="updated", detail=", ".join(changes))
+    return SetupStep(subject=subject, action="unchanged", detail="exists, LOGIN, same password")
 
 
 def _ensure_database(connection: psycopg.Connection[Any], spec: DatabaseSpec) -> SetupStep:
@@ -310,12 +310,13 @@ def _ensure_database(connection: psycopg.Connection[Any], spec: DatabaseSpec) ->
         finally:
             if granted:
                 connection.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(name))
-        return SetupStep(subject, "created", f"owned by {spec.name}, no access for PUBLIC ({spec.purpose})")
+        return SetupStep(subject=subject, action="created",
+                         detail=f"owned by {spec.name}, no access for PUBLIC ({spec.purpose})")
     if row[0] != spec.name:
         raise SetupError(f"database {spec.name!r} exists and is owned by {row[0]!r}, not by role {spec.name!r}; "
                          f"if it is meant for {spec.purpose}, run ALTER DATABASE {spec.name} OWNER TO {spec.name}, "
                          "then this command again")
-    return SetupStep(subject, "unchanged", f"exists, owned by {spec.name}")
+    return SetupStep(subject=subject, action="unchanged", detail=f"exists, owned by {spec.name}")
 
 
 def _join_role_if_needed(connection: psycopg.Connection[Any], role: str) -> bool:
@@ -400,8 +401,8 @@ come from the flags or, better (a command line is visible to every user of the m
 the environment variables MLFLOW_DB_PASSWORD and THERMOSTAT_DB_PASSWORD. The URLs to put in
 the deployment's environment are printed with the passwords masked as ***."""
 
-_EPILOG = """\
---json keys: changed, steps (subject, action: created|updated|unchanged, detail), urls.
+_EPILOG = f"""\
+--json keys: {JSON_KEYS["setup-db"]}.
 
 exit status: 0 the roles and databases are in place (the report says what changed); 2 bad
 input (an option, a missing password, a reserved name, the driver not installed), the message
@@ -462,5 +463,5 @@ def command(admin_url: str, mlflow_password: str | None, mlflow_database: str,
         return fail(EXIT_COMPUTATION_FAILED, f"{error}: choose another name with {flags[error.role]}")
     except SetupError as error:
         return fail(EXIT_COMPUTATION_FAILED, str(error))
-    print(json.dumps(result.to_dict(), indent=2) if as_json else _report(result))
+    print(json.dumps(result.model_dump(), indent=2) if as_json else _report(result))
     return EXIT_OK

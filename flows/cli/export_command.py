@@ -19,6 +19,7 @@ import click
 import sqlalchemy as sa
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
+from flows.json_keys import JSON_KEYS
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -49,9 +50,8 @@ not finish; a written day is never replaced by fewer rows (it is the archive of
 `thermostat prune`); re-running a finished export writes nothing. One export of a version
 runs at a time: another waits for it (the version folder's .export.lock)."""
 
-_EPILOG = """\
---json keys: directory, model_name, model_version, until, n_classes, days_written,
-days_skipped, rows_written.
+_EPILOG = f"""\
+--json keys: {JSON_KEYS["export"]}.
 
 exit status: 0 exported (or already up to date); 2 bad input (an option, the settings,
 a version never logged, an unreadable manifest), the message on stderr; 3 the database

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_DID_NOT_PASS, EXIT_OK, fail
+from flows.json_keys import JSON_KEYS
 from flows.settings import ThermostatSettings
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _finish(text: str, payload: dict[str, Any], as_json: bool, complete: bool, w
          "temperature (each may instead be given below), optionally group, served_at (ISO 8601 with a timezone), "
          "label; JSON Lines: one row object a line, logits a list. A bad row is refused alone; a row already logged "
          "is reported unchanged.",
-    epilog="--json keys: file, received, written, unchanged, refused [{index, request_id, reason}].\n\n" + _EXIT,
+    epilog=f"--json keys: {JSON_KEYS['log']}.\n\n" + _EXIT,
 )
 @click.argument("file", metavar="FILE")
 @click.option("--model", metavar="NAME", help="model name of the rows without a model_name")
@@ -175,8 +176,7 @@ def labels_command() -> None:
          "predictions logged under those request ids (THERMOSTAT_PREDICTION_LOG_URL). Labels are write-once: a "
          "different label for a labelled request is a conflict, kept as it was; the same label again is unchanged. "
          "A bad row is refused alone.",
-    epilog="--json keys: file, received, attached, unchanged, conflicts [{request_id, existing_label, new_label}], "
-           "unknown [request ids], refused [{index, request_id, reason}].\n\n" + _EXIT,
+    epilog=f"--json keys: {JSON_KEYS['labels attach']}.\n\n" + _EXIT,
 )
 @click.argument("file", metavar="FILE")
 @click.option("--atomic", is_flag=True, help="all or nothing: a refused row writes nothing (exit 2)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import click
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
+from flows.json_keys import JSON_KEYS
 
 __all__ = ["command"]
 
@@ -27,6 +28,7 @@ def _show_or_clear(action: str, model_name: str, as_json: bool) -> int:
 
     import sqlalchemy as sa
 
+    from calibration import json_safe
     from flows.orchestration.locks import MissingLockStoreError, clear_lock, model_lock_name, show_lock
     from flows.settings import ThermostatSettings
     from monitoring import mask_url
@@ -43,8 +45,7 @@ def _show_or_clear(action: str, model_name: str, as_json: bool) -> int:
     except (sa.exc.SQLAlchemyError, OSError) as error:
         return fail(EXIT_COMPUTATION_FAILED, f"the lock table at {mask_url(url)} could not be read: {error}")
     if as_json:
-        print(json.dumps({"action": action, "model_name": model_name,
-                          "holder": None if holder is None else holder.to_dict()}))
+        print(json.dumps({"action": action, "model_name": model_name, "holder": json_safe(holder)}))
     elif holder is None:
         print(f"{model_lock_name(model_name)} is free")
     else:
@@ -53,7 +54,7 @@ def _show_or_clear(action: str, model_name: str, as_json: bool) -> int:
 
 
 _MODEL = click.argument("model_name", metavar="MODEL")
-_JSON = click.option("--json", "as_json", is_flag=True, help="print one JSON object: action, model_name, holder")
+_JSON = click.option("--json", "as_json", is_flag=True, help=f"print one JSON object: {JSON_KEYS['lock']}")
 
 
 @command.command("show", help="Who holds MODEL's lock now, and is it alive (creates nothing).")

@@ -5,9 +5,10 @@ Every command reads scored sets (``.npz``, ``.parquet`` or ``.csv``; see
 :mod:`flows.cli.commands`), and prints a readable, aligned report, or with ``--json`` exactly one
 JSON object on stdout, built from the results' own ``to_dict()``. Nothing is ever written to
 disk. NaN and infinities print as JSON ``null`` (undefined, e.g. the accuracy of an empty
-bin), so the output is always valid JSON. ``thermostat COMMAND --help`` lists the JSON keys
-(:data:`flows.cli.json_keys.JSON_KEYS`; a test holds them to the command's output on a small
-example, so the list cannot drift from the output).
+bin), so the output is always valid JSON. ``thermostat COMMAND --help`` lists the JSON keys of
+every command with ``--json`` (:data:`flows.json_keys.JSON_KEYS`, generated from the output's
+model or, for an analysis, from its output on a small example; a test generates them anew, so
+the list cannot drift from the output).
 
 The root is a click group with one table, :data:`COMMANDS`: each command's ``module:attribute``
 and its one-line help. ``thermostat --help`` lists the table without importing a command's
@@ -89,7 +90,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("flows.cli.serve_command:command", "serve the version MODEL@ALIAS points at with `mlflow models serve`, "
               "restarted on the new version when the alias moves (at once on a refitted event): serve MODEL [--alias "
               "champion] [--host H] [--port P]"),
-    "alerts": ("flows.orchestration.alerts:command", "install the alert automations (drift, refused refit, insufficient "
+    "alerts": ("flows.cli.alerts_command:command", "install the alert automations (drift, refused refit, insufficient "
                "data) and their notification block on the Prefect server: alerts install --webhook-url URL | --block "
                "NAME [--json]"),
     "setup-db": ("flows.cli.database_setup:command", "create the PostgreSQL databases and roles of a deployment (mlflow, "

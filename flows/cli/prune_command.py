@@ -20,6 +20,7 @@ import click
 from pydantic import TypeAdapter, ValidationError
 
 from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
+from flows.json_keys import JSON_KEYS
 from flows.settings import ThermostatSettings
 
 __all__ = ["command"]
@@ -37,10 +38,8 @@ runs stays for the next one. Unlabelled rows are not archived. Check runs are ma
 `mlflow gc` removes them for good); registration and refit runs are never touched.
 Idempotent: run it daily (the `prune` deployment does)."""
 
-_EPILOG = """\
---json keys: retention, cutoff, dry_run, log (cutoff, archive, dry_run, versions: model_name,
-model_version, rows_deleted, days_archived, rows_archived, days_already_archived, rows_kept),
-check_runs_deleted.
+_EPILOG = f"""\
+--json keys: {JSON_KEYS["prune"]}.
 
 exit status: 0 pruned (or nothing to prune); 2 bad input (no retention, one not longer than
 the monitor's window or longer than P36500D, no archive and no --no-archive, the settings),

@@ -83,16 +83,14 @@ the automations by name and updates them, so it can run at every deploy.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 from urllib.parse import urlsplit
 from uuid import UUID
 
-import click
 import httpx
 from prefect.blocks.notifications import CustomWebhookNotificationBlock
 from prefect.client.orchestration import SyncPrefectClient, get_client
@@ -100,8 +98,9 @@ from prefect.events.actions import SendNotification
 from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
+from pydantic import BaseModel, ConfigDict
 
-from flows.exit_status import EXIT_BAD_INPUT, EXIT_COMPUTATION_FAILED, EXIT_OK, fail
+from flows.defaults import DEFAULT_ALERT_BLOCK as DEFAULT_BLOCK_NAME
 from flows.records.situations import FLOW_RUN_CRASHED_EVENT, FLOW_RUN_FAILED_EVENT, SITUATIONS, Raiser, Situation
 from monitoring import mask_url, redact_credentials
 
@@ -115,12 +114,10 @@ __all__ = [
     "AlertsServerError",
     "InstallResult",
     "InstalledAutomation",
-    "command",
     "install_alerts",
     "webhook_block",
 ]
 
-DEFAULT_BLOCK_NAME: Final = "thermostat-alerts"
 # Prefect's rule for a block document's name (prefect.types.names.BlockDocumentName), checked before saving.
 _BLOCK_NAME: Final = re.compile(r"[a-z0-9-]+")
 _MODEL_VERSIONS: Final = {"prefect.resource.id": "mlmodel.*"}
@@ -479,27 +476,25 @@ class AlertsServerError(RuntimeError):
     """The Prefect API could not be reached or refused a request (exit 3)."""
 
 
-@dataclass(frozen=True, slots=True)
-class InstalledAutomation:
-    """One automation as installed: ``status`` is ``created`` or ``updated``; ``removed`` counts
-    duplicates of the same name that were deleted."""
+class InstalledAutomation(BaseModel):
+    """One automation as installed: ``status`` is ``created`` or ``updated``; ``removed_duplicates``
+    counts automations of the same name that were deleted."""
+
+    model_config = ConfigDict(frozen=True)
 
     key: str
     name: str
     event: str
     id: str
     status: Literal["created", "updated"]
-    removed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "name": self.name, "event": self.event, "id": self.id, "status": self.status,
-                "removed_duplicates": self.removed}
+    removed_duplicates: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class InstallResult:
-    """What :func:`install_alerts` did: the block the notifications go through, the automations.
-    ``api_url`` is the Prefect API with its credentials masked."""
+class InstallResult(BaseModel):
+    """What :func:`install_alerts` did (``--json``: its ``model_dump``): the block the notifications
+    go through, the automations. ``api_url`` is the Prefect API with its credentials masked."""
+
+    model_config = ConfigDict(frozen=True)
 
     api_url: str
     block: str
@@ -508,16 +503,11 @@ class InstallResult:
     destination: str | None
     automations: tuple[InstalledAutomation, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"api_url": self.api_url, "block": self.block, "block_id": self.block_id,
-                "block_status": self.block_status, "destination": self.destination,
-                "automations": [automation.to_dict() for automation in self.automations]}
-
     def text(self) -> str:
         where = f"; POSTs JSON to {self.destination}" if self.destination else ""
         lines = [f"notification block {self.block} ({self.block_status}, id {self.block_id}{where})"]
         for automation in self.automations:
-            removed = f"; {automation.removed} duplicate(s) removed" if automation.removed else ""
+            removed = f"; {automation.removed_duplicates} duplicate(s) removed" if automation.removed_duplicates else ""
             lines.append(f"automation {automation.name!r} on {automation.event}: {automation.status} "
                          f"(id {automation.id}{removed})")
         lines.append(f"on the Prefect server at {self.api_url}")
@@ -673,78 +663,10 @@ def _install(client: SyncPrefectClient, alert: AlertDefinition, block_id: UUID) 
     existing = client.read_automations_by_name(alert.name)
     if not existing:
         created = client.create_automation(automation)
-        return InstalledAutomation(alert.key, alert.name, alert.event, str(created), "created")
+        return InstalledAutomation(key=alert.key, name=alert.name, event=alert.event, id=str(created), status="created")
     keep, *extra = existing
     client.update_automation(keep.id, automation)
     for duplicate in extra:
         client.delete_automation(duplicate.id)
-    return InstalledAutomation(alert.key, alert.name, alert.event, str(keep.id), "updated", len(extra))
-
-
-# --------------------------------------------------------------------------- command line
-
-_DESCRIPTION = """\
-Install Thermostat's alerts on the Prefect server at PREFECT_API_URL: eleven automations that
-send a notification, one per model version, on
-
-\b
-  thermostat.calibration.drift              model, version, alias, ECE vs reference, p-value, MLflow run
-  thermostat.calibration.label-shift        the class mix moved (priors, prior test); no temperature refit
-  thermostat.calibration.refit_failed       the refused step, reason and escalation
-  thermostat.calibration.insufficient_data  the streak of checks with too few labelled rows
-  thermostat.calibration.undetermined       the streak of checks that could not establish calibration
-  thermostat.calibration.confidence_shift   notice: confidences shifted, a labelled check is scheduled
-  thermostat.calibration.unreadable         a serving version's record cannot be read: not checked
-
-or one per run of the refit flow that ends without refit_failed, on
-
-\b
-  prefect.flow-run.Crashed                  the refit's process or infrastructure died
-  prefect.flow-run.Failed                   the refit raised (e.g. the checkpoint could not be fetched)
-
-or one per run of the monitor or monitor-fleet flow that ends without a verdict, on
-
-\b
-  prefect.flow-run.Failed                   the check failed (any cause: no prediction log, MLflow down, ...)
-  prefect.flow-run.Crashed                  the check's process or infrastructure died
-
-through a Prefect notification block: --webhook-url saves a custom-webhook block that POSTs
-JSON {"text", "subject", "body", "source"} to the URL; --block uses a block already saved
-on the server (slack-webhook/NAME, sendgrid-email/NAME, ms-teams-webhook/NAME, ...).
-Idempotent: a re-run updates the automations (found by name) and the webhook block."""
-
-_EPILOG = """\
---json keys: api_url, block, block_id, block_status (saved|existing), destination,
-automations [{key, name, event, id, status (created|updated), removed_duplicates}].
-
-exit status: 0 installed; 2 bad input (a URL, a block name, an unknown block, PREFECT_API_URL
-not set or unreadable), the message on stderr names the flag or variable; 3 the Prefect server
-cannot be reached or refused a request. PREFECT_API_URL is shown with its credentials masked."""
-
-
-@click.group(help="Alerts through Prefect automations and notification blocks.")
-def command() -> None:
-    """``thermostat alerts``: its one subcommand, ``install``."""
-
-
-@command.command("install", help=_DESCRIPTION, epilog=_EPILOG,
-                 short_help="create or update the notification block and the alert automations")
-@click.option("--webhook-url", metavar="URL", help="POST the alerts as JSON to this http(s) URL")
-@click.option("--block", metavar="[TYPE/]NAME",
-              help="send the alerts through this saved notification block (any notification type)")
-@click.option("--block-name", default=DEFAULT_BLOCK_NAME, metavar="NAME",
-              help=f"with --webhook-url: the name of the custom-webhook block, lower-case letters, digits and dashes "
-                   f"(default {DEFAULT_BLOCK_NAME})")
-@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def _install_command(webhook_url: str | None, block: str | None, block_name: str, as_json: bool) -> int:
-    if block is not None and block_name != DEFAULT_BLOCK_NAME:
-        return fail(EXIT_BAD_INPUT, "--block-name names the webhook block --webhook-url saves; "
-                    "with --block give the existing block's name to --block")
-    try:  # exactly one of --webhook-url and --block: install_alerts says so (exit 2) before any request
-        result = install_alerts(webhook_url=webhook_url, block=block, block_name=block_name)
-    except AlertsConfigurationError as error:
-        return fail(EXIT_BAD_INPUT, str(error))
-    except AlertsServerError as error:
-        return fail(EXIT_COMPUTATION_FAILED, str(error))
-    print(json.dumps(result.to_dict(), indent=2) if as_json else result.text())
-    return EXIT_OK
+    return InstalledAutomation(key=alert.key, name=alert.name, event=alert.event, id=str(keep.id), status="updated",
+                               removed_duplicates=len(extra))

@@ -67,6 +67,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from calibration import JsonResult
 from flows.settings import ThermostatSettings
 from monitoring import mask_url
 
@@ -122,8 +123,9 @@ class MissingLockStoreError(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class LockHolder:
-    """Who holds a lock, and whether that holder can still be alive.
+class LockHolder(JsonResult):
+    """Who holds a lock, and whether that holder can still be alive (``to_dict``: its fields, times
+    in ISO 8601).
 
     ``alive`` is False when the holder's process is known to be gone (same machine, no such
     process), None when that cannot be known from here (another machine): then only the
@@ -139,13 +141,6 @@ class LockHolder:
     expires_at: datetime
     expired: bool
     alive: bool | None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name, "holder": self.holder, "machine": self.machine, "pid": self.pid,
-            "description": self.description, "acquired_at": self.acquired_at.isoformat(),
-            "expires_at": self.expires_at.isoformat(), "expired": self.expired, "alive": self.alive,
-        }
 
     @property
     def summary(self) -> str:

@@ -133,8 +133,8 @@ def record(outcome: CheckOutcome, version: RegisteredVersion, *, registry: Mlflo
     run_id = run_url = None
     if report is not None:
         run_id = progress.run_id = open_check_run(registry, check, settings)
-    context = CheckContext(version.aliases, start.isoformat(), end.isoformat(), settings.monitoring_experiment_name,
-                           run_id)
+    context = CheckContext(aliases=version.aliases, window_start=start.isoformat(), window_end=end.isoformat(),
+                           mlflow_experiment=settings.monitoring_experiment_name, mlflow_run_id=run_id)
     step = monitor_step(report, version.monitor, settings.drift, datetime.now(UTC), live=live, context=context,
                         correction=version.record.prior_correction)
     if report is not None and run_id is not None:

@@ -116,8 +116,8 @@ def monitor_step(
     --------
     >>> from datetime import UTC, datetime
     >>> from monitoring import DEFAULT_POLICY
-    >>> context = CheckContext(("champion",), "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00",
-    ...                        "thermostat-monitoring", None)
+    >>> context = CheckContext(aliases=("champion",), window_start="2026-01-01", window_end="2026-01-02",
+    ...                        mlflow_experiment="thermostat-monitoring", mlflow_run_id=None)
     >>> now = datetime(2026, 1, 2, tzinfo=UTC)
     >>> step = monitor_step(None, MonitorState(insufficient_streak=2), DEFAULT_POLICY, now, live=True, context=context)
     >>> [planned.event for planned in step.events], step.state.insufficient_streak
@@ -132,14 +132,14 @@ def monitor_step(
     shift_quiet = state.last_confidence_shift_at is not None and now < state.last_confidence_shift_at + policy.cooldown
     if (report is not None and not report.refit_recommended and live and warning is not None and warning.shifted
             and not shift_quiet):
-        events.append(PlannedEvent(ConfidenceShiftEvent(warning.to_dict(), context),
+        events.append(PlannedEvent(ConfidenceShiftEvent(warning=warning.to_dict(), context=context),
                                    {"last_confidence_shift_at": now}))
     label_shift = _label_shift(report, state, policy, now, live=live, context=context, correction=correction)
     if label_shift is not None:
         events.append(label_shift)
     if live and streak >= policy.insufficient_data_streak and streak % policy.insufficient_data_streak == 0:
         events.append(PlannedEvent(InsufficientDataEvent(
-            context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,
+            context=context, streak=streak, n=0 if report is None else report.n, min_window=policy.min_window,
             predicted_accuracy=None if warning is None else json_safe(warning.predicted_accuracy)), {}))
     undetermined = state.undetermined_streak
     if live:
@@ -154,7 +154,7 @@ def _undetermined_event(report: DriftReport, streak: int, context: CheckContext)
     """The event of a run of ``streak`` undetermined checks: what would decide, and the window's T."""
     test = report.temperature_test
     return UndeterminedEvent(
-        context, streak=streak, n=report.n, rows_to_decide=report.rows_to_decide, temperature=report.temperature,
+        context=context, streak=streak, n=report.n, rows_to_decide=report.rows_to_decide, temperature=report.temperature,
         window_temperature=None if test is None else json_safe(test.window_temperature),
         window_temperature_low=None if test is None else json_safe(test.window_temperature_low),
         window_temperature_high=None if test is None else json_safe(test.window_temperature_high),
@@ -170,7 +170,7 @@ def _drift_event(report: DriftReport | None, state: MonitorState, now: datetime,
     on_sent: dict[str, Any] = {"last_drift_event_at": now}
     if report.sequential is not None:
         on_sent["sequential"] = report.sequential.state
-    return PlannedEvent(DriftEvent(drift_payload(report), context), on_sent), state.sequential
+    return PlannedEvent(DriftEvent(report=drift_payload(report), context=context), on_sent), state.sequential
 
 
 def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftPolicy, now: datetime, *, live: bool,
@@ -191,7 +191,7 @@ def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftP
     last = state.last_label_shift_at
     if last is not None and now < last + policy.cooldown:
         return None
-    return PlannedEvent(LabelShiftEvent(label_shift_payload(report, undo=undo), context), {"last_label_shift_at": now})
+    return PlannedEvent(LabelShiftEvent(diagnosis=label_shift_payload(report, undo=undo), context=context), {"last_label_shift_at": now})
 
 
 def _still_fits(correction: PriorCorrection | None, test: PriorShiftTest) -> bool:

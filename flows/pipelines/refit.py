@@ -469,7 +469,7 @@ def _failed(
     except Exception:
         emit_refit_event(event, parent, alias, cause)
         raise
-    event_id = emit_refit_event(replace(event, mlflow_run_id=run_id), parent, alias, cause)
+    event_id = emit_refit_event(event.model_copy(update={"mlflow_run_id": run_id}), parent, alias, cause)
     outcome = replace(outcome, event_id=event_id)
     publish_report(outcome)
     return outcome

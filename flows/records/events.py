@@ -2,7 +2,7 @@
 
 An automation (``prefect.yaml``'s refit trigger, the alert templates of ``thermostat alerts
 install``) reads an event's payload by key; each key it may read is declared here, by the type
-that writes it (:meth:`EventPayload.keys`), and a test holds every key read in ``prefect.yaml``
+that writes it (:meth:`EventPayload.payload_keys`), and a test holds every key read in ``prefect.yaml``
 and in the templates to these declarations. Payloads are JSON-safe (NaN as None, times ISO 8601).
 
 ``thermostat.calibration.drift`` (:class:`DriftEvent`)
@@ -37,10 +37,11 @@ No Prefect here (:mod:`flows.orchestration.events` emits them), no MLflow.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic.fields import FieldInfo
 
 from calibration import json_safe
 from monitoring import DRIFT_PAYLOAD_KEYS, LABEL_SHIFT_PAYLOAD_KEYS
@@ -73,42 +74,21 @@ VERIFICATION_KEYS: Final = (
 _CAUSE_KEYS: Final = ("drift_event_id", "drift_run_id")
 
 
-class EventPayload:
-    """A typed event payload: ``EVENT`` its name, :meth:`to_payload` what is emitted, :meth:`keys`
-    every key that may be in it."""
-
-    __slots__ = ()
-    EVENT: ClassVar[str]
-
-    def to_payload(self) -> dict[str, Any]:
-        """The JSON-safe payload: the dataclass's fields, flattened where a field is a mapping."""
-        payload: dict[str, Any] = {}
-        for item in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, item.name)
-            if item.metadata.get("flat"):
-                payload |= dict(value.to_payload() if isinstance(value, CheckContext) else value)
-            else:
-                payload[item.name] = value
-        return {key: json_safe(value) for key, value in payload.items()}
-
-    @classmethod
-    def keys(cls) -> frozenset[str]:
-        """Every key the payload may hold (what an automation may read)."""
-        found: set[str] = set()
-        for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-            found |= set(item.metadata.get("keys", ())) if item.metadata.get("flat") else {item.name}
-        return frozenset(found)
-
-
-def _flat(*keys: tuple[str, ...]) -> Any:
+def _spread(*keys: tuple[str, ...]) -> Any:
     """A field whose mapping is spread into the payload; ``keys`` are the keys it may hold."""
-    return field(metadata={"flat": True, "keys": tuple(key for group in keys for key in group)})
+    return Field(json_schema_extra={"spread": [key for group in keys for key in group]})
 
 
-@dataclass(frozen=True, slots=True)
-class CheckContext:
+def _spread_keys(info: FieldInfo) -> list[str] | None:
+    extra = info.json_schema_extra
+    return extra.get("spread") if isinstance(extra, dict) else None  # type: ignore[return-value]
+
+
+class CheckContext(BaseModel):
     """Where a monitor event comes from: the serving aliases, the window, the check's MLflow run
     (None when the check wrote none: a version that never logged) and its experiment."""
+
+    model_config = ConfigDict(frozen=True)
 
     aliases: tuple[str, ...]
     window_start: str
@@ -116,59 +96,77 @@ class CheckContext:
     mlflow_experiment: str
     mlflow_run_id: str | None
 
-    KEYS: ClassVar[tuple[str, ...]] = ("aliases", "window_start", "window_end", "mlflow_experiment", "mlflow_run_id")
+
+_CONTEXT_KEYS: Final = tuple(CheckContext.model_fields)
+
+
+class EventPayload(BaseModel):
+    """A typed event payload: ``EVENT`` its name, :meth:`to_payload` what is emitted, :meth:`payload_keys`
+    every key that may be in it. A field declared with ``_spread`` (a mapping, or the check's
+    :class:`CheckContext`) is spread into the payload, its keys declared beside it."""
+
+    model_config = ConfigDict(frozen=True)
+    EVENT: ClassVar[str]
 
     def to_payload(self) -> dict[str, Any]:
-        return {"aliases": list(self.aliases), "window_start": self.window_start, "window_end": self.window_end,
-                "mlflow_experiment": self.mlflow_experiment, "mlflow_run_id": self.mlflow_run_id}
+        """The JSON-safe payload: the fields (computed ones too), a spread field's keys in its place."""
+        payload: dict[str, Any] = {}
+        for name, value in self.model_dump().items():
+            info = type(self).model_fields.get(name)
+            payload |= value if info is not None and _spread_keys(info) is not None else {name: value}
+        return {key: json_safe(value) for key, value in payload.items()}
+
+    @classmethod
+    def payload_keys(cls) -> frozenset[str]:
+        """Every key the payload may hold (what an automation may read)."""
+        found = set(cls.model_computed_fields)
+        for name, info in cls.model_fields.items():
+            spread = _spread_keys(info)
+            found |= {name} if spread is None else set(spread)
+        return frozenset(found)
 
 
-@dataclass(frozen=True, slots=True)
 class DriftEvent(EventPayload):
     """The drift event: the check's flat report (``drift_payload``) and its context."""
 
     EVENT: ClassVar[str] = DRIFT_EVENT
-    report: Mapping[str, Any] = _flat(DRIFT_PAYLOAD_KEYS)
-    context: CheckContext = _flat(CheckContext.KEYS)
+    report: Mapping[str, Any] = _spread(DRIFT_PAYLOAD_KEYS)
+    context: CheckContext = _spread(_CONTEXT_KEYS)
 
 
-@dataclass(frozen=True, slots=True)
 class LabelShiftEvent(EventPayload):
     """A check diagnosed as a label shift: :func:`monitoring.label_shift_payload` and the check's context."""
 
     EVENT: ClassVar[str] = LABEL_SHIFT_EVENT
-    diagnosis: Mapping[str, Any] = _flat(LABEL_SHIFT_PAYLOAD_KEYS)
-    context: CheckContext = _flat(CheckContext.KEYS)
+    diagnosis: Mapping[str, Any] = _spread(LABEL_SHIFT_PAYLOAD_KEYS)
+    context: CheckContext = _spread(_CONTEXT_KEYS)
 
 
-@dataclass(frozen=True, slots=True)
 class ConfidenceShiftEvent(EventPayload):
     """The early warning's event: :class:`monitoring.EarlyWarning`'s fields and the check's context."""
 
     EVENT: ClassVar[str] = CONFIDENCE_SHIFT_EVENT
-    warning: Mapping[str, Any] = _flat((
+    warning: Mapping[str, Any] = _spread((
         "temperature", "n", "labelled", "tested", "shifted", "direction", "predicted_accuracy",
         "predicted_accuracy_low", "predicted_accuracy_high", "mean_confidence", "reference_n",
         "reference_mean_confidence", "reference_accuracy", "confidence_shift", "statistic", "bins", "p_value",
         "level", "min_rows", "labelled_accuracy", "labelled_predicted_accuracy", "confidence_level", "test", "rebinned",
         "accuracy_method"))
-    context: CheckContext = _flat(CheckContext.KEYS)
+    context: CheckContext = _spread(_CONTEXT_KEYS)
 
 
-@dataclass(frozen=True, slots=True)
 class InsufficientDataEvent(EventPayload):
     """Too few labelled rows ``streak`` checks in a row: the latest window's ``n`` against ``min_window``,
     and the early warning's predicted accuracy meanwhile (None without one)."""
 
     EVENT: ClassVar[str] = INSUFFICIENT_DATA_EVENT
-    context: CheckContext = _flat(CheckContext.KEYS)
+    context: CheckContext = _spread(_CONTEXT_KEYS)
     streak: int = 0
     n: int = 0
     min_window: int = 0
     predicted_accuracy: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class UndeterminedEvent(EventPayload):
     """No drift seen but calibration not established ``streak`` checks in a row: the latest window's
     ``n`` and ``rows_to_decide`` (None: no window size decides, the reference's own interval is too
@@ -176,7 +174,7 @@ class UndeterminedEvent(EventPayload):
     ``margin``: the policy's equivalence margin, within which calibration was not established."""
 
     EVENT: ClassVar[str] = UNDETERMINED_EVENT
-    context: CheckContext = _flat(CheckContext.KEYS)
+    context: CheckContext = _spread(_CONTEXT_KEYS)
     streak: int = 0
     n: int = 0
     rows_to_decide: int | None = None
@@ -187,7 +185,6 @@ class UndeterminedEvent(EventPayload):
     margin: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class RefitFailedEvent(EventPayload):
     """A refit that registered nothing: the step that refused, why, the escalation (None: a new
     temperature may still fix it later), the version and its window, the verification when it ran,
@@ -206,30 +203,35 @@ class RefitFailedEvent(EventPayload):
     window_end: str
     mlflow_run_id: str | None
     mlflow_experiment: str
-    verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
-    cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+    verification: Mapping[str, Any] = _spread(VERIFICATION_KEYS)
+    cause: Mapping[str, Any] = _spread(_CAUSE_KEYS)
     retry_at: str | None = None
     """When the retry this refit scheduled starts (refused as fitted on too little drifted data); None: none."""
     retry_flow_run_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class RefittedEvent(EventPayload):
     """A refit that registered ``new_version`` of ``model_name`` and moved ``alias`` to it: what a
     serving deployment needs to roll (``model_uri``, ``models:/NAME/VERSION``: exactly that version,
     whatever the alias does next; T with its interval, the gate threshold), its parent, the
     verification and the cause.
 
+    Read back from its payload (what a serving hook receives) by ``model_validate``: the
+    verification's and the cause's keys are gathered back into their fields.
+
     Examples
     --------
     >>> event = RefittedEvent(model_name="tickets", new_version="4", alias="champion", temperature=1.8,
     ...                       temperature_interval=(1.7, 1.9), gate_threshold=0.91, parent_version="3",
-    ...                       parent_temperature=1.2, verification={}, cause={})
+    ...                       parent_temperature=1.2, verification={"verify_n": 600}, cause={})
     >>> event.model_uri, event.to_payload()["temperature_interval"]
     ('models:/tickets/4', [1.7, 1.9])
+    >>> RefittedEvent.model_validate(event.to_payload()) == event
+    True
     """
 
     EVENT: ClassVar[str] = REFITTED_EVENT
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
     model_name: str
     new_version: str
     alias: str
@@ -238,48 +240,25 @@ class RefittedEvent(EventPayload):
     gate_threshold: float | None
     parent_version: str
     parent_temperature: float
-    model_uri: str = field(init=False)
-    verification: Mapping[str, Any] = _flat(VERIFICATION_KEYS)
-    cause: Mapping[str, Any] = _flat(_CAUSE_KEYS)
+    verification: Mapping[str, Any] = _spread(VERIFICATION_KEYS)
+    cause: Mapping[str, Any] = _spread(_CAUSE_KEYS)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "model_uri", f"models:/{self.model_name}/{self.new_version}")
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_uri(self) -> str:
+        return f"models:/{self.model_name}/{self.new_version}"
 
+    @model_validator(mode="before")
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> RefittedEvent:
-        """The event read back from its payload (what a serving hook receives).
-
-        Raises
-        ------
-        ValueError
-            If a key the event always carries is missing (an event from an older release: it
-            had no ``model_name`` or ``alias``).
-
-        Examples
-        --------
-        >>> event = RefittedEvent(model_name="tickets", new_version="4", alias="champion", temperature=1.8,
-        ...                       temperature_interval=None, gate_threshold=None, parent_version="3",
-        ...                       parent_temperature=1.2, verification={"verify_n": 600}, cause={})
-        >>> RefittedEvent.from_payload(event.to_payload()) == event
-        True
-        """
-        missing = sorted({"model_name", "new_version", "alias", "temperature", "parent_version",
-                          "parent_temperature"} - set(payload))
-        if missing:
-            raise ValueError(f"a {REFITTED_EVENT} payload without {missing}: not one this release writes")
-        interval = payload.get("temperature_interval")
-        return cls(
-            model_name=str(payload["model_name"]), new_version=str(payload["new_version"]), alias=str(payload["alias"]),
-            temperature=float(payload["temperature"]),
-            temperature_interval=None if interval is None else (float(interval[0]), float(interval[1])),
-            gate_threshold=None if payload.get("gate_threshold") is None else float(payload["gate_threshold"]),
-            parent_version=str(payload["parent_version"]), parent_temperature=float(payload["parent_temperature"]),
-            verification={key: payload[key] for key in VERIFICATION_KEYS if key in payload},
-            cause={key: payload[key] for key in _CAUSE_KEYS if key in payload},
-        )
+    def _gathered(cls, values: Any) -> Any:
+        """A payload (spread keys at the top) gathered back into the fields; a model's own fields pass."""
+        if not isinstance(values, Mapping) or "verification" in values:
+            return values
+        fields = {key: value for key, value in values.items() if key in cls.model_fields}
+        return fields | {"verification": {key: values[key] for key in VERIFICATION_KEYS if key in values},
+                         "cause": {key: values[key] for key in _CAUSE_KEYS if key in values}}
 
 
-@dataclass(frozen=True, slots=True)
 class UnreadableVersionEvent(EventPayload):
     """A serving version the monitor could not check: why its registration record cannot be read
     (``problem``), the aliases that point at it, the window it was not checked for, and the flow

@@ -21,7 +21,7 @@ import pytest
 
 from calibration import ScoredSet, json_safe
 from flows.cli import commands
-from flows.cli.json_keys import JSON_KEYS
+from flows.json_keys import JSON_KEYS, model_keys
 from flows.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,7 +56,8 @@ def _packages(modules: set[str]) -> set[str]:
     "argv",
     [["--help"], ["--version"], *([command, "--help"] for command in CORE_COMMANDS), ["fit"],
      ["evaluate", "data.npz", "--bins", "many"], ["demo", "--help"], ["setup-db", "--help"], ["lock", "--help"],
-     ["export", "--help"], ["serve", "--help"]],
+     ["export", "--help"], ["serve", "--help"], ["alerts", "install", "--help"], ["prune", "--help"],
+     ["log", "--help"], ["labels", "attach", "--help"]],
     ids=lambda argv: " ".join(argv),
 )
 def test_parsing_the_arguments_loads_no_heavy_module(argv: list[str]) -> None:
@@ -127,9 +128,24 @@ def _json_keys(name: str) -> str:
     return "; ".join(described)
 
 
+def _model_outputs() -> dict[str, str]:
+    """The --json keys of the commands whose output is a model, from the model (with the keys the
+    command puts beside it)."""
+    from flows.cli.database_setup import DatabaseSetup
+    from flows.ingest.payloads import IngestAnswer, LabelAnswer
+    from flows.orchestration.alerts import InstallResult
+    from flows.orchestration.locks import LockHolder
+    from flows.pipelines.retention import PruneReport
+    from monitoring import ExportResult
+
+    return {"export": model_keys(ExportResult), "prune": model_keys(PruneReport), "setup-db": model_keys(DatabaseSetup),
+            "alerts install": model_keys(InstallResult), "lock": f"action, model_name, holder {{{model_keys(LockHolder)}}}",
+            "log": f"file, {model_keys(IngestAnswer)}", "labels attach": f"file, {model_keys(LabelAnswer)}"}
+
+
 def test_every_analysis_command_is_in_the_table_and_has_its_one_line_help() -> None:
     analyses = {name for name, (target, _) in COMMANDS.items() if target.startswith("flows.cli.commands:")}
-    assert analyses == set(_EXAMPLES) == set(JSON_KEYS)
+    assert analyses == set(_EXAMPLES) and set(JSON_KEYS) == analyses | set(_model_outputs())
     for name in analyses:
         command = getattr(commands, name)
         assert isinstance(command, commands.Analysis) and command.name == name
@@ -138,9 +154,9 @@ def test_every_analysis_command_is_in_the_table_and_has_its_one_line_help() -> N
 
 
 def test_the_listed_json_keys_are_the_commands_output() -> None:
-    generated = {name: _json_keys(name) for name in _EXAMPLES}
+    generated = {name: _json_keys(name) for name in _EXAMPLES} | _model_outputs()
     assert generated == JSON_KEYS, (
-        "a command's --json output changed: replace JSON_KEYS in flows/cli/json_keys.py with\n"
+        "a command's --json output changed: replace JSON_KEYS in flows/json_keys.py with\n"
         + pprint.pformat(generated, width=120)
     )
 

@@ -46,7 +46,8 @@ from monitoring import (
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 NOW = T0 + 3 * HOUR
-CONTEXT = CheckContext(("champion",), (T0 + 2 * HOUR).isoformat(), NOW.isoformat(), "thermostat-monitoring", "run1")
+CONTEXT = CheckContext(aliases=("champion",), window_start=(T0 + 2 * HOUR).isoformat(), window_end=NOW.isoformat(),
+                       mlflow_experiment="thermostat-monitoring", mlflow_run_id="run1")
 
 
 def _rows(n: int, temperature: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +215,7 @@ def test_a_label_shift_emits_the_label_shift_event_and_no_drift_event() -> None:
     step = monitor_step(report, MonitorState(), DEFAULT_POLICY, NOW, live=True, context=CONTEXT)
     assert _events(step) == [LABEL_SHIFT_EVENT]
     payload = step.events[0].payload.to_payload()
-    assert set(payload) == LabelShiftEvent.keys()
+    assert set(payload) == LabelShiftEvent.payload_keys()
     assert (payload["shift_kind"], payload["shift_fix"], payload["confirmed"], payload["fired"]) == (
         "label_shift", "prior_correction", True, True)
     assert payload["priors"][0] == pytest.approx(0.5, abs=0.05) and payload["reference_priors"][0] < 0.3

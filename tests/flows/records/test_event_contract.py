@@ -3,7 +3,7 @@
 ``prefect.yaml``'s triggers and the alert templates (``thermostat alerts install``) read event
 payloads by key, in Jinja; a key renamed or dropped on the writing side would render as empty
 text in an alert, or start a refit on the wrong window, with no error anywhere. The writers
-declare their keys (:meth:`flows.records.events.EventPayload.keys`); this test reads every
+declare their keys (:meth:`flows.records.events.EventPayload.payload_keys`); this test reads every
 ``event.payload.<key>`` / ``event.payload['<key>']`` in the two places and holds it to them.
 """
 
@@ -50,7 +50,7 @@ def test_every_key_prefect_yaml_reads_is_in_its_events_payload() -> None:
                 if payload is None:  # not one of Thermostat's events (e.g. Prefect's own): no payload keys read
                     assert not read, (deployment["name"], event, read)
                     continue
-                missing = read - payload.keys()
+                missing = read - payload.payload_keys()
                 assert not missing, f"prefect.yaml's {deployment['name']} trigger reads {sorted(missing)} of {event}"
                 checked += len(read)
     assert checked >= 3, "the refit trigger reads the drift event's window and run"
@@ -63,23 +63,22 @@ def test_every_key_an_alert_template_reads_is_in_its_events_payload() -> None:
         payload = EVENT_PAYLOADS.get(alert.event)
         if payload is None:
             continue  # Prefect's flow-run state events: their templates read the flow run, not a payload
-        missing = read - payload.keys()
+        missing = read - payload.payload_keys()
         assert not missing, f"the alert {alert.key!r} reads {sorted(missing)}, which {payload.__name__} never writes"
         checked += len(read)
     assert checked > 30
 
 
 def test_a_payload_writes_exactly_the_keys_it_declares() -> None:
-    from dataclasses import fields
-
-    context = CheckContext(("champion",), "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00", "m", "run")
-    drift = DriftEvent(dict.fromkeys(DRIFT_PAYLOAD_KEYS), context)
-    assert set(drift.to_payload()) == DriftEvent.keys() and DRIFT_EVENT == drift.EVENT
+    context = CheckContext(aliases=("champion",), window_start="2026-01-01T00:00:00+00:00",
+                           window_end="2026-01-02T00:00:00+00:00", mlflow_experiment="m", mlflow_run_id="run")
+    drift = DriftEvent(report=dict.fromkeys(DRIFT_PAYLOAD_KEYS), context=context)
+    assert set(drift.to_payload()) == DriftEvent.payload_keys() and DRIFT_EVENT == drift.EVENT
     refused = RefitFailedEvent(reason="r", step="verify", escalation=None, model_name="m", model_version="1",
                                alias="champion", temperature=1.0, baseline_ece=0.01, window_start="a", window_end="b",
                                mlflow_run_id=None, mlflow_experiment="e", verification={}, cause={})
     written = set(refused.to_payload())
-    assert written <= RefitFailedEvent.keys() and {f.name for f in fields(RefitFailedEvent)} - {
+    assert written <= RefitFailedEvent.payload_keys() and set(RefitFailedEvent.model_fields) - {
         "verification", "cause"} <= written
     refitted = RefittedEvent(model_name="m", new_version="2", alias="champion", temperature=1.5,
                              temperature_interval=(1.4, 1.6), gate_threshold=0.9, parent_version="1",
@@ -87,10 +86,10 @@ def test_a_payload_writes_exactly_the_keys_it_declares() -> None:
     payload = refitted.to_payload()
     # What a serving deployment rolls on: the version's own URI, the alias, T with its interval, the gate.
     assert {"model_name", "new_version", "model_uri", "alias", "temperature", "temperature_interval",
-            "gate_threshold"} <= set(payload) <= RefittedEvent.keys()
-    assert payload["model_uri"] == "models:/m/2" and RefittedEvent.from_payload(payload) == refitted
+            "gate_threshold"} <= set(payload) <= RefittedEvent.payload_keys()
+    assert payload["model_uri"] == "models:/m/2" and RefittedEvent.model_validate(payload) == refitted
 
 
 def test_the_check_would_see_a_renamed_key() -> None:
     """Not vacuous: a template reading a key no payload writes is caught."""
-    assert payload_keys_read("{{ event.payload.ece_estimat }}") - DriftEvent.keys() == {"ece_estimat"}
+    assert payload_keys_read("{{ event.payload.ece_estimat }}") - DriftEvent.payload_keys() == {"ece_estimat"}

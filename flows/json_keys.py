@@ -1,13 +1,57 @@
 """The ``--json`` keys each command prints, as ``thermostat COMMAND --help`` lists them.
 
-Kept here, not computed for each ``--help`` (that would load the numeric core to run the
-command on an example): ``tests/flows/cli/test_cli_startup.py`` runs every command on its small
-example and fails, printing this table anew, when a command's output and this list disagree.
+Generated, then kept here so that ``--help`` imports no model and runs no command:
+``tests/flows/cli/test_cli_startup.py`` generates the table anew and fails, printing it, when it
+differs from this copy. A command whose output is one model (``export``, ``prune``, ``setup-db``,
+``alerts install``, ``lock``, ``log``, ``labels attach``) is described by :func:`model_keys` from
+that model's fields; an analysis command (its output joins several results) by running it on a
+small example with each of its options that adds keys.
 """
 
 from __future__ import annotations
 
-__all__ = ["JSON_KEYS"]
+import dataclasses
+import types
+import typing
+from typing import Any, Literal
+
+__all__ = ["JSON_KEYS", "model_keys"]
+
+
+def _described(name: str, annotation: Any) -> str:
+    """``name`` with what its value holds: ``{keys}`` for a model, ``[{keys}]`` for a list of them,
+    ``(a|b)`` for a choice of words."""
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return _described(name, args[0])
+    if typing.get_origin(annotation) is Literal:
+        return f"{name} ({'|'.join(map(str, args))})"
+    if typing.get_origin(annotation) in (tuple, list) and args and _is_model(args[0]):
+        return f"{name} [{{{model_keys(args[0])}}}]"
+    return f"{name} {{{model_keys(annotation)}}}" if _is_model(annotation) else name
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and (hasattr(annotation, "model_fields") or dataclasses.is_dataclass(annotation))
+
+
+def model_keys(model: type) -> str:
+    """The keys of ``model``'s JSON form, in order: a pydantic model's fields (by their
+    serialization alias) and computed fields, or a dataclass's fields. Imports nothing: the
+    command line reads the table, and only its test calls this.
+
+    >>> from flows.cli.database_setup import DatabaseSetup
+    >>> model_keys(DatabaseSetup)
+    'steps [{subject, action (created|updated|unchanged), detail}], urls, changed'
+    """
+    if dataclasses.is_dataclass(model):
+        hints = typing.get_type_hints(model)
+        return ", ".join(_described(item.name, hints[item.name]) for item in dataclasses.fields(model))
+    pydantic: Any = model
+    keys = [_described(info.serialization_alias or name, info.annotation) for name, info in pydantic.model_fields.items()]
+    keys += [_described(name, info.return_type) for name, info in pydantic.model_computed_fields.items()]
+    return ", ".join(keys)
+
 
 JSON_KEYS: dict[str, str] = {
     "fit": (
@@ -90,5 +134,30 @@ JSON_KEYS: dict[str, str] = {
         "seed, min_bin_count, cooldown, cusum_reference, cusum_threshold, sequential_min_rows, "
         "sequential_escalate_after, label_settle_time, confidence_shift_level, shift_min_rows, "
         "diagnosis_level, prior_shift_level, prior_min_rows, prior_sample_capacity, insufficient_data_streak, undetermined_streak}"
+    ),
+    "export": (
+        "directory, model_name, model_version, until, n_classes, days_written, days_skipped, rows_written"
+    ),
+    "prune": (
+        "retention, cutoff, dry_run, log {cutoff, archive, dry_run, versions [{model_name, model_version, "
+        "rows_deleted, days_archived, rows_archived, days_already_archived, rows_kept}]}, check_runs_deleted"
+    ),
+    "setup-db": (
+        "steps [{subject, action (created|updated|unchanged), detail}], urls, changed"
+    ),
+    "alerts install": (
+        "api_url, block, block_id, block_status (saved|existing), destination, automations [{key, name, event, "
+        "id, status (created|updated), removed_duplicates}]"
+    ),
+    "lock": (
+        "action, model_name, holder {name, holder, machine, pid, description, acquired_at, expires_at, expired, "
+        "alive}"
+    ),
+    "log": (
+        "file, received, written, unchanged, refused [{index, request_id, reason}]"
+    ),
+    "labels attach": (
+        "file, received, attached, unchanged, conflicts [{request_id, existing_label, new_label}], unknown, "
+        "refused [{index, request_id, reason}]"
     ),
 }

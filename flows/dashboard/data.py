@@ -38,12 +38,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy.engine import make_url
+
+from calibration import JsonResult
 
 from flows.orchestration.runtime import prefect_ui_url
 from flows.records.corrections import CorrectionProvenance
@@ -94,33 +96,8 @@ ALERT_KINDS: Final = tuple(situation.key for situation in DASHBOARD_SITUATIONS)
 """The kinds the dashboard can raise, in its order."""
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _json_value(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_value(v) for v in value]
-    return value
-
-
-class _Serialisable:
-    """``to_dict()``: a JSON-safe dict of a frozen dataclass (times ISO 8601, NaN as None)."""
-
-    __slots__ = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        value = _json_value(self)
-        assert isinstance(value, dict)
-        return value
-
-
 @dataclass(frozen=True, slots=True)
-class Thresholds(_Serialisable):
+class Thresholds(JsonResult):
     """The limits of a drift policy drawn on the charts and named in the alerts: a check's (the
     policy it recorded), or the dashboard's settings' (for a check written before policies were
     recorded, and the page's header)."""
@@ -139,7 +116,7 @@ class Thresholds(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class Check(_Serialisable):
+class Check(JsonResult):
     """One monitor check of one version (an MLflow run of the monitoring experiment); ``verdict``
     ``failed`` with its ``error`` when the check failed."""
 
@@ -192,7 +169,7 @@ class Check(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class ServedTraffic(_Serialisable):
+class ServedTraffic(JsonResult):
     """A version's predictions in the prediction log since ``since``."""
 
     since: datetime
@@ -204,7 +181,7 @@ class ServedTraffic(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class VersionInfo(_Serialisable):
+class VersionInfo(JsonResult):
     """A registered version: its record's numbers, where it came from, its traffic."""
 
     model_name: str
@@ -237,7 +214,7 @@ class VersionInfo(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class Refit(_Serialisable):
+class Refit(JsonResult):
     """A refit: ``registered`` (a new version) or ``failed`` (refused or not verified)."""
 
     at: datetime
@@ -257,7 +234,7 @@ class Refit(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class AliasMove(_Serialisable):
+class AliasMove(JsonResult):
     """An alias put on a version by a registration (post-finetune or refit)."""
 
     at: datetime
@@ -269,7 +246,7 @@ class AliasMove(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class Reliability(_Serialisable):
+class Reliability(JsonResult):
     """A reliability table (one row per bin) read from a check's ``check/report.json``."""
 
     n: int
@@ -280,7 +257,7 @@ class Reliability(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class AliasView(_Serialisable):
+class AliasView(JsonResult):
     """One serving alias of a model: who holds it, who held it (as seen by checks and
     registrations), the latest check's reliability and the registration's diagram."""
 
@@ -296,7 +273,7 @@ class AliasView(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class ModelState(_Serialisable):
+class ModelState(JsonResult):
     """Everything about one registered model, oldest first."""
 
     name: str
@@ -332,7 +309,7 @@ class ModelState(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class Alert(_Serialisable):
+class Alert(JsonResult):
     """An open alert: one of the situations of :data:`flows.records.situations.DASHBOARD_SITUATIONS`
     on a serving version (``kind``), linked to the check or refit that raised it."""
 
@@ -350,7 +327,7 @@ class Alert(_Serialisable):
 
 
 @dataclass(frozen=True, slots=True)
-class DashboardState(_Serialisable):
+class DashboardState(JsonResult):
     """What the dashboard shows, gathered at ``generated_at``."""
 
     generated_at: datetime

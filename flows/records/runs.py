@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
+from flows.records.outcomes import shortened
 from flows.records.stored import StoredRun
 from flows.records.versions import INSUFFICIENT_STREAK_TAG, RegisteredVersion, aware_time, json_object_tag
 from monitoring import DriftPolicy, DriftReport, drift_metric_names, drift_metrics, group_metric_key
@@ -98,10 +99,6 @@ _NONE = "none"
 _REFIT_TAG_PREFIX = "thermostat.refit."
 VERSION_DRIFT_TAG_PREFIX: Final = "refit_"
 """A refit's version names its :class:`DriftCause` in ``refit_drift_event_id`` / ``refit_drift_run_id``."""
-
-
-def _shortened(text: str) -> str:
-    return text if len(text) <= _TAG_LIMIT else text[: _TAG_LIMIT - 5] + " ..."
 
 
 def model_slug(model_name: str) -> str:
@@ -271,7 +268,7 @@ class RefitRecord:
             _WINDOW_END: self.window_end,
             "thermostat.refit.status": self.status,
             "thermostat.refit.step": self.step or _NONE,
-            "thermostat.refit.reason": _shortened(self.reason),
+            "thermostat.refit.reason": shortened(self.reason, _TAG_LIMIT),
             "thermostat.refit.escalation": self.escalation or _NONE,
             "thermostat.refit.new_version": self.new_version or _NONE,
         }
@@ -350,7 +347,7 @@ class CheckFailure:
 
     def to_tags(self) -> dict[str, str]:
         """``thermostat.verdict`` = ``failed`` and ``thermostat.check_error``."""
-        return {VERDICT_TAG: FAILED_VERDICT, CHECK_ERROR_TAG: _shortened(self.error)}
+        return {VERDICT_TAG: FAILED_VERDICT, CHECK_ERROR_TAG: shortened(self.error, _TAG_LIMIT)}
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str], status: str) -> CheckFailure | None:

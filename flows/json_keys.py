@@ -36,8 +36,8 @@ def _is_model(annotation: Any) -> bool:
 
 
 def model_keys(model: type) -> str:
-    """The keys of ``model``'s JSON form, in order: a pydantic model's fields (by their
-    serialization alias) and computed fields, or a dataclass's fields. Imports nothing: the
+    """The keys of ``model``'s JSON form, in order: a pydantic model's fields and computed
+    fields (its ``model_dump``), or a dataclass's fields (its ``JsonResult.to_dict``). Imports nothing: the
     command line reads the table, and only its test calls this.
 
     >>> from flows.cli.database_setup import DatabaseSetup
@@ -48,7 +48,7 @@ def model_keys(model: type) -> str:
         hints = typing.get_type_hints(model)
         return ", ".join(_described(item.name, hints[item.name]) for item in dataclasses.fields(model))
     pydantic: Any = model
-    keys = [_described(info.serialization_alias or name, info.annotation) for name, info in pydantic.model_fields.items()]
+    keys = [_described(name, info.annotation) for name, info in pydantic.model_fields.items()]
     keys += [_described(name, info.return_type) for name, info in pydantic.model_computed_fields.items()]
     return ", ".join(keys)
 

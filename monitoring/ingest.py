@@ -45,7 +45,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from calibration import top_label_confidence
+from calibration import JsonResult, top_label_confidence
 
 from .prediction_log import (
     _IN_CHUNK,
@@ -76,7 +76,7 @@ _COPY_TYPES: Final = ("timestamptz", "text", "text", "text", "int4", "bytea", "i
 
 
 @dataclass(frozen=True, slots=True)
-class IngestReport:
+class IngestReport(JsonResult):
     """What became of each row of a batch of predictions.
 
     ``received`` rows came in; ``written`` are in the log now; ``unchanged`` were already in

@@ -33,6 +33,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calibration import JsonResult
+
 __all__ = ["LabelAttachReport", "LabelConflict", "LabelledChunk", "PredictionStore", "RowRefusal", "ServedChunk",
            "StoreScope"]
 
@@ -47,7 +49,7 @@ class LabelConflict:
 
 
 @dataclass(frozen=True, slots=True)
-class RowRefusal:
+class RowRefusal(JsonResult):
     """A row of an input that was refused, and why; the input's other rows were not affected.
 
     ``index`` is the row's position in the input (0-based: in a file, the data rows after the

@@ -88,7 +88,7 @@ class CheckContext(BaseModel):
     """Where a monitor event comes from: the serving aliases, the window, the check's MLflow run
     (None when the check wrote none: a version that never logged) and its experiment."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     aliases: tuple[str, ...]
     window_start: str
@@ -105,7 +105,7 @@ class EventPayload(BaseModel):
     every key that may be in it. A field declared with ``_spread`` (a mapping, or the check's
     :class:`CheckContext`) is spread into the payload, its keys declared beside it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
     EVENT: ClassVar[str]
 
     def to_payload(self) -> dict[str, Any]:
@@ -231,13 +231,13 @@ class RefittedEvent(EventPayload):
     """
 
     EVENT: ClassVar[str] = REFITTED_EVENT
-    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
     model_name: str
     new_version: str
     alias: str
     temperature: float
-    temperature_interval: tuple[float, float] | None
-    gate_threshold: float | None
+    temperature_interval: tuple[float, float] | None = None
+    gate_threshold: float | None = None
     parent_version: str
     parent_temperature: float
     verification: Mapping[str, Any] = _spread(VERIFICATION_KEYS)
@@ -248,11 +248,16 @@ class RefittedEvent(EventPayload):
     def model_uri(self) -> str:
         return f"models:/{self.model_name}/{self.new_version}"
 
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> RefittedEvent:
+        """``model_validate(payload)``, by its name of earlier releases (serving hooks call it)."""
+        return cls.model_validate(payload)
+
     @model_validator(mode="before")
     @classmethod
     def _gathered(cls, values: Any) -> Any:
         """A payload (spread keys at the top) gathered back into the fields; a model's own fields pass."""
-        if not isinstance(values, Mapping) or "verification" in values:
+        if not isinstance(values, Mapping) or "verification" in values or "cause" in values:
             return values
         fields = {key: value for key, value in values.items() if key in cls.model_fields}
         return fields | {"verification": {key: values[key] for key in VERIFICATION_KEYS if key in values},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pprint
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -159,6 +160,34 @@ def test_the_listed_json_keys_are_the_commands_output() -> None:
         "a command's --json output changed: replace JSON_KEYS in flows/json_keys.py with\n"
         + pprint.pformat(generated, width=120)
     )
+
+
+def test_a_model_commands_printed_output_has_the_listed_keys() -> None:
+    """Not only model_keys against itself: real outputs, dumped as the commands print them."""
+    from datetime import UTC, datetime
+
+    from flows.cli.database_setup import DatabaseSetup, SetupStep
+    from flows.orchestration.alerts import InstalledAutomation, InstallResult
+    from flows.orchestration.locks import LockHolder
+    from monitoring import ExportResult
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    printed = {
+        "setup-db": DatabaseSetup(steps=(SetupStep(subject="role mlflow", action="created", detail="set"),),
+                                  urls={"MLFLOW_BACKEND_STORE_URI": "postgresql://mlflow:***@db/mlflow"}).model_dump(),
+        "alerts install": InstallResult(
+            api_url="http://127.0.0.1:4200/api", block="custom-webhook/thermostat-alerts", block_id="1",
+            block_status="saved", destination=None,
+            automations=(InstalledAutomation(key="drift", name="n", event="e", id="2", status="created"),)).model_dump(),
+        "export": ExportResult(directory="d", model_name="m", model_version="1", until=now, n_classes=3,
+                               days_written=("2026-01-01",), days_skipped=(), rows_written=4).to_dict(),
+        "lock": {"action": "show", "model_name": "m", "holder": LockHolder(
+            name="thermostat-register-m", holder="h", machine="host", pid=1, description="refit", acquired_at=now,
+            expires_at=now, expired=False, alive=True).to_dict()},
+    }
+    printed["setup-db"]["urls"] = "by variable"  # its keys are data (the variables' names), not listed
+    for name, output in printed.items():
+        assert _describe(json_safe(output)) == re.sub(r" \([a-z|_]+\)", "", JSON_KEYS[name]), name
 
 
 def test_help_lists_each_commands_json_keys(capsys: pytest.CaptureFixture[str]) -> None:

@@ -66,11 +66,11 @@ def command() -> None:
                    f"(default {DEFAULT_BLOCK_NAME})")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def _install_command(webhook_url: str | None, block: str | None, block_name: str, as_json: bool) -> int:
-    from flows.orchestration import alerts  # after parsing: --help loads no Prefect
-
     if block is not None and block_name != DEFAULT_BLOCK_NAME:
         return fail(EXIT_BAD_INPUT, "--block-name names the webhook block --webhook-url saves; "
                     "with --block give the existing block's name to --block")
+    from flows.orchestration import alerts  # after the arguments are checked: a usage error loads no Prefect
+
     try:  # exactly one of --webhook-url and --block: install_alerts says so (exit 2) before any request
         result = alerts.install_alerts(webhook_url=webhook_url, block=block, block_name=block_name)
     except alerts.AlertsConfigurationError as error:

@@ -67,7 +67,7 @@ class RefittedWatch:
         try:
             async for event in subscriber:
                 try:
-                    refitted = RefittedEvent.model_validate(event.payload)
+                    refitted = RefittedEvent.from_payload(event.payload)
                 except ValueError as error:
                     _logger.warning("ignored %s %s: %s", REFITTED_EVENT, event.id, error)
                     continue

@@ -191,7 +191,8 @@ def _label_shift(report: DriftReport | None, state: MonitorState, policy: DriftP
     last = state.last_label_shift_at
     if last is not None and now < last + policy.cooldown:
         return None
-    return PlannedEvent(LabelShiftEvent(diagnosis=label_shift_payload(report, undo=undo), context=context), {"last_label_shift_at": now})
+    event = LabelShiftEvent(diagnosis=label_shift_payload(report, undo=undo), context=context)
+    return PlannedEvent(event, {"last_label_shift_at": now})
 
 
 def _still_fits(correction: PriorCorrection | None, test: PriorShiftTest) -> bool:

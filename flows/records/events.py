@@ -38,9 +38,9 @@ No Prefect here (:mod:`flows.orchestration.events` emits them), no MLflow.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from pydantic.fields import FieldInfo
 
 from calibration import json_safe
@@ -115,6 +115,24 @@ class EventPayload(BaseModel):
             info = type(self).model_fields.get(name)
             payload |= value if info is not None and _spread_keys(info) is not None else {name: value}
         return {key: json_safe(value) for key, value in payload.items()}
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Self:
+        """The event read back from what :meth:`to_payload` wrote (what a serving hook receives):
+        each spread field gathered back from its keys, the others by name, a computed one left out.
+
+        Raises
+        ------
+        ValueError
+            pydantic's ``ValidationError``, naming the field, when one the event always carries is
+            missing or malformed (an event from an older release).
+        """
+        values = {name: payload[name] for name in cls.model_fields if name in payload}
+        for name, info in cls.model_fields.items():
+            spread = _spread_keys(info)
+            if spread is not None:
+                values[name] = {key: payload[key] for key in spread if key in payload}
+        return cls.model_validate(values)
 
     @classmethod
     def payload_keys(cls) -> frozenset[str]:
@@ -216,9 +234,6 @@ class RefittedEvent(EventPayload):
     whatever the alias does next; T with its interval, the gate threshold), its parent, the
     verification and the cause.
 
-    Read back from its payload (what a serving hook receives) by ``model_validate``: the
-    verification's and the cause's keys are gathered back into their fields.
-
     Examples
     --------
     >>> event = RefittedEvent(model_name="tickets", new_version="4", alias="champion", temperature=1.8,
@@ -226,7 +241,7 @@ class RefittedEvent(EventPayload):
     ...                       parent_temperature=1.2, verification={"verify_n": 600}, cause={})
     >>> event.model_uri, event.to_payload()["temperature_interval"]
     ('models:/tickets/4', [1.7, 1.9])
-    >>> RefittedEvent.model_validate(event.to_payload()) == event
+    >>> RefittedEvent.from_payload(event.to_payload()) == event
     True
     """
 
@@ -248,20 +263,6 @@ class RefittedEvent(EventPayload):
     def model_uri(self) -> str:
         return f"models:/{self.model_name}/{self.new_version}"
 
-    @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> RefittedEvent:
-        """``model_validate(payload)``, by its name of earlier releases (serving hooks call it)."""
-        return cls.model_validate(payload)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _gathered(cls, values: Any) -> Any:
-        """A payload (spread keys at the top) gathered back into the fields; a model's own fields pass."""
-        if not isinstance(values, Mapping) or "verification" in values or "cause" in values:
-            return values
-        fields = {key: value for key, value in values.items() if key in cls.model_fields}
-        return fields | {"verification": {key: values[key] for key in VERIFICATION_KEYS if key in values},
-                         "cause": {key: values[key] for key in _CAUSE_KEYS if key in values}}
 
 
 class UnreadableVersionEvent(EventPayload):

@@ -320,7 +320,7 @@ def test_refit_links_to_the_drift_check_that_caused_it(registered: Registered, s
     assert event.payload["model_uri"] == "models:/digits/2" and event.payload["temperature"] == outcome.temperature
     assert event.payload["temperature_interval"] == list(outcome.interval or ())
     assert event.payload["gate_threshold"] == outcome.registration.gate_threshold  # type: ignore[union-attr]
-    read_back = RefittedEvent.model_validate(event.payload)
+    read_back = RefittedEvent.from_payload(event.payload)
     assert read_back.model_uri == "models:/digits/2" and read_back.cause == {"drift_event_id": check.event_id,
                                                                              "drift_run_id": check.run_id}
     caused_by = [dict(r) for r in event.related if r.get("prefect.resource.role") == "caused-by"]

@@ -74,10 +74,13 @@ def test_a_payload_writes_exactly_the_keys_it_declares() -> None:
                            window_end="2026-01-02T00:00:00+00:00", mlflow_experiment="m", mlflow_run_id="run")
     drift = DriftEvent(report=dict.fromkeys(DRIFT_PAYLOAD_KEYS), context=context)
     assert set(drift.to_payload()) == DriftEvent.payload_keys() and DRIFT_EVENT == drift.EVENT
+    # Read back, it writes the same payload (the report's window is the context's: one key in the payload).
+    assert DriftEvent.from_payload(drift.to_payload()).to_payload() == drift.to_payload()
     refused = RefitFailedEvent(reason="r", step="verify", escalation=None, model_name="m", model_version="1",
                                alias="champion", temperature=1.0, baseline_ece=0.01, window_start="a", window_end="b",
                                mlflow_run_id=None, mlflow_experiment="e", verification={}, cause={})
     written = set(refused.to_payload())
+    assert RefitFailedEvent.from_payload(refused.to_payload()).to_payload() == refused.to_payload()
     assert written <= RefitFailedEvent.payload_keys() and set(RefitFailedEvent.model_fields) - {
         "verification", "cause"} <= written
     refitted = RefittedEvent(model_name="m", new_version="2", alias="champion", temperature=1.5,
@@ -87,7 +90,7 @@ def test_a_payload_writes_exactly_the_keys_it_declares() -> None:
     # What a serving deployment rolls on: the version's own URI, the alias, T with its interval, the gate.
     assert {"model_name", "new_version", "model_uri", "alias", "temperature", "temperature_interval",
             "gate_threshold"} <= set(payload) <= RefittedEvent.payload_keys()
-    assert payload["model_uri"] == "models:/m/2" and RefittedEvent.model_validate(payload) == refitted
+    assert payload["model_uri"] == "models:/m/2" and RefittedEvent.from_payload(payload) == refitted
 
 
 def test_the_check_would_see_a_renamed_key() -> None:
